@@ -1,0 +1,121 @@
+#include "base/options.h"
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <variant>
+
+#include "base/error.h"
+
+namespace baregrad {
+
+namespace {
+
+using Member = std::variant<std::string Options::*, int Options::*, bool Options::*>;
+
+struct Field {
+  OptionInfo info;
+  Member member;
+};
+
+// The single definition of every option. CACHE_DIR's default is computed (default_cache_dir).
+constexpr Field kFields[] = {
+    {{"DEV", "string", "", "device to run on; empty picks the best device present"}, &Options::dev},
+    {{"DEBUG", "int", "0",
+      "log level: 1 kernel names and timings, 2 pass timings, 3 IR after passes, "
+      "4 generated source"},
+     &Options::debug},
+    {{"CACHE_DIR", "path", "$XDG_CACHE_HOME/baregrad or $HOME/.cache/baregrad",
+      "on-disk compiler cache directory"},
+     &Options::cache_dir},
+    {{"DISABLE_COMPILER_CACHE", "bool", "0", "1 bypasses the on-disk compiler cache"},
+     &Options::disable_cache},
+    {{"THREADS", "int", "0", "CPU worker threads; 0 uses all cores"}, &Options::threads},
+    {{"CC", "string", "clang-19", "C compiler used by the C target"}, &Options::cc},
+    {{"SPEC", "bool", "0", "1 runs the IR verifier between compiler passes"}, &Options::spec},
+};
+
+constexpr auto kTable = [] {
+  std::array<OptionInfo, std::size(kFields)> table{};
+  for (size_t i = 0; i < table.size(); ++i) table[i] = kFields[i].info;
+  return table;
+}();
+
+[[noreturn]] void bad_value(std::string_view name, std::string_view value, std::string_view want) {
+  fail("options", std::string(name) + "='" + std::string(value) + "' is invalid: expected " +
+                      std::string(want));
+}
+
+int parse_int(std::string_view name, std::string_view value) {
+  int out = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec != std::errc() || ptr != end || out < 0) bad_value(name, value, "an integer >= 0");
+  return out;
+}
+
+bool parse_bool(std::string_view name, std::string_view value) {
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  bad_value(name, value, "0 or 1");
+}
+
+std::string default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/baregrad";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.cache/baregrad";
+}
+
+// Parses `value` ("" = default) into field's member of `options`; throws before writing.
+void apply(Options& options, const Field& field, std::string_view value) {
+  if (value.empty() && field.member == Member(&Options::cache_dir)) {
+    options.cache_dir = default_cache_dir();
+    return;
+  }
+  if (value.empty()) value = field.info.default_value;
+  std::string_view name = field.info.name;
+  std::visit(
+      [&](auto member) {
+        auto& slot = options.*member;
+        using T = std::remove_reference_t<decltype(slot)>;
+        if constexpr (std::is_same_v<T, int>) {
+          slot = parse_int(name, value);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          slot = parse_bool(name, value);
+        } else {
+          slot = std::string(value);
+        }
+      },
+      field.member);
+}
+
+Options load_from_env() {
+  Options options;
+  for (const Field& field : kFields) {
+    const char* raw = std::getenv(std::string(field.info.name).c_str());
+    apply(options, field, raw != nullptr ? raw : "");
+  }
+  return options;
+}
+
+Options& storage() {
+  static Options options = load_from_env();
+  return options;
+}
+
+}  // namespace
+
+const Options& options() { return storage(); }
+
+std::span<const OptionInfo> option_table() { return kTable; }
+
+void set_option_for_test(std::string_view name, std::string_view value) {
+  for (const Field& field : kFields) {
+    if (field.info.name == name) return apply(storage(), field, value);
+  }
+  fail("options", "unknown option '" + std::string(name) + "'");
+}
+
+}  // namespace baregrad

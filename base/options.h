@@ -1,0 +1,39 @@
+#pragma once
+
+// The typed options registry: the only place baregrad reads environment variables.
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace baregrad {
+
+struct Options {
+  std::string dev;             // DEV: device name; "" picks the best device present.
+  int debug = 0;               // DEBUG: log level (see option_table()).
+  std::string cache_dir;       // CACHE_DIR: on-disk compiler cache directory.
+  bool disable_cache = false;  // DISABLE_COMPILER_CACHE: skip the on-disk compiler cache.
+  int threads = 0;             // THREADS: CPU worker threads; 0 means all cores.
+  std::string cc;              // CC: C compiler of the C target.
+  bool spec = false;           // SPEC: run the IR verifier between compiler passes.
+};
+
+// The options, read from the environment on first use (thread-safe). Throws baregrad::Error
+// naming the variable and its value when one does not parse (e.g. DEBUG=abc).
+const Options& options();
+
+// One row per environment variable, for documentation and `bare help`.
+struct OptionInfo {
+  std::string_view name;           // Environment variable, e.g. "DEBUG".
+  std::string_view type;           // "string", "int" (non-negative), "bool" (0/1) or "path".
+  std::string_view default_value;  // Used when the variable is unset or empty.
+  std::string_view help;           // One line.
+};
+std::span<const OptionInfo> option_table();
+
+// Tests only: re-parses the option `name` (an environment variable name) from `value` into
+// options(); "" restores the default. Throws baregrad::Error on an unknown name or a bad value,
+// leaving the option unchanged. Not synchronized with concurrent readers.
+void set_option_for_test(std::string_view name, std::string_view value);
+
+}  // namespace baregrad

@@ -1,0 +1,358 @@
+#include "compiler/codegen/lower.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "base/check.h"
+#include "base/error.h"
+
+namespace baregrad::compiler {
+namespace {
+
+// Values of one AST node for one copy: a W-lane vector, or a scalar uniform across lanes.
+struct Val {
+  UOpPtr u;
+  bool vec = false;
+};
+
+struct Ctx {
+  std::vector<UOpPtr> loops;  // RANGE per loop axis (null for expand axes)
+  bool vector_active = false;
+  int id = 0;
+};
+
+// Elements of its buffer that `st` can touch (one past the largest index).
+int64_t extent(const ShapeTracker& st) {
+  const View& v = st.views.front();
+  int64_t hi = v.offset;
+  for (size_t d = 0; d < v.shape.size(); d++) {
+    int64_t lo_d = 0, hi_d = v.shape[d] - 1;
+    if (v.mask) std::tie(lo_d, hi_d) = std::make_pair((*v.mask)[d].first, (*v.mask)[d].second - 1);
+    hi += v.strides[d] > 0 ? hi_d * v.strides[d] : lo_d * v.strides[d];
+  }
+  return hi + 1;
+}
+
+// Buffer arguments and the FLOP / byte estimates of `k`.
+void estimate(const Kernel& k, Lowered* out) {
+  int64_t all = 1, outer = 1;
+  for (int a = 0; a < k.ndim(); a++) {
+    all *= k.shape()[a];
+    if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll) outer *= k.shape()[a];
+  }
+  std::vector<const UOp*> topo = k.ast()->toposort();
+  std::map<const UOp*, bool> in_reduce;
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    bool inside = in_reduce[*it] || (*it)->op() == Op::REDUCE_AXIS;
+    for (auto& s : (*it)->src()) in_reduce[s.get()] = in_reduce[s.get()] || inside;
+  }
+  for (const UOp* n : topo) {
+    if (is_alu(n->op()) || n->op() == Op::REDUCE_AXIS)
+      out->flops += static_cast<double>(in_reduce[n] ? all : outer);
+    if (n->op() != Op::VIEW) continue;
+    int slot = static_cast<int>(n->src(0)->arg_as<int64_t>());
+    if (static_cast<int>(out->bufs.size()) <= slot) out->bufs.resize(slot + 1);
+    BufferArg& b = out->bufs[slot];
+    b.slot = slot;
+    b.dtype = n->dtype().base();
+    b.size = std::max(b.size, extent(n->arg_as<ShapeTracker>()));
+  }
+  for (auto& s : k.ast()->src()) {
+    int slot = static_cast<int>(s->src(0)->src(0)->arg_as<int64_t>());
+    out->bufs[slot].written = true;
+  }
+  for (auto& b : out->bufs) out->bytes += static_cast<double>(b.size) * b.dtype.itemsize();
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Kernel& k, const TargetInfo& t) : k_(k), t_(t) {}
+
+  Lowered run();
+
+ private:
+  AxisKind kind(int axis) const { return k_.kinds()[axis]; }
+  bool is_expand(int axis) const { return kind(axis) >= AxisKind::kUnroll; }
+  int pick_vector_axis() const;
+  UOpPtr make_range(int axis, const UOpPtr& parent, int64_t id);
+  UOpPtr coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const;
+  std::pair<UOpPtr, UOpPtr> index(const ShapeTracker& st, const Ctx& ctx,
+                                  const std::vector<int64_t>& c, int lane) const;
+  Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  Val lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  Val lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  std::vector<UOpPtr> lower_store(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  UOpPtr widen(const Val& v) const;
+  UOpPtr combine(Op op, std::vector<UOpPtr> vals) const;
+
+  const Kernel& k_;
+  const TargetInfo& t_;
+  int vaxis_ = -1;
+  int width_ = 1;
+  int next_ctx_ = 1;
+  int64_t next_loop_id_ = 0;
+  std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
+};
+
+int Lowerer::pick_vector_axis() const {
+  auto views = k_.views();
+  int best = -1;
+  for (int a = 0; a < k_.ndim(); a++) {
+    int64_t n = k_.shape()[a];
+    if (!is_expand(a)) continue;
+    if (n < 2 || n > 32) continue;
+    bool ok = true, any_unit = false;
+    for (const auto& st : views) {
+      int64_t s = Kernel::stride(st, a);
+      ok &= s == 0 || s == 1;
+      any_unit |= s == 1;
+    }
+    if (!ok || !any_unit || !k_.unmasked(a)) continue;
+    // Prefer UPCAST axes (vector accumulators need no horizontal reduce), then the last one.
+    if (best < 0 || k_.kinds()[a] == AxisKind::kUpcast || k_.kinds()[best] != AxisKind::kUpcast)
+      best = a;
+  }
+  return best;
+}
+
+UOpPtr Lowerer::make_range(int axis, const UOpPtr& parent, int64_t id) {
+  int64_t n = k_.shape()[axis];
+  std::vector<UOpPtr> src;
+  if (axis == 0 && k_.kinds()[0] == AxisKind::kGlobal) {
+    src = {UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_lo", 0, n}),
+           UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_hi", 0, n})};
+  } else {
+    src = {UOp::index_const(0), UOp::index_const(n)};
+  }
+  if (parent) src.push_back(parent);
+  return UOp::make(Op::RANGE, dtypes::kIndex, std::move(src), id);
+}
+
+UOpPtr Lowerer::coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const {
+  if (!is_expand(axis)) return ctx.loops[axis];
+  if (axis == vaxis_ && ctx.vector_active) return UOp::index_const(lane);
+  return UOp::index_const(c[axis]);
+}
+
+// The buffer index and validity (null when always valid) of one lane.
+std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st, const Ctx& ctx,
+                                         const std::vector<int64_t>& c, int lane) const {
+  UOpPtr valid;
+  auto add_valid = [&](UOpPtr v) { valid = valid ? logical_and(valid, v) : v; };
+  UOpPtr idx;
+  for (size_t vi = st.views.size(); vi-- > 0;) {
+    const View& v = st.views[vi];
+    std::vector<UOpPtr> x(v.shape.size());
+    if (vi + 1 == st.views.size()) {
+      for (size_t d = 0; d < x.size(); d++)
+        x[d] = v.shape[d] == 1 ? UOp::index_const(0) : coord(ctx, c, static_cast<int>(d), lane);
+    } else {  // unravel the later view's linear index into this view's dims
+      int64_t inner = 1;
+      for (size_t d = x.size(); d-- > 0;) {
+        x[d] = (idx / inner) % v.shape[d];
+        inner *= v.shape[d];
+      }
+    }
+    UOpPtr out = UOp::index_const(v.offset);
+    for (size_t d = 0; d < x.size(); d++) {
+      if (v.strides[d] != 0) out = out + x[d] * v.strides[d];
+      if (v.mask) {
+        auto [lo, hi] = (*v.mask)[d];
+        if (lo > 0) add_valid(logical_and(lt(x[d], hi), UOp::alu(Op::CMPLT, {UOp::index_const(lo - 1), x[d]})));
+        else if (hi < v.shape[d]) add_valid(lt(x[d], hi));
+      }
+    }
+    idx = out;
+  }
+  return {idx, valid};
+}
+
+UOpPtr Lowerer::widen(const Val& v) const {
+  if (v.vec || width_ == 1) return v.u;
+  if (v.u->op() == Op::CONST) return UOp::make(Op::CONST, v.u->dtype().vec(width_), {}, v.u->arg());
+  return UOp::make(Op::VECTORIZE, v.u->dtype().vec(width_), std::vector<UOpPtr>(width_, v.u));
+}
+
+UOpPtr Lowerer::combine(Op op, std::vector<UOpPtr> vals) const {
+  while (vals.size() > 1) {  // balanced tree: shorter dependency chains
+    std::vector<UOpPtr> next;
+    for (size_t i = 0; i + 1 < vals.size(); i += 2) next.push_back(UOp::alu(op, {vals[i], vals[i + 1]}));
+    if (vals.size() % 2) next.push_back(vals.back());
+    vals = std::move(next);
+  }
+  return vals[0];
+}
+
+Val Lowerer::lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
+  const UOpPtr& view = n->src(0);
+  const auto& st = view->arg_as<ShapeTracker>();
+  const UOpPtr& buf = view->src(0);
+  DType dt = n->dtype();
+  auto scalar_load = [&](int lane) {
+    auto [idx, valid] = index(st, ctx, c, lane);
+    std::vector<UOpPtr> src{buf, idx};
+    if (valid) src.push_back(valid);
+    UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
+    return UOp::make(Op::LOAD, dt, {ix});
+  };
+  if (!ctx.vector_active || width_ == 1) return {scalar_load(0), false};
+  int64_t s = Kernel::stride(st, vaxis_);
+  if (s == 0) return {scalar_load(0), false};
+  if (s == 1) {
+    auto [idx, valid] = index(st, ctx, c, 0);
+    std::vector<UOpPtr> src{buf, idx};
+    if (valid) src.push_back(valid);
+    UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
+    return {UOp::make(Op::LOAD, dt.vec(width_), {ix}), true};
+  }
+  std::vector<UOpPtr> lanes;
+  for (int l = 0; l < width_; l++) lanes.push_back(scalar_load(l));
+  return {UOp::make(Op::VECTORIZE, dt.vec(width_), std::move(lanes)), true};
+}
+
+Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
+  Op op = n->arg_as<ReduceArg>().op;
+  Ctx inner = ctx;
+  inner.id = next_ctx_++;
+  inner.vector_active = vaxis_ >= 0;
+  UOpPtr parent;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kGlobal || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
+  std::vector<UOpPtr> ranges;
+  for (int a = 0; a < k_.ndim(); a++) {
+    if (kind(a) != AxisKind::kReduce) continue;
+    parent = make_range(a, parent, next_loop_id_++);
+    inner.loops[a] = parent;
+    ranges.push_back(parent);
+  }
+  // Every combination of the (non-vector) UNROLL axes, combined in registers.
+  std::vector<int> unroll;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kUnroll && a != vaxis_) unroll.push_back(a);
+  bool vec_reduced = vaxis_ >= 0 && k_.kinds()[vaxis_] == AxisKind::kUnroll;
+  std::vector<UOpPtr> vals;
+  std::vector<int64_t> cc = c;
+  std::function<void(size_t)> each = [&](size_t i) {
+    if (i == unroll.size()) {
+      Val v = lower(n->src(0), inner, cc);
+      vals.push_back(vec_reduced ? widen(v) : v.u);
+      return;
+    }
+    for (int64_t j = 0; j < k_.shape()[unroll[i]]; j++) {
+      cc[unroll[i]] = j;
+      each(i + 1);
+    }
+  };
+  each(0);
+  bool vec = vec_reduced || std::any_of(vals.begin(), vals.end(), [](const UOpPtr& u) { return u->dtype().count > 1; });
+  if (vec && !vec_reduced)
+    for (auto& v : vals) v = widen({v, v->dtype().count > 1});
+  UOpPtr acc = combine(op, std::move(vals));
+  if (!ranges.empty()) {
+    std::vector<UOpPtr> src{acc};
+    src.insert(src.end(), ranges.begin(), ranges.end());
+    acc = UOp::make(Op::REDUCE, acc->dtype(), std::move(src), static_cast<int64_t>(op));
+  }
+  if (!vec_reduced) return {acc, vec};
+  std::vector<UOpPtr> lanes;
+  for (int l = 0; l < width_; l++)
+    lanes.push_back(UOp::make(Op::GEP, acc->dtype().base(), {acc}, int64_t{l}));
+  return {combine(op, std::move(lanes)), false};
+}
+
+Val Lowerer::lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
+  auto key = std::make_tuple(n.get(), ctx.id, c);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  Val out;
+  if (n->op() == Op::CONST) {
+    out = {n, false};
+  } else if (n->op() == Op::LOAD) {
+    out = lower_load(n, ctx, c);
+  } else if (n->op() == Op::REDUCE_AXIS) {
+    out = lower_reduce(n, ctx, c);
+  } else if (is_alu(n->op())) {
+    std::vector<Val> src;
+    bool vec = false;
+    for (auto& s : n->src()) {
+      src.push_back(lower(s, ctx, c));
+      vec |= src.back().vec;
+    }
+    std::vector<UOpPtr> us;
+    for (auto& v : src) us.push_back(vec ? widen(v) : v.u);
+    DType dt = vec ? n->dtype().vec(width_) : n->dtype();
+    out = {UOp::make(n->op(), dt, std::move(us), n->arg()), vec};
+  } else {
+    fail("lower", std::string("unexpected ") + op_name(n->op()) + " in kernel AST");
+  }
+  memo_[key] = out;
+  return out;
+}
+
+std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n, const Ctx& ctx,
+                                         const std::vector<int64_t>& c) {
+  const auto& st = n->src(0)->arg_as<ShapeTracker>();
+  if (st.views.back().mask) fail("lower", "masked store views are not supported: " + st.str());
+  const UOpPtr& buf = n->src(0)->src(0);
+  Val v = lower(n->src(1), ctx, c);
+  auto store_at = [&](int lane, const UOpPtr& value) {
+    auto [idx, valid] = index(st, ctx, c, lane);
+    UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), {buf, idx});
+    return UOp::make(Op::STORE, dtypes::kVoid, {ix, value});
+  };
+  int64_t s = ctx.vector_active && width_ > 1 ? Kernel::stride(st, vaxis_) : 0;
+  if (s == 0) return {store_at(0, v.vec ? UOp::make(Op::GEP, v.u->dtype().base(), {v.u}, int64_t{0}) : v.u)};
+  UOpPtr wide = widen(v);
+  if (s == 1) return {store_at(0, wide)};
+  std::vector<UOpPtr> out;
+  for (int l = 0; l < width_; l++)
+    out.push_back(store_at(l, UOp::make(Op::GEP, wide->dtype().base(), {wide}, int64_t{l})));
+  return out;
+}
+
+Lowered Lowerer::run() {
+  vaxis_ = pick_vector_axis();
+  width_ = vaxis_ >= 0 ? static_cast<int>(k_.shape()[vaxis_]) : 1;
+  Ctx top;
+  top.loops.assign(k_.ndim(), nullptr);
+  top.vector_active = vaxis_ >= 0 && k_.kinds()[vaxis_] == AxisKind::kUpcast;
+  UOpPtr parent;
+  for (int a = 0; a < k_.ndim(); a++) {
+    if (kind(a) != AxisKind::kGlobal && kind(a) != AxisKind::kLocal) continue;
+    parent = make_range(a, parent, next_loop_id_++);
+    top.loops[a] = parent;
+  }
+  // One copy per combination of the non-vector UPCAST axes.
+  std::vector<int> upcast;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kUpcast && a != vaxis_) upcast.push_back(a);
+  std::vector<UOpPtr> stores;
+  std::vector<int64_t> c(k_.ndim(), 0);
+  std::function<void(size_t)> each = [&](size_t i) {
+    if (i == upcast.size()) {
+      for (auto& s : k_.ast()->src())
+        for (auto& st : lower_store(s, top, c)) stores.push_back(st);
+      return;
+    }
+    for (int64_t j = 0; j < k_.shape()[upcast[i]]; j++) {
+      c[upcast[i]] = j;
+      each(i + 1);
+    }
+  };
+  each(0);
+
+  Lowered out;
+  estimate(k_, &out);
+  out.sink = UOp::make(Op::SINK, dtypes::kVoid, std::move(stores));
+  out.vector_axis = vaxis_;
+  out.thread_extent = k_.ndim() > 0 && k_.kinds()[0] == AxisKind::kGlobal ? k_.shape()[0] : 1;
+  return out;
+}
+
+}  // namespace
+
+Lowered lower_to_ranges(const Kernel& k, const TargetInfo& target) {
+  return Lowerer(k, target).run();
+}
+
+}  // namespace baregrad::compiler

@@ -1,0 +1,90 @@
+// Element types of the UOp IR: scalars, short vectors of them, and pointers to them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace baregrad::compiler {
+
+// Scalar kinds in promotion priority order (tinygrad's lattice; see least_upper_dtype).
+enum class Scalar : uint8_t {
+  kVoid,
+  kBool,
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+};
+constexpr int kNumScalars = 14;
+
+// Where a pointer points; GPU targets add shared memory later.
+enum class AddrSpace : uint8_t { kGlobal, kLocal, kReg };
+
+// A value type: `count` lanes of `scalar`, or a pointer to such elements.
+struct DType {
+  Scalar scalar = Scalar::kVoid;
+  uint16_t count = 1;
+  bool ptr = false;
+  AddrSpace addr = AddrSpace::kGlobal;
+
+  constexpr bool operator==(const DType&) const = default;
+  // The same element type with `n` lanes.
+  constexpr DType vec(int n) const { return DType{scalar, static_cast<uint16_t>(n), ptr, addr}; }
+  // The scalar element type (no lanes, no pointer).
+  constexpr DType base() const { return DType{scalar, 1, false, AddrSpace::kGlobal}; }
+  // A pointer to elements of this type.
+  constexpr DType as_ptr(AddrSpace a = AddrSpace::kGlobal) const {
+    return DType{scalar, count, true, a};
+  }
+  // Size in bytes of one element (all lanes); pointers are 8 bytes.
+  int itemsize() const;
+  // Size in bytes of one lane.
+  int scalar_size() const;
+  std::string name() const;
+};
+
+namespace dtypes {
+constexpr DType kVoid{Scalar::kVoid};
+constexpr DType kBool{Scalar::kBool};
+constexpr DType kInt8{Scalar::kInt8};
+constexpr DType kUint8{Scalar::kUint8};
+constexpr DType kInt16{Scalar::kInt16};
+constexpr DType kUint16{Scalar::kUint16};
+constexpr DType kInt32{Scalar::kInt32};
+constexpr DType kUint32{Scalar::kUint32};
+constexpr DType kInt64{Scalar::kInt64};
+constexpr DType kUint64{Scalar::kUint64};
+constexpr DType kFloat16{Scalar::kFloat16};
+constexpr DType kBFloat16{Scalar::kBFloat16};
+constexpr DType kFloat32{Scalar::kFloat32};
+constexpr DType kFloat64{Scalar::kFloat64};
+// The index type of kernel index math.
+constexpr DType kIndex = kInt64;
+
+bool is_float(DType t);
+bool is_int(DType t);  // signed or unsigned integer, not bool
+bool is_unsigned(DType t);
+bool is_bool(DType t);
+// Every scalar dtype except void, in priority order.
+const DType* all(int* n);
+// Parses "float32", "int8", ... ; returns kVoid when unknown.
+DType from_name(const std::string& name);
+// Smallest value and largest finite value representable, as doubles.
+double min_value(DType t);
+double max_value(DType t);
+}  // namespace dtypes
+
+// The dtype two operands promote to (tinygrad's least_upper_dtype over its lattice).
+DType least_upper_dtype(DType a, DType b);
+// The float type an op producing floats from `t` yields (ints -> float32).
+DType least_upper_float(DType t);
+
+}  // namespace baregrad::compiler

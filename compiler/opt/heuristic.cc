@@ -1,0 +1,93 @@
+// Hand-written optimization choices for CPU-like targets. Each step only picks Opts from the
+// explicit action space in kernel.h, so a search can replace this file later.
+#include <algorithm>
+
+#include "compiler/opt/kernel.h"
+
+namespace baregrad::compiler {
+namespace {
+
+bool try_apply(Kernel& k, const Opt& o, std::vector<Opt>& opts) {
+  if (!k.legal(o)) return false;
+  k.apply(o);
+  opts.push_back(o);
+  return true;
+}
+
+bool has_stride(const Kernel& k, int axis, int64_t stride) {
+  for (const auto& st : k.views())
+    if (Kernel::stride(st, axis) == stride) return true;
+  return false;
+}
+
+// An axis every view walks with stride 0 or 1 (and at least one with 1): loads along it are
+// contiguous vectors or broadcasts.
+bool vectorizable(const Kernel& k, int axis) {
+  for (const auto& st : k.views()) {
+    int64_t s = Kernel::stride(st, axis);
+    if (s != 0 && s != 1) return false;
+  }
+  return has_stride(k, axis, 1) && k.unmasked(axis);
+}
+
+int widest_element(const Kernel& k) {
+  int w = 1;
+  for (const UOp* n : k.ast()->toposort())
+    if (n->op() == Op::VIEW) w = std::max(w, n->dtype().base().itemsize());
+  return w;
+}
+
+}  // namespace
+
+std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& target) {
+  Kernel k = in;
+  std::vector<Opt> opts;
+  bool reduce = k.count(AxisKind::kReduce) > 0;
+  int lanes = std::max(1, target.vector_bytes / widest_element(k));
+
+  // 1. Vector lanes: a contiguous output axis, else a contiguous reduce axis.
+  int vec_global = -1;
+  bool vec_reduce = false;
+  for (int w = lanes; w >= 4 && vec_global < 0 && !vec_reduce; w /= 2) {
+    for (int a = 0; a < k.first(AxisKind::kReduce) && vec_global < 0; a++)
+      if (vectorizable(k, a) && try_apply(k, {OptOp::kUpcast, a, w}, opts)) vec_global = a;
+    for (int a = k.first(AxisKind::kReduce); a < k.ndim() && vec_global < 0 && !vec_reduce; a++)
+      if (k.kinds()[a] == AxisKind::kReduce && vectorizable(k, a) && try_apply(k, {OptOp::kUnroll, a, w}, opts)) vec_reduce = true;
+  }
+
+  // 2. Register tiles: reuse broadcast operands across upcast rows, keeping the accumulators
+  //    within the register file.
+  int copies = 1;
+  if (reduce && vec_global >= 0) {
+    for (int a = 0; a < k.first(AxisKind::kReduce); a++) {
+      if (a == vec_global || !has_stride(k, a, 0)) continue;
+      for (int amt : {8, 4, 2})
+        if (try_apply(k, {OptOp::kUpcast, a, amt}, opts)) {
+          copies *= amt;
+          break;
+        }
+      break;
+    }
+    if (has_stride(k, vec_global, 0) && copies * 2 <= target.registers / 2)
+      if (try_apply(k, {OptOp::kUpcast, vec_global, 2}, opts)) copies *= 2;
+  }
+  // 3. More independent work per iteration where no tile was made.
+  if (copies == 1) {
+    if (vec_global >= 0) try_apply(k, {OptOp::kUpcast, vec_global, 4}, opts);
+    else if (vec_reduce) try_apply(k, {OptOp::kUnroll, k.first(AxisKind::kReduce), 4}, opts);
+  }
+  // 4. Loop order: with a reduction, the innermost output loop is the one whose tile is
+  //    narrowest, so the wide operand panel stays in cache across it.
+  if (reduce && k.first(AxisKind::kReduce) >= 2 && vec_global >= 0 && vec_global != 0)
+    try_apply(k, {OptOp::kSwap, 0, vec_global}, opts);
+  // 5. The first loop is split across cores: make it one with enough iterations.
+  int g = k.count(AxisKind::kGlobal);
+  if (g > 1 && k.shape()[0] < target.threads) {
+    int best = static_cast<int>(std::max_element(k.shape().begin(), k.shape().begin() + g) -
+                                k.shape().begin());
+    if (best != 0) try_apply(k, {OptOp::kSwap, 0, best}, opts);
+  }
+  return opts;
+}
+
+}  // namespace baregrad::compiler

@@ -1,0 +1,261 @@
+#include "compiler/opt/kernel.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "base/error.h"
+
+namespace baregrad::compiler {
+
+const char* axis_kind_name(AxisKind k) {
+  static const char* kNames[] = {"global", "local", "reduce", "unroll", "upcast"};
+  return kNames[static_cast<int>(k)];
+}
+
+std::string Opt::str() const {
+  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP"};
+  return std::string(kNames[static_cast<int>(op)]) + "(" + std::to_string(axis) + ", " +
+         std::to_string(amt) + ")";
+}
+
+namespace {
+bool full_mask(const View& v, int axis) {
+  if (!v.mask) return true;
+  auto [lo, hi] = (*v.mask)[axis];
+  return lo == 0 && hi == v.shape[axis];
+}
+
+View permute_view(const View& v, const std::vector<int>& perm) {
+  View out = v;
+  for (size_t i = 0; i < perm.size(); i++) {
+    out.shape[i] = v.shape[perm[i]];
+    out.strides[i] = v.strides[perm[i]];
+    if (v.mask) (*out.mask)[i] = (*v.mask)[perm[i]];
+  }
+  return out;
+}
+
+// Splits dim `axis` into (n / amt, amt); a dim of size 1 (reduced away) splits into (1, 1).
+View split_view(const View& v, int axis, int64_t amt) {
+  View out = v;
+  int64_t n = v.shape[axis], s = v.strides[axis];
+  bool one = n == 1;
+  out.shape[axis] = one ? 1 : n / amt;
+  out.strides[axis] = one ? 0 : s * amt;
+  out.shape.insert(out.shape.begin() + axis + 1, one ? 1 : amt);
+  out.strides.insert(out.strides.begin() + axis + 1, one ? 0 : s);
+  if (out.mask) {
+    (*out.mask)[axis] = {0, out.shape[axis]};
+    out.mask->insert(out.mask->begin() + axis + 1, {0, out.shape[axis + 1]});
+  }
+  return out;
+}
+
+View merge_view(const View& v, int axis) {
+  View out = v;
+  out.shape[axis] = v.shape[axis] * v.shape[axis + 1];
+  out.strides[axis] = v.strides[axis + 1];
+  out.shape.erase(out.shape.begin() + axis + 1);
+  out.strides.erase(out.strides.begin() + axis + 1);
+  if (out.mask) {
+    (*out.mask)[axis] = {0, out.shape[axis]};
+    out.mask->erase(out.mask->begin() + axis + 1);
+  }
+  return out;
+}
+
+bool is_view(const UOp* n) { return n->op() == Op::VIEW; }
+}  // namespace
+
+Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
+  std::vector<int> reduce_axes;
+  bool have_reduce = false;
+  for (const UOp* n : ast->toposort()) {
+    if (is_view(n)) {
+      const auto& st = n->arg_as<ShapeTracker>();
+      if (shape_.empty()) shape_.assign(st.shape().size(), 1);
+      if (st.shape().size() != shape_.size())
+        fail("kernel", "views of different rank: " + st.str());
+      for (size_t i = 0; i < shape_.size(); i++) shape_[i] = std::max(shape_[i], st.shape()[i]);
+    }
+    if (n->op() == Op::REDUCE_AXIS) {
+      auto axes = n->arg_as<ReduceArg>().axes;
+      std::sort(axes.begin(), axes.end());
+      if (have_reduce && axes != reduce_axes)
+        fail("kernel", "reductions over different axes in one kernel are not supported");
+      reduce_axes = axes;
+      have_reduce = true;
+    }
+  }
+  if (shape_.empty()) fail("kernel", "kernel AST has no views");
+  std::vector<int> perm;
+  for (int i = 0; i < ndim(); i++)
+    if (!std::count(reduce_axes.begin(), reduce_axes.end(), i)) perm.push_back(i);
+  for (int a : reduce_axes) perm.push_back(a);
+  std::vector<int64_t> permuted;
+  for (int a : perm) permuted.push_back(shape_[a]);
+  shape_ = permuted;
+  kinds_.assign(ndim(), AxisKind::kGlobal);
+  for (size_t i = ndim() - reduce_axes.size(); i < kinds_.size(); i++) kinds_[i] = AxisKind::kReduce;
+  rewrite_views(perm, -1, 0);
+  merge_dims();
+}
+
+int Kernel::count(AxisKind kind) const {
+  return static_cast<int>(std::count(kinds_.begin(), kinds_.end(), kind));
+}
+int Kernel::first(AxisKind kind) const {
+  for (int i = 0; i < ndim(); i++)
+    if (kinds_[i] == kind) return i;
+  return ndim();
+}
+
+std::vector<ShapeTracker> Kernel::views() const {
+  std::vector<ShapeTracker> loads, stores;
+  for (const UOp* n : ast_->toposort()) {
+    if (n->op() == Op::LOAD) loads.push_back(n->src(0)->arg_as<ShapeTracker>());
+    if (n->op() == Op::STORE) stores.push_back(n->src(0)->arg_as<ShapeTracker>());
+  }
+  loads.insert(loads.end(), stores.begin(), stores.end());
+  return loads;
+}
+
+int64_t Kernel::stride(const ShapeTracker& st, int axis) {
+  if (st.views.size() != 1) return -1;
+  return st.views[0].shape[axis] == 1 ? 0 : st.views[0].strides[axis];
+}
+
+bool Kernel::unmasked(int axis) const {
+  for (const auto& st : views())
+    if (!full_mask(st.views.back(), axis)) return false;
+  return true;
+}
+
+// Rebuilds the AST with every view permuted by `perm` and then (if split_axis >= 0) split.
+// REDUCE_AXIS args are recomputed from kinds_, which the caller has already updated.
+void Kernel::rewrite_views(const std::vector<int>& perm, int split_axis, int64_t split_amt) {
+  std::vector<int> reduce_axes;
+  for (int i = 0; i < ndim(); i++)
+    if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll) reduce_axes.push_back(i);
+  std::unordered_map<const UOp*, UOpPtr> out;
+  for (const UOp* n : ast_->toposort()) {
+    std::vector<UOpPtr> src;
+    for (auto& s : n->src()) src.push_back(out.at(s.get()));
+    if (is_view(n)) {
+      ShapeTracker st = n->arg_as<ShapeTracker>();
+      View& v = st.views.back();
+      if (!perm.empty()) v = permute_view(v, perm);
+      if (split_axis >= 0) v = split_view(v, split_axis, split_amt);
+      out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(st));
+    } else if (n->op() == Op::REDUCE_AXIS) {
+      ReduceArg r{n->arg_as<ReduceArg>().op, reduce_axes};
+      out[n] = UOp::make(Op::REDUCE_AXIS, n->dtype(), std::move(src), std::move(r));
+    } else {
+      out[n] = n->with_src(std::move(src));
+    }
+  }
+  ast_ = out.at(ast_.get());
+}
+
+void Kernel::merge_dims() {
+  for (int i = ndim() - 2; i >= 0; i--) {
+    if (kinds_[i] != kinds_[i + 1]) continue;
+    bool ok = true;
+    for (const auto& st : views()) {
+      const View& v = st.views.back();
+      ok &= full_mask(v, i) && full_mask(v, i + 1) &&
+            v.strides[i] == v.strides[i + 1] * v.shape[i + 1];
+    }
+    if (!ok) continue;
+    std::unordered_map<const UOp*, UOpPtr> out;
+    for (const UOp* n : ast_->toposort()) {
+      std::vector<UOpPtr> src;
+      for (auto& s : n->src()) src.push_back(out.at(s.get()));
+      if (is_view(n)) {
+        ShapeTracker st = n->arg_as<ShapeTracker>();
+        st.views.back() = merge_view(st.views.back(), i);
+        out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(st));
+      } else {
+        out[n] = n->with_src(std::move(src));
+      }
+    }
+    ast_ = out.at(ast_.get());
+    shape_[i] *= shape_[i + 1];
+    shape_.erase(shape_.begin() + i + 1);
+    kinds_.erase(kinds_.begin() + i + 1);
+    rewrite_views({}, -1, 0);  // refresh REDUCE_AXIS axes
+  }
+}
+
+bool Kernel::legal(const Opt& o, std::string* why) const {
+  auto no = [&](std::string msg) {
+    if (why) *why = std::move(msg);
+    return false;
+  };
+  if (o.axis < 0 || o.axis >= ndim()) return no("axis out of range for shape of rank " + std::to_string(ndim()));
+  AxisKind k = kinds_[o.axis];
+  if (o.op == OptOp::kSwap) {
+    if (o.amt < 0 || o.amt >= ndim() || kinds_[o.amt] != k) return no("axes are of different kinds");
+    if (k != AxisKind::kGlobal && k != AxisKind::kReduce && k != AxisKind::kLocal)
+      return no("only loop axes can be swapped");
+    return true;
+  }
+  AxisKind need = o.op == OptOp::kUnroll ? AxisKind::kReduce : AxisKind::kGlobal;
+  if (k != need) return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
+  if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
+    return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
+  if (!unmasked(o.axis)) return no("axis is masked (padded)");
+  return true;
+}
+
+void Kernel::apply(const Opt& o) {
+  std::string why;
+  if (!legal(o, &why)) fail("opt", o.str() + " on " + str() + ": " + why);
+  std::vector<int> perm(ndim());
+  std::iota(perm.begin(), perm.end(), 0);
+  if (o.op == OptOp::kSwap) {
+    std::swap(perm[o.axis], perm[o.amt]);
+    std::swap(shape_[o.axis], shape_[o.amt]);
+    rewrite_views(perm, -1, 0);
+    applied_.push_back(o);
+    return;
+  }
+  AxisKind inner = o.op == OptOp::kUpcast ? AxisKind::kUpcast
+                   : o.op == OptOp::kUnroll ? AxisKind::kUnroll
+                                            : AxisKind::kLocal;
+  // Split in place, then move the new inner dim to the end of its kind's block.
+  shape_[o.axis] /= o.amt;
+  shape_.insert(shape_.begin() + o.axis + 1, o.amt);
+  kinds_.insert(kinds_.begin() + o.axis + 1, inner);
+  int dest = 0;  // the inner dim goes after every other dim whose kind sorts before it
+  for (int i = 0; i < ndim(); i++) dest += i != o.axis + 1 && kinds_[i] <= inner;
+  std::vector<int> order(ndim());
+  std::iota(order.begin(), order.end(), 0);
+  order.erase(order.begin() + o.axis + 1);
+  order.insert(order.begin() + dest, o.axis + 1);
+  std::vector<int64_t> new_shape;
+  std::vector<AxisKind> new_kinds;
+  for (int i : order) {
+    new_shape.push_back(shape_[i]);
+    new_kinds.push_back(kinds_[i]);
+  }
+  shape_ = new_shape;
+  kinds_ = new_kinds;
+  rewrite_views({}, o.axis, o.amt);  // split (kinds_ already describe the split shape)
+  rewrite_views(order, -1, 0);
+  applied_.push_back(o);
+}
+
+std::string Kernel::str() const {
+  std::ostringstream os;
+  os << "(";
+  for (int i = 0; i < ndim(); i++)
+    os << (i ? ", " : "") << shape_[i] << ":" << axis_kind_name(kinds_[i])[0];
+  os << ")";
+  return os.str();
+}
+
+}  // namespace baregrad::compiler

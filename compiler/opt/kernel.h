@@ -1,0 +1,85 @@
+// A kernel AST at the shape level, and the explicit action space of optimizations on it.
+// Every axis of the full shape has a kind; the axes are always ordered
+//   [GLOBAL..., LOCAL..., REDUCE..., UNROLL..., UPCAST...]
+// GLOBAL, LOCAL and REDUCE axes become loops (the first GLOBAL axis is split across cores on
+// the CPU, grid dims on GPUs); UNROLL and UPCAST axes are expanded into vector lanes / copies.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/uop.h"
+
+namespace baregrad::compiler {
+
+enum class AxisKind : uint8_t { kGlobal, kLocal, kReduce, kUnroll, kUpcast };
+const char* axis_kind_name(AxisKind k);
+
+enum class OptOp : uint8_t {
+  kUpcast,  // split a GLOBAL axis; the inner `amt` becomes an UPCAST axis
+  kUnroll,  // split a REDUCE axis; the inner `amt` becomes an UNROLL axis
+  kLocal,   // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis (GPU workgroup dim)
+  kSwap,    // exchange loop axes `axis` and `amt` (same kind), changing the loop order
+};
+
+// One action; `axis` indexes the kernel's current shape.
+struct Opt {
+  OptOp op;
+  int axis;
+  int amt;
+  bool operator==(const Opt&) const = default;
+  std::string str() const;
+};
+
+class Kernel {
+ public:
+  // Analyses `ast` (a verified kernel AST): moves reduce axes last and merges dims that are
+  // contiguous in every view. Throws baregrad::Error("[kernel] ...") when unsupported.
+  explicit Kernel(const UOpPtr& ast);
+
+  // The AST with views and reduce axes in terms of the current shape.
+  const UOpPtr& ast() const { return ast_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<AxisKind>& kinds() const { return kinds_; }
+  const std::vector<Opt>& applied() const { return applied_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  // Number of axes of `kind`, and the index of the first of them (ndim() when none).
+  int count(AxisKind kind) const;
+  int first(AxisKind kind) const;
+  // The ShapeTrackers of every LOAD and STORE, loads first.
+  std::vector<ShapeTracker> views() const;
+  // Stride of `axis` in `st`'s last view, or -1 when the view stack makes it non-affine.
+  static int64_t stride(const ShapeTracker& st, int axis);
+  // True when `axis` carries no mask in any view (splitting it is legal).
+  bool unmasked(int axis) const;
+
+  // Applies `opt`; throws baregrad::Error("[opt] ...") naming the opt when it is not legal.
+  void apply(const Opt& opt);
+  // Whether `opt` is legal now (no throw).
+  bool legal(const Opt& opt, std::string* why = nullptr) const;
+  std::string str() const;
+
+ private:
+  void rewrite_views(const std::vector<int>& perm, int split_axis, int64_t split_amt);
+  void merge_dims();
+
+  UOpPtr ast_;
+  std::vector<int64_t> shape_;
+  std::vector<AxisKind> kinds_;
+  std::vector<Opt> applied_;
+};
+
+// What the codegen knows about a target.
+struct TargetInfo {
+  std::string name = "cpu";
+  int vector_bytes = 64;  // widest native vector register
+  int threads = 1;        // cores the first GLOBAL axis is split across
+  int registers = 32;     // vector registers
+  bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
+  bool has_local = false;
+};
+
+// Hand-written heuristics: the opts to apply to `k` for `target`.
+std::vector<Opt> hand_coded_optimizations(const Kernel& k, const TargetInfo& target);
+
+}  // namespace baregrad::compiler

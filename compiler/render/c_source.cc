@@ -1,0 +1,561 @@
+#include "compiler/render/c_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "base/check.h"
+
+namespace baregrad::compiler {
+namespace {
+
+bool is_bf16(DType t) { return t.scalar == Scalar::kBFloat16; }
+bool is_half(DType t) { return t.scalar == Scalar::kFloat16 || is_bf16(t); }
+bool is_bool(DType t) { return dtypes::is_bool(t); }
+
+const char* scalar_ctype(Scalar s) {
+  static const char* const kNames[kNumScalars] = {
+      "void",     "_Bool",   "int8_t",   "uint8_t",  "int16_t", "uint16_t", "int32_t",
+      "uint32_t", "int64_t", "uint64_t", "_Float16", "__bf16",  "float",    "double"};
+  return kNames[static_cast<int>(s)];
+}
+
+// Stem of vector typedef names, OpenCL style: float4_v, uchar16_v, bfloat8_v.
+const char* vector_stem(Scalar s) {
+  static const char* const kStems[kNumScalars] = {"void",   "bool",   "char",  "uchar", "short",
+                                                  "ushort", "int",    "uint",  "long",  "ulong",
+                                                  "half",   "bfloat", "float", "double"};
+  return kStems[static_cast<int>(s)];
+}
+
+// Shortest %g text that `exact` accepts, always spelled as a floating literal.
+template <class Exact>
+std::string shortest(double v, Exact exact) {
+  char buf[40] = {};
+  for (int p = 1; p <= 17; p++) {
+    std::snprintf(buf, sizeof(buf), "%.*g", p, v);
+    if (exact(std::strtod(buf, nullptr))) break;
+  }
+  std::string s = buf;
+  return s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
+}
+
+// A floating literal of scalar type `s` holding round_to(s, v).
+std::string float_literal(Scalar s, double v) {
+  // NOTE: clang folds the cast with round-to-nearest-even, exactly like round_to().
+  if (s == Scalar::kBFloat16) return "(__bf16)" + float_literal(Scalar::kFloat32, v);
+  bool dbl = s == Scalar::kFloat64, half = s == Scalar::kFloat16;
+  v = round_to(DType{s}, v);
+  if (std::isnan(v) || std::isinf(v)) {
+    std::string t = std::isnan(v) ? (dbl ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")")
+                                  : (v < 0 ? "-" : "") +
+                                        std::string(dbl ? "__builtin_inf()" : "__builtin_inff()");
+    return half ? "(_Float16)" + t : t;
+  }
+  const char* suffix = dbl ? "" : half ? "f16" : "f";
+  if (v == std::trunc(v) && std::abs(v) < 1e15) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f", v);
+    return buf + std::string(suffix);
+  }
+  return shortest(v,
+                  [&](double x) {
+                    return dbl    ? x == v
+                           : half ? static_cast<double>(static_cast<_Float16>(x)) == v
+                                  : static_cast<double>(static_cast<float>(x)) == v;
+                  }) +
+         suffix;
+}
+
+std::string int_literal(Scalar s, int64_t v) {
+  if (s == Scalar::kBool) return v ? "1" : "0";
+  if (s == Scalar::kUint64) return std::to_string(static_cast<uint64_t>(v)) + "ull";
+  if (s == Scalar::kUint32) return std::to_string(static_cast<uint32_t>(v)) + "u";
+  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807ll - 1)";
+  if (v == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+  return std::to_string(v);
+}
+
+// Rendered C text; `atomic` text can take a postfix or binary operator without parentheses.
+struct Expr {
+  std::string text;
+  bool atomic = true;
+};
+Expr compound(std::string s) { return {std::move(s), false}; }
+std::string wrap(const Expr& e) { return e.atomic ? e.text : "(" + e.text + ")"; }
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// A DEFINE_VAR name usable in C that cannot collide with the names this renderer generates.
+std::string var_name(const std::string& name, size_t i) {
+  static const std::set<std::string> kReserved = {
+      "bufs",   "vars",  "core_lo", "core_hi", "to_bf16", "int",      "float",
+      "double", "char",  "short",   "long",    "for",     "if",       "else",
+      "do",     "while", "return",  "void",    "const",   "restrict", "union"};
+  size_t stem = name.find_last_not_of("0123456789") + 1;
+  static const std::set<std::string> kGenerated = {"alu", "val", "acc",  "cast",
+                                                   "vec", "gep", "ridx", "data"};
+  bool generated = stem < name.size() && kGenerated.count(name.substr(0, stem));
+  if (!is_identifier(name)) return "var" + std::to_string(i);
+  if (generated || kReserved.count(name) || name.rfind("__", 0) == 0) return "var_" + name;
+  return name;
+}
+
+bool one_of(Op op, std::initializer_list<Op> ops) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// True when the op's value stays inside its dtype's range without a conversion, so that its
+// C expression can be nested in another (C promotes sub-int scalars to int).
+bool keeps_range(const UOp* u) {
+  DType t = u->dtype();
+  if (is_half(t)) return false;  // NOTE: clang keeps half results in float until assignment
+  return t.count > 1 || t.scalar >= Scalar::kInt32 ||
+         !one_of(u->op(), {Op::ADD, Op::SUB, Op::MUL, Op::NEG, Op::SHL, Op::SHR, Op::IDIV, Op::MOD,
+                           Op::MULACC});
+}
+
+// Vector ALU ops rendered one lane at a time with scalar semantics.
+bool lanewise(const UOp* u) {
+  Op op = u->op();
+  DType out = u->dtype();
+  if (!is_alu(op) || out.count == 1) return false;
+  DType in = u->src(op == Op::WHERE ? 1 : 0)->dtype();
+  if (one_of(op, {Op::SHL, Op::SHR, Op::EXP2, Op::LOG2, Op::SIN, Op::POW})) return true;
+  if (one_of(op, {Op::AND, Op::OR, Op::XOR})) return false;
+  if (is_comparison(op)) return is_bool(in);
+  if (op == Op::BITCAST) return is_bool(in) || is_bool(out);
+  if (op == Op::CAST) return is_bf16(out);
+  if (op == Op::WHERE || op == Op::MAX) return is_bool(out);
+  return is_bool(out) || is_bf16(out);
+}
+
+// The C operator of a binary op that C spells infix, else null.
+const char* infix(Op op) {
+  static const std::map<Op, const char*> kInfix = {
+      {Op::ADD, " + "},  {Op::SUB, " - "},   {Op::MUL, " * "},    {Op::FDIV, " / "},
+      {Op::IDIV, " / "}, {Op::MOD, " % "},   {Op::AND, " & "},    {Op::OR, " | "},
+      {Op::XOR, " ^ "},  {Op::CMPLT, " < "}, {Op::CMPNE, " != "}, {Op::CMPEQ, " == "}};
+  auto it = kInfix.find(op);
+  return it == kInfix.end() ? nullptr : it->second;
+}
+
+// The libm name of a math op (float32 adds the "f" suffix), else null.
+const char* math_name(Op op) {
+  static const std::map<Op, const char*> kMath = {{Op::EXP2, "exp2"},   {Op::LOG2, "log2"},
+                                                  {Op::SIN, "sin"},     {Op::SQRT, "sqrt"},
+                                                  {Op::TRUNC, "trunc"}, {Op::POW, "pow"}};
+  auto it = kMath.find(op);
+  return it == kMath.end() ? nullptr : it->second;
+}
+
+// Conversions that go through float32, as round_to() does (and clang has no libcall for).
+bool cast_via_float(DType in, DType out) {
+  if (in.scalar == Scalar::kFloat32 || out.scalar == Scalar::kFloat32) return false;
+  return (is_half(out) && in.scalar != out.scalar) || is_bf16(in);
+}
+
+class Writer {
+ public:
+  explicit Writer(const ProgramSpec& spec) : spec_(spec) {}
+  std::string run();
+
+ private:
+  void analyze();
+  void statement(const UOp* u);
+  void line(const std::string& s) { body_ += std::string(2 * depth_, ' ') + s + "\n"; }
+  std::string fresh(const std::string& prefix) {
+    return prefix + std::to_string(counters_[prefix]++);
+  }
+  std::string type(DType t) {
+    return t.count == 1 ? scalar_ctype(t.scalar) : vtype(t.scalar, t.count);
+  }
+  std::string vtype(Scalar s, int n, bool unaligned = false);
+  std::string literal(DType t, double v, int64_t i);
+  std::string literal(const UOp* c);
+  Expr operand(const UOp* u);
+  Expr value(const UOp* u);
+  Expr alu(const UOp* u);
+  Expr vector_alu(const UOp* u, const std::vector<std::string>& x);
+  std::string scalar_alu(const UOp* u, DType out, DType in, const std::vector<std::string>& x);
+  std::string cast(DType in, DType out, const std::string& a);
+  std::string access(const UOp* index, DType t);
+  Expr load(const UOp* u);
+
+  const ProgramSpec& spec_;
+  std::unordered_map<const UOp*, int> pos_;
+  std::unordered_map<const UOp*, bool> inline_;
+  std::unordered_map<const UOp*, std::string> names_;
+  std::map<std::string, int> counters_;
+  std::set<std::string> typedef_names_;
+  std::set<std::string> loop_names_;
+  std::vector<std::string> typedefs_;
+  bool need_bf16_ = false;
+  std::string body_;
+  int depth_ = 1;
+};
+
+std::string Writer::vtype(Scalar s, int n, bool unaligned) {
+  if (unaligned) vtype(s, n);  // declared first, for readers
+  std::string name = vector_stem(s) + std::to_string(n) + (unaligned ? "_v_u" : "_v");
+  if (typedef_names_.insert(name).second) {
+    std::string attr = "ext_vector_type(" + std::to_string(n) + ")";
+    if (unaligned) attr += ", aligned(" + std::to_string(DType{s}.scalar_size()) + ")";
+    typedefs_.push_back("typedef " + std::string(scalar_ctype(s)) + " " + name +
+                        " __attribute__((" + attr + "));");
+  }
+  return name;
+}
+
+std::string Writer::literal(DType t, double v, int64_t i) {
+  std::string s = dtypes::is_float(t) ? float_literal(t.scalar, v) : int_literal(t.scalar, i);
+  return t.count == 1 ? s : std::string("(").append(type(t)).append(")(").append(s).append(")");
+}
+
+std::string Writer::literal(const UOp* c) {
+  return literal(c->dtype(), c->const_value(), c->const_int());
+}
+
+// Decides which values are nested into their single user instead of getting a variable: pure
+// values used once in the same loop body, and accumulator reads not crossing a write.
+void Writer::analyze() {
+  const auto& uops = spec_.uops;
+  std::vector<int> loops_upto(uops.size());
+  std::unordered_map<const UOp*, std::vector<int>> acc_stores;
+  std::unordered_map<const UOp*, std::vector<std::pair<const UOp*, int>>> users;
+  for (size_t i = 0; i < uops.size(); i++) {
+    const UOp* u = uops[i].get();
+    pos_[u] = static_cast<int>(i);
+    bool loop = u->op() == Op::RANGE || u->op() == Op::ENDRANGE;
+    loops_upto[i] = (i ? loops_upto[i - 1] : 0) + loop;
+    if (u->op() == Op::ACC_STORE) acc_stores[u->src(0).get()].push_back(static_cast<int>(i));
+    int repeats = lanewise(u) ? u->dtype().count : u->op() == Op::MAX ? 2 : 1;
+    for (const UOpPtr& s : u->src()) users[s.get()].push_back({u, repeats});
+  }
+  std::unordered_map<const UOp*, std::vector<int>> emitted;  // where a value's text appears
+  for (size_t i = uops.size(); i-- > 0;) {
+    const UOp* u = uops[i].get();
+    std::vector<int>& at = emitted[u];
+    for (auto [user, repeats] : users[u])
+      for (int r = 0; r < repeats; r++) {
+        if (inline_[user])
+          at.insert(at.end(), emitted[user].begin(), emitted[user].end());
+        else
+          at.push_back(pos_[user]);
+      }
+    bool same_loop = std::all_of(at.begin(), at.end(),
+                                 [&](int e) { return loops_upto[e - 1] == loops_upto[i]; });
+    Op op = u->op();
+    if (op == Op::INDEX) {
+      inline_[u] = true;
+    } else if (op == Op::ACC_LOAD) {
+      const auto& stores = acc_stores[u->src(0).get()];
+      inline_[u] = std::none_of(stores.begin(), stores.end(), [&](int q) {
+        return q > static_cast<int>(i) &&
+               std::any_of(at.begin(), at.end(), [q](int e) { return q < e; });
+      });
+    } else if (is_alu(op) || op == Op::GEP || op == Op::VECTORIZE) {
+      bool single = at.size() == 1 || (op == Op::GEP && !at.empty());
+      inline_[u] = single && same_loop && keeps_range(u);
+    }
+  }
+}
+
+Expr Writer::operand(const UOp* u) {
+  if (auto it = names_.find(u); it != names_.end()) return {it->second, true};
+  if (u->op() == Op::CONST) {
+    std::string s = literal(u);
+    return {s, s[0] != '-' && s[0] != '('};
+  }
+  CHECK(inline_[u]) << op_name(u->op()) << " used before it is defined";
+  return value(u);
+}
+
+Expr Writer::value(const UOp* u) {
+  switch (u->op()) {
+    case Op::LOAD:
+      return load(u);
+    case Op::ACC_LOAD:
+      return operand(u->src(0).get());
+    case Op::GEP: {
+      const UOp* v = u->src(0).get();
+      if (v->dtype().count == 1) return operand(v);
+      return {wrap(operand(v)) + "[" + std::to_string(u->arg_as<int64_t>()) + "]"};
+    }
+    case Op::VECTORIZE: {
+      std::string s = "(" + type(u->dtype()) + "){";
+      for (size_t i = 0; i < u->src().size(); i++)
+        s += (i ? ", " : "") + operand(u->src(i).get()).text;
+      return compound(s + "}");
+    }
+    default:
+      CHECK(is_alu(u->op())) << "C renderer: unexpected " << op_name(u->op());
+      return alu(u);
+  }
+}
+
+std::string Writer::cast(DType in, DType out, const std::string& a) {
+  std::string x = cast_via_float(in, out) ? "(float)" + a : a;
+  if (is_bf16(out)) {
+    need_bf16_ = true;
+    return "to_bf16(" + x + ")";
+  }
+  return "(" + type(out) + ")" + x;
+}
+
+std::string Writer::scalar_alu(const UOp* u,
+                               DType out,
+                               DType in,
+                               const std::vector<std::string>& x) {
+  Op op = u->op();
+  const std::string& a = x[0];
+  const std::string b = x.size() > 1 ? x[1] : "";
+  if (is_bf16(out) && op != Op::WHERE && op != Op::MAX && op != Op::CAST && op != Op::BITCAST) {
+    std::vector<std::string> f;  // compute in float32, then round once to bfloat16
+    for (const std::string& s : x) f.push_back("(float)" + s);
+    need_bf16_ = true;
+    return "to_bf16(" + scalar_alu(u, dtypes::kFloat32, dtypes::kFloat32, f) + ")";
+  }
+  if (const char* sym = infix(op)) return a + sym + b;
+  if (const char* name = math_name(op)) {
+    return std::string("__builtin_") + name + (out.scalar == Scalar::kFloat64 ? "" : "f") + "(" +
+           a + (b.empty() ? "" : ", " + b) + ")";
+  }
+  switch (op) {
+    case Op::NEG:
+      return "-" + a;
+    case Op::RECIP:
+      return literal(out, 1, 1) + " / " + a;
+    case Op::WHERE:
+      return a + " ? " + b + " : " + x[2];
+    case Op::MULACC:
+      return a + " * " + b + " + " + x[2];
+    case Op::MAX:
+      if (dtypes::is_float(out))
+        return "(" + a + " < " + b + " || " + b + " != " + b + ") ? " + b + " : " + a;
+      return a + " < " + b + " ? " + b + " : " + a;
+    case Op::SHL:
+    case Op::SHR: {
+      const UOp* amount = u->src(1).get();
+      bool small = amount->is_const() && amount->const_int() >= 0 &&
+                   amount->const_int() < out.scalar_size() * 8;
+      const char* sym = op == Op::SHL ? " << " : " >> ";
+      if (small && (op == Op::SHR || (dtypes::is_unsigned(out) && out.scalar_size() >= 4)))
+        return a + sym + b;
+      const char* wide = op == Op::SHR && !dtypes::is_unsigned(out) ? "(int64_t)" : "(uint64_t)";
+      return "(" + type(out) + ")(" + wide + a + sym + "((uint64_t)" + b + " & 63))";
+    }
+    case Op::CAST:
+      return cast(in, out, a);
+    case Op::BITCAST:
+      return "(union { " + type(in) + " from; " + type(out) + " to; }){.from = " + a + "}.to";
+    default:
+      UNREACHABLE() << "C renderer: " << op_name(op);
+  }
+}
+
+Expr Writer::vector_alu(const UOp* u, const std::vector<std::string>& x) {
+  Op op = u->op();
+  DType out = u->dtype(), in = u->src(op == Op::WHERE ? 1 : 0)->dtype();
+  const std::string& a = x[0];
+  auto convert = [&](const std::string& v, DType t) {
+    return "__builtin_convertvector(" + v + ", " + type(t) + ")";
+  };
+  switch (op) {
+    case Op::CMPLT:
+    case Op::CMPNE:
+    case Op::CMPEQ:
+      return {convert(scalar_alu(u, out, in, x), out)};
+    case Op::MAX:
+      if (dtypes::is_float(out))
+        return compound("(" + a + " < " + x[1] + " | " + x[1] + " != " + x[1] + ") ? " + x[1] +
+                        " : " + a);
+      break;
+    case Op::WHERE: {
+      if (u->src(0)->dtype().count == 1) break;  // one condition for every lane
+      int size = out.scalar_size();              // the condition must have the arms' lane width
+      Scalar lane = size == 1   ? Scalar::kInt8
+                    : size == 2 ? Scalar::kInt16
+                    : size == 4 ? Scalar::kInt32
+                                : Scalar::kInt64;
+      DType mask = DType{lane}.vec(out.count);
+      return compound(convert(a, mask) + " != 0 ? " + x[1] + " : " + x[2]);
+    }
+    case Op::RECIP:
+      return compound(wrap({literal(out, 1, 1), false}) + " / " + a);
+    case Op::SQRT:
+      return {"__builtin_elementwise_sqrt(" + a + ")"};
+    case Op::TRUNC:
+      return {"__builtin_elementwise_trunc(" + a + ")"};
+    case Op::CAST:
+      if (is_bool(out)) return {convert(a + " != 0", out)};
+      if (cast_via_float(in, out))
+        return {convert(convert(a, dtypes::kFloat32.vec(out.count)), out)};
+      return {convert(a, out)};
+    default:
+      break;
+  }
+  return compound(scalar_alu(u, out, in, x));
+}
+
+Expr Writer::alu(const UOp* u) {
+  DType out = u->dtype(), in = u->src(u->op() == Op::WHERE ? 1 : 0)->dtype();
+  bool all_const =
+      std::all_of(u->src().begin(), u->src().end(), [](const UOpPtr& s) { return s->is_const(); });
+  if (!lanewise(u)) {
+    std::vector<std::string> x;
+    for (const UOpPtr& s : u->src()) x.push_back(wrap(operand(s.get())));
+    if (all_const && out.count == 1 && !is_half(in))  // keep C from computing in int
+      x[0] = "(" + type(in) + ")" + x[0];
+    return out.count > 1 ? vector_alu(u, x) : compound(scalar_alu(u, out, in, x));
+  }
+  std::string s = "(" + type(out) + "){";
+  auto lane_of = [&](const UOp* src, int lane) {
+    if (src->is_const())
+      return wrap({literal(src->dtype().base(), src->const_value(), src->const_int()), false});
+    std::string v = wrap(operand(src));
+    return src->dtype().count == 1 ? v : v + "[" + std::to_string(lane) + "]";
+  };
+  for (int lane = 0; lane < out.count; lane++) {
+    std::vector<std::string> x;
+    for (const UOpPtr& src : u->src()) x.push_back(lane_of(src.get(), lane));
+    s += (lane ? ", " : "") + scalar_alu(u, out.base(), in.base(), x);
+  }
+  return compound(s + "}");
+}
+
+std::string Writer::access(const UOp* index, DType t) {
+  CHECK(index->op() == Op::INDEX && index->src(0)->op() == Op::DEFINE_GLOBAL)
+      << "C renderer: memory op on " << op_name(index->op());
+  const std::string& buf = names_.at(index->src(0).get());
+  CHECK(index->src(1)->dtype().count == 1) << "C renderer: vector INDEX (gather)";
+  Expr off = operand(index->src(1).get());
+  if (t.count == 1) return buf + "[" + off.text + "]";
+  std::string vt = vtype(is_bool(t) ? Scalar::kUint8 : t.scalar, t.count, true);
+  return "*(" + vt + "*)(" + buf + " + " + wrap(off) + ")";
+}
+
+Expr Writer::load(const UOp* u) {
+  const UOp* index = u->src(0).get();
+  DType t = u->dtype();
+  std::string v = access(index, t);
+  if (t.count > 1 && is_bool(t)) v = "__builtin_convertvector(" + v + ", " + type(t) + ")";
+  if (index->src().size() < 3) return {v, t.count == 1 || is_bool(t)};
+  std::string alt = u->src().size() > 1 ? wrap(operand(u->src(1).get())) : literal(t, 0, 0);
+  return compound(wrap(operand(index->src(2).get())) + " ? " + v + " : " + alt);
+}
+
+void Writer::statement(const UOp* u) {
+  switch (u->op()) {
+    case Op::SINK:
+    case Op::CONST:
+    case Op::INDEX:
+      return;
+    case Op::DEFINE_GLOBAL: {
+      int slot = static_cast<int>(u->arg_as<int64_t>());
+      bool written = std::any_of(spec_.uops.begin(), spec_.uops.end(), [u](const UOpPtr& s) {
+        return s->op() == Op::STORE && s->src(0)->src(0).get() == u;
+      });
+      std::string pt = std::string(written ? "" : "const ") + scalar_ctype(u->dtype().scalar) + "*";
+      names_[u] = "data" + std::to_string(slot);
+      return line(pt + " restrict " + names_[u] + " = (" + pt + ")bufs[" + std::to_string(slot) +
+                  "];");
+    }
+    case Op::DEFINE_VAR: {
+      auto it = std::find(spec_.vars.begin(), spec_.vars.end(), u->arg_as<VarArg>());
+      CHECK(it != spec_.vars.end()) << "DEFINE_VAR " << u->arg_as<VarArg>().name << " not in vars";
+      size_t i = it - spec_.vars.begin();
+      names_[u] = var_name(it->name, i);
+      return line("const int64_t " + names_[u] + " = vars[" + std::to_string(i) + "];");
+    }
+    case Op::SPECIAL: {
+      const std::string& n = u->arg_as<VarArg>().name;
+      CHECK(n == "core_lo" || n == "core_hi") << "C renderer: SPECIAL " << n;
+      names_[u] = n;
+      return;
+    }
+    case Op::RANGE: {
+      int64_t id =
+          std::holds_alternative<int64_t>(u->arg()) ? u->arg_as<int64_t>() : counters_["ridx"];
+      std::string name = "ridx" + std::to_string(id);
+      if (!loop_names_.insert(name).second) name = fresh(name + "_");
+      std::string start = operand(u->src(0).get()).text, end = operand(u->src(1).get()).text;
+      line("for (" + type(u->dtype()) + " " + name + " = " + start + "; " + name + " < " + end +
+           "; " + name + "++) {");
+      names_[u] = name;
+      depth_++;
+      return;
+    }
+    case Op::ENDRANGE:
+      depth_--;
+      return line("}");
+    case Op::DEFINE_ACC:
+      names_[u] = fresh("acc");
+      return line(type(u->dtype().base().vec(u->dtype().count)) + " " + names_[u] + " = " +
+                  operand(u->src(0).get()).text + ";");
+    case Op::ACC_STORE:
+      return line(names_.at(u->src(0).get()) + " = " + operand(u->src(1).get()).text + ";");
+    case Op::STORE: {
+      const UOp* index = u->src(0).get();
+      DType t = u->src(1)->dtype();
+      std::string v = operand(u->src(1).get()).text;
+      if (t.count > 1 && is_bool(t))
+        v = "__builtin_convertvector(" + v + ", " + vtype(Scalar::kUint8, t.count) + ")";
+      std::string s = access(index, t) + " = " + v + ";";
+      if (index->src().size() > 2) s = "if (" + operand(index->src(2).get()).text + ") " + s;
+      return line(s);
+    }
+    default: {
+      if (inline_[u]) return;
+      Op op = u->op();
+      std::string prefix = op == Op::LOAD || op == Op::ACC_LOAD  ? "val"
+                           : op == Op::CAST || op == Op::BITCAST ? "cast"
+                           : op == Op::GEP                       ? "gep"
+                           : op == Op::VECTORIZE                 ? "vec"
+                                                                 : "alu";
+      std::string text = value(u).text;
+      names_[u] = fresh(prefix);
+      return line(type(u->dtype()) + " " + names_[u] + " = " + text + ";");
+    }
+  }
+}
+
+constexpr const char* kBf16Helper =
+    "static inline __bf16 to_bf16(float x) {\n"
+    "  uint32_t u;\n"
+    "  __builtin_memcpy(&u, &x, 4);\n"
+    "  u = x != x ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);\n"
+    "  uint16_t h = (uint16_t)(u >> 16);\n"
+    "  __bf16 r;\n"
+    "  __builtin_memcpy(&r, &h, 2);\n"
+    "  return r;\n"
+    "}\n";
+
+std::string Writer::run() {
+  CHECK(is_identifier(spec_.name)) << "kernel name '" << spec_.name << "' is not a C identifier";
+  analyze();
+  for (const UOpPtr& u : spec_.uops) statement(u.get());
+  std::string out = "#include <stdint.h>\n";
+  for (const std::string& t : typedefs_) out += t + "\n";
+  if (need_bf16_) out += kBf16Helper;
+  out += "\nvoid " + spec_.name +
+         "(void* const* bufs, const int64_t* vars, int64_t core_lo, int64_t core_hi) {\n";
+  return out + body_ + "}\n";
+}
+
+}  // namespace
+
+std::string CRenderer::render(const ProgramSpec& spec) const { return Writer(spec).run(); }
+
+}  // namespace baregrad::compiler

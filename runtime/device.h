@@ -1,0 +1,67 @@
+// The Device interface the tensor layer programs against: memory, kernels, launches.
+// A later issue makes every device an HCQ device; this interface stays the seam.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "compiler/opt/kernel.h"
+#include "compiler/program.h"
+
+namespace baregrad::runtime {
+
+// Device memory. `ptr` is host-addressable on the CPU device only.
+struct Buffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+// A compiled kernel ready to launch.
+struct Program {
+  compiler::ProgramSpec spec;
+  std::string source;      // what the renderer produced
+  double compile_ms = 0;   // lowering + rendering + compiling (0 on a cache hit)
+  bool cache_hit = false;  // the binary came from the kernel cache
+  void* entry = nullptr;   // device-specific entry point
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // The DEV= name, e.g. "CPU".
+  virtual std::string name() const = 0;
+  // The codegen target this device compiles for.
+  virtual const compiler::TargetInfo& target() const = 0;
+  // Allocates `bytes` (64-byte aligned); ResourceExhausted when memory runs out.
+  virtual Result<Buffer> alloc(size_t bytes) = 0;
+  // Frees a buffer from alloc(); null buffers are ignored.
+  virtual void free(Buffer b) = 0;
+  // Copies host memory into / out of a buffer; InvalidArgument when `bytes` exceeds it.
+  virtual Status copy_in(Buffer dst, const void* src, size_t bytes) = 0;
+  virtual Status copy_out(void* dst, Buffer src, size_t bytes) = 0;
+  // Lowers, renders, compiles and loads a kernel AST; cached by AST, opts and target.
+  // InvalidArgument for a malformed AST; Internal with the source for a compiler failure.
+  virtual Result<std::shared_ptr<Program>> compile(
+      const compiler::UOpPtr& ast,
+      const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) = 0;
+  // Runs `prg` with bufs[i] bound to slot i; checks counts and sizes first.
+  virtual Status launch(const Program& prg, std::span<const Buffer> bufs,
+                        std::span<const int64_t> vars = {}) = 0;
+  // Waits for every launch and copy issued so far.
+  virtual Status synchronize() = 0;
+};
+
+// Opens a device by name ("CPU", "CPU:C"); an empty name means options().dev, then the best
+// device present. NotFound lists the devices that exist.
+Result<std::shared_ptr<Device>> open_device(std::string_view name = {});
+// The names open_device accepts on this build.
+std::vector<std::string> device_names();
+
+}  // namespace baregrad::runtime

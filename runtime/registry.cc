@@ -1,0 +1,19 @@
+// The device registry: DEV= names to devices.
+#include "base/options.h"
+#include "runtime/cpu/cpu_device.h"
+#include "runtime/device.h"
+
+namespace baregrad::runtime {
+
+std::vector<std::string> device_names() { return {"CPU", "CPU:C"}; }
+
+Result<std::shared_ptr<Device>> open_device(std::string_view name) {
+  std::string n(name.empty() ? std::string_view(options().dev) : name);
+  if (n.empty() || n == "CPU") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm));
+  if (n == "CPU:C") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kClang));
+  std::string known;
+  for (auto& d : device_names()) known += (known.empty() ? "" : ", ") + d;
+  return not_found("no device named '" + n + "' (this build has: " + known + ")");
+}
+
+}  // namespace baregrad::runtime

@@ -1,0 +1,280 @@
+// Kernel ASTs built with the builder, compiled by each CPU backend (LLVM and C), run on all
+// cores, and checked against the float64 reference evaluator.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "compiler/ast.h"
+#include "runtime/device.h"
+#include "tests/kernels/reference.h"
+
+namespace baregrad::testing {
+namespace {
+using namespace compiler;
+using runtime::Buffer;
+using runtime::Device;
+
+std::vector<uint8_t> to_bytes(DType t, const std::vector<double>& v) {
+  std::vector<uint8_t> out(v.size() * t.itemsize());
+  for (size_t i = 0; i < v.size(); i++) {
+    uint8_t* p = out.data() + i * t.itemsize();
+    double x = v[i];
+    switch (t.scalar) {
+      case Scalar::kFloat64: std::memcpy(p, &x, 8); break;
+      case Scalar::kFloat32: { float f = static_cast<float>(x); std::memcpy(p, &f, 4); break; }
+      case Scalar::kFloat16: { _Float16 h = static_cast<_Float16>(x); std::memcpy(p, &h, 2); break; }
+      case Scalar::kBFloat16: {
+        uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(round_to(t, x)));
+        uint16_t h = static_cast<uint16_t>(u >> 16);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      default: {
+        int64_t iv = wrap_int(t, static_cast<int64_t>(x));
+        std::memcpy(p, &iv, t.itemsize());  // little-endian truncation
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> from_bytes(DType t, const std::vector<uint8_t>& b) {
+  std::vector<double> out(b.size() / t.itemsize());
+  for (size_t i = 0; i < out.size(); i++) {
+    const uint8_t* p = b.data() + i * t.itemsize();
+    switch (t.scalar) {
+      case Scalar::kFloat64: std::memcpy(&out[i], p, 8); break;
+      case Scalar::kFloat32: { float f; std::memcpy(&f, p, 4); out[i] = f; break; }
+      case Scalar::kFloat16: { _Float16 h; std::memcpy(&h, p, 2); out[i] = static_cast<double>(h); break; }
+      case Scalar::kBFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        out[i] = std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+        break;
+      }
+      default: {
+        int64_t v = 0;
+        std::memcpy(&v, p, t.itemsize());
+        out[i] = static_cast<double>(wrap_int(t, v));
+        if (dtypes::is_unsigned(t) && t.itemsize() == 8) out[i] = static_cast<double>(static_cast<uint64_t>(v));
+      }
+    }
+  }
+  return out;
+}
+
+struct Buf {
+  DType dtype;
+  std::vector<double> data;
+};
+
+class KernelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto dev = runtime::open_device(GetParam());
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    dev_ = *dev;
+  }
+
+  // Runs `ast` on the device and returns every buffer's contents afterwards.
+  std::vector<std::vector<double>> run(const UOpPtr& ast, std::vector<Buf> bufs,
+                                       const std::optional<std::vector<Opt>>& opts = std::nullopt) {
+    auto prg = dev_->compile(ast, opts);
+    EXPECT_TRUE(prg.ok()) << prg.status().to_string();
+    if (!prg.ok()) return {};
+    std::vector<Buffer> dbufs;
+    for (auto& b : bufs) {
+      auto bytes = to_bytes(b.dtype, b.data);
+      Buffer d = *dev_->alloc(bytes.size());
+      EXPECT_TRUE(dev_->copy_in(d, bytes.data(), bytes.size()).ok());
+      dbufs.push_back(d);
+    }
+    Status s = dev_->launch(**prg, dbufs);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    std::vector<std::vector<double>> out;
+    for (size_t i = 0; i < bufs.size(); i++) {
+      std::vector<uint8_t> bytes(dbufs[i].bytes);
+      EXPECT_TRUE(dev_->copy_out(bytes.data(), dbufs[i], bytes.size()).ok());
+      out.push_back(from_bytes(bufs[i].dtype, bytes));
+      dev_->free(dbufs[i]);
+    }
+    return out;
+  }
+
+  // Runs on the device and the reference; compares every buffer within `rtol`.
+  void check(const UOpPtr& ast, std::vector<Buf> bufs, double rtol,
+             const std::optional<std::vector<Opt>>& opts = std::nullopt) {
+    std::vector<std::vector<double>> want;
+    for (auto& b : bufs) want.push_back(b.data);
+    reference_run(ast, want);
+    auto got = run(ast, bufs, opts);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t b = 0; b < got.size(); b++)
+      for (size_t i = 0; i < got[b].size(); i++) {
+        double w = want[b][i], g = got[b][i];
+        if (std::isnan(w)) {
+          ASSERT_TRUE(std::isnan(g)) << "buffer " << b << " element " << i;
+          continue;
+        }
+        ASSERT_NEAR(g, w, rtol * std::max(1.0, std::fabs(w)))
+            << "buffer " << b << " element " << i << " dtype " << bufs[b].dtype.name();
+      }
+  }
+
+  static std::vector<double> random(size_t n, DType t, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<double> v(n);
+    for (auto& x : v) {
+      if (dtypes::is_float(t)) x = std::uniform_real_distribution<double>(-2, 2)(rng);
+      else if (dtypes::is_unsigned(t)) x = static_cast<double>(1 + rng() % 9);  // no wrap below 0
+      else x = static_cast<double>(static_cast<int64_t>(rng() % 19) - 9);
+    }
+    return v;
+  }
+
+  static double tol(DType t, double terms = 1) {
+    double eps = t == dtypes::kFloat64 ? 1e-15 : t == dtypes::kFloat32 ? 1.2e-7
+                 : t == dtypes::kFloat16 ? 1e-3 : t == dtypes::kBFloat16 ? 8e-3 : 0;
+    return eps * 8 * std::max(1.0, std::sqrt(terms)) + (dtypes::is_float(t) ? 0 : 1e-9);
+  }
+
+  std::shared_ptr<Device> dev_;
+};
+
+// out[i, j] = a[i, j] * b[j] + c[i], then max with a and a comparison-select: broadcasting
+// in both directions, every elementwise dtype.
+TEST_P(KernelTest, ElementwiseBroadcast) {
+  int n;
+  const DType* all = dtypes::all(&n);
+  for (int di = 0; di < n; di++) {
+    DType t = all[di];
+    if (dtypes::is_bool(t)) continue;
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{37, 53}, {64, 48}, {8, 256}}) {
+      SCOPED_TRACE(t.name() + " " + std::to_string(r) + "x" + std::to_string(c));
+      auto a = global(0, t), b = global(1, t), cc = global(2, t), out = global(3, t);
+      auto la = load(a, ShapeTracker::contiguous({r, c}));
+      auto lb = load(b, broadcast_to({1, c}, {r, c}));
+      auto lc = load(cc, broadcast_to({r, 1}, {r, c}));
+      auto v = la * lb + lc;
+      // The select compares inputs only, so rounding differences cannot flip it.
+      v = where(lt(lb, lc), maximum(v, la), v - la);
+      auto ast = sink({store(out, ShapeTracker::contiguous({r, c}), v)});
+      check(ast,
+            {{t, random(r * c, t, 1)}, {t, random(c, t, 2)}, {t, random(r, t, 3)},
+             {t, std::vector<double>(r * c, 0)}},
+            tol(t, 4));
+    }
+  }
+}
+
+// Sum and max over each axis and over both, for contiguous and odd shapes.
+TEST_P(KernelTest, Reductions) {
+  for (DType t : {dtypes::kFloat32, dtypes::kFloat64, dtypes::kInt32, dtypes::kFloat16}) {
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{48, 64}, {33, 17}, {4, 1024}}) {
+      for (Op op : {Op::ADD, Op::MAX}) {
+        for (std::vector<int> axes : {std::vector<int>{0}, {1}, {0, 1}}) {
+          SCOPED_TRACE(t.name() + " " + std::to_string(r) + "x" + std::to_string(c) + " " +
+                       op_name(op) + " axes " + std::to_string(axes.size() == 2 ? 2 : axes[0]));
+          std::vector<int64_t> oshape = {r, c};
+          for (int a : axes) oshape[a] = 1;
+          auto in = global(0, t), out = global(1, t);
+          auto red = reduce_axis(op, axes, load(in, ShapeTracker::contiguous({r, c})));
+          auto st = strided(oshape, View::strides_for(oshape));
+          auto ast = sink({store(out, st, red)});
+          int64_t terms = (axes.size() == 2 ? r * c : axes[0] == 0 ? r : c);
+          check(ast, {{t, random(r * c, t, 7)}, {t, std::vector<double>(r * c / terms, 0)}},
+                tol(t, static_cast<double>(terms)) * (t == dtypes::kFloat16 ? 4 : 1));
+        }
+      }
+    }
+  }
+}
+
+UOpPtr matmul_ast(int64_t m, int64_t n, int64_t k, DType t) {
+  auto a = global(0, t), b = global(1, t), c = global(2, t);
+  auto la = load(a, strided({m, n, k}, {k, 0, 1}));
+  auto lb = load(b, strided({m, n, k}, {0, 1, n}));
+  auto prod = reduce_axis(Op::ADD, {2}, la * lb);
+  return sink({store(c, strided({m, n, 1}, {n, 1, 0}), prod)});
+}
+
+TEST_P(KernelTest, Matmul) {
+  for (DType t : {dtypes::kFloat32, dtypes::kFloat64}) {
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 48}, {13, 7, 11}, {32, 128, 64}}) {
+      SCOPED_TRACE(t.name() + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+      check(matmul_ast(m, n, k, t),
+            {{t, random(m * k, t, 11)}, {t, random(k * n, t, 12)}, {t, std::vector<double>(m * n, 0)}},
+            tol(t, static_cast<double>(k)));
+    }
+  }
+}
+
+// Explicit opts replace the heuristics and give the same answer.
+TEST_P(KernelTest, MatmulExplicitOpts) {
+  DType t = dtypes::kFloat32;
+  auto ast = matmul_ast(32, 64, 16, t);
+  std::vector<Buf> bufs = {{t, random(32 * 16, t, 1)}, {t, random(16 * 64, t, 2)}, {t, std::vector<double>(32 * 64, 0)}};
+  check(ast, bufs, tol(t, 16), std::vector<Opt>{});
+  check(ast, bufs, tol(t, 16),
+        std::vector<Opt>{{OptOp::kUpcast, 1, 16}, {OptOp::kUpcast, 0, 4}, {OptOp::kUnroll, 2, 4},
+                         {OptOp::kSwap, 0, 1}});
+}
+
+TEST_P(KernelTest, IllegalOptIsRejectedWithItsName) {
+  auto prg = dev_->compile(matmul_ast(32, 64, 16, dtypes::kFloat32),
+                           std::vector<Opt>{{OptOp::kUpcast, 0, 5}});
+  ASSERT_FALSE(prg.ok());
+  EXPECT_NE(prg.status().message().find("UPCAST(0, 5)"), std::string::npos) << prg.status().to_string();
+  EXPECT_NE(prg.status().message().find("does not divide"), std::string::npos);
+}
+
+// 2D convolution, stride 1, padding 1: the input is read through a masked (padded) view.
+TEST_P(KernelTest, Conv2dPadded) {
+  DType t = dtypes::kFloat32;
+  const int64_t N = 2, C = 3, H = 10, W = 12, O = 4, K = 3, Hp = H + 2, Wp = W + 2;
+  View pad;
+  pad.shape = {N, C, Hp, Wp};
+  pad.strides = {C * H * W, H * W, W, 1};
+  pad.offset = -(W + 1);
+  pad.mask = std::vector<std::pair<int64_t, int64_t>>{{0, N}, {0, C}, {1, H + 1}, {1, W + 1}};
+  View win;
+  win.shape = {N, O, H, W, C, K, K};
+  win.strides = {C * Hp * Wp, 0, Wp, 1, Hp * Wp, Wp, 1};
+  auto x = global(0, t), w = global(1, t), out = global(2, t);
+  auto lx = load(x, ShapeTracker{{pad, win}});
+  auto lw = load(w, strided({N, O, H, W, C, K, K}, {0, C * K * K, 0, 0, K * K, K, 1}));
+  auto conv = reduce_axis(Op::ADD, {4, 5, 6}, lx * lw);
+  auto ast = sink({store(out, strided({N, O, H, W, 1, 1, 1}, {O * H * W, H * W, W, 1, 0, 0, 0}), conv)});
+  check(ast, {{t, random(N * C * H * W, t, 5)}, {t, random(O * C * K * K, t, 6)}, {t, std::vector<double>(N * O * H * W, 0)}},
+        tol(t, 27));
+}
+
+TEST_P(KernelTest, MalformedAstIsRejectedByTheVerifier) {
+  auto a = global(0, dtypes::kFloat32), b = global(1, dtypes::kInt32), out = global(2, dtypes::kFloat32);
+  auto bad = UOp::make(Op::ADD, dtypes::kFloat32,
+                       {load(a, ShapeTracker::contiguous({4})), load(b, ShapeTracker::contiguous({4}))});
+  auto prg = dev_->compile(sink({store(out, ShapeTracker::contiguous({4}), bad)}));
+  ASSERT_FALSE(prg.ok());
+  EXPECT_NE(prg.status().message().find("ADD"), std::string::npos) << prg.status().to_string();
+}
+
+TEST_P(KernelTest, LaunchChecksBuffers) {
+  auto prg = dev_->compile(matmul_ast(8, 8, 8, dtypes::kFloat32));
+  ASSERT_TRUE(prg.ok());
+  Buffer small = *dev_->alloc(16);
+  Status s = dev_->launch(**prg, std::vector<Buffer>{small, small, small});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("needs 256 bytes, got 16"), std::string::npos) << s.to_string();
+  s = dev_->launch(**prg, std::vector<Buffer>{small});
+  EXPECT_NE(s.message().find("expected 3 buffers, got 1"), std::string::npos) << s.to_string();
+  dev_->free(small);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"),
+                         [](const auto& info) { return info.param == "CPU" ? "llvm" : "clang"; });
+
+}  // namespace
+}  // namespace baregrad::testing
