@@ -93,6 +93,7 @@ class Lowerer {
   int next_ctx_ = 1;
   int64_t next_loop_id_ = 0;
   std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
+  std::map<std::pair<const UOp*, int>, Ctx> reduce_ctx_;
 };
 
 int Lowerer::pick_vector_axis() const {
@@ -213,19 +214,25 @@ Val Lowerer::lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64
 
 Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
   Op op = n->arg_as<ReduceArg>().op;
-  Ctx inner = ctx;
-  inner.id = next_ctx_++;
-  inner.vector_active = vaxis_ >= 0;
-  UOpPtr parent;
-  for (int a = 0; a < k_.ndim(); a++)
-    if (kind(a) == AxisKind::kGlobal || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
-  std::vector<UOpPtr> ranges;
-  for (int a = 0; a < k_.ndim(); a++) {
-    if (kind(a) != AxisKind::kReduce) continue;
-    parent = make_range(a, parent, next_loop_id_++);
-    inner.loops[a] = parent;
-    ranges.push_back(parent);
+  // Every copy of one reduction shares its loops, so their accumulators update side by side.
+  auto [it, fresh] = reduce_ctx_.try_emplace({n.get(), ctx.id});
+  Ctx& inner = it->second;
+  if (fresh) {
+    inner = ctx;
+    inner.id = next_ctx_++;
+    inner.vector_active = vaxis_ >= 0;
+    UOpPtr parent;
+    for (int a = 0; a < k_.ndim(); a++)
+      if (kind(a) == AxisKind::kGlobal || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
+    for (int a = 0; a < k_.ndim(); a++) {
+      if (kind(a) != AxisKind::kReduce) continue;
+      parent = make_range(a, parent, next_loop_id_++);
+      inner.loops[a] = parent;
+    }
   }
+  std::vector<UOpPtr> ranges;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kReduce) ranges.push_back(inner.loops[a]);
   // Every combination of the (non-vector) UNROLL axes, combined in registers.
   std::vector<int> unroll;
   for (int a = 0; a < k_.ndim(); a++)
