@@ -119,7 +119,8 @@ Row compile_row(const std::string& what, const UOpPtr& ast, const TargetInfo& t)
 std::vector<Row> matmul_rows(const Context& ctx, int n) {
   Runner run(ctx.threads);
   auto a = random_floats(size_t(n) * n, 1), b = random_floats(size_t(n) * n, 2);
-  Kernel k = run.kernel(matmul_ast(n), {run.buffer(a), run.buffer(b), run.buffer(std::vector<float>(size_t(n) * n))});
+  Kernel k = run.kernel(
+      matmul_ast(n), {run.buffer(a), run.buffer(b), run.buffer(std::vector<float>(size_t(n) * n))});
   double ms = time_median_ms([&] { run.run(k); }, 5, ctx.quick ? 100 : 400);
   // Correctness against OpenBLAS on the same inputs.
   std::vector<float> want(size_t(n) * n);
@@ -135,7 +136,8 @@ std::vector<Row> matmul_rows(const Context& ctx, int n) {
   r.ref_value = openblas_sgemm_gflops(n, ctx.threads);
   r.note = "max abs diff vs OpenBLAS " + std::to_string(err);
   std::vector<Row> rows{r};
-  if (n == 2048 || (ctx.quick && n == 512)) rows.push_back(compile_row("matmul", matmul_ast(n), run.target()));
+  if (n == 2048 || (ctx.quick && n == 512))
+    rows.push_back(compile_row("matmul", matmul_ast(n), run.target()));
   return rows;
 }
 
@@ -166,7 +168,12 @@ std::vector<Row> sum_rows(const Context& ctx) {
   Buffer partial = run.buffer(std::vector<float>(parts));
   Kernel stage1 = run.kernel(row_sum_ast(parts, n * n / parts), {in, partial});
   Kernel stage2 = run.kernel(row_sum_ast(1, parts), {partial, run.buffer(std::vector<float>(1))});
-  double full_ms = time_median_ms([&] { run.run(stage1); run.run(stage2); }, 10, ctx.quick ? 100 : 500);
+  double full_ms = time_median_ms(
+      [&] {
+        run.run(stage1);
+        run.run(stage2);
+      },
+      10, ctx.quick ? 100 : 500);
   double want = 0;
   for (float v : x) want += v;
   double got = run.read(stage2.bufs[1])[0];
@@ -177,7 +184,8 @@ std::vector<Row> sum_rows(const Context& ctx) {
   r1.note = std::to_string(row_ms) + " ms";
   Row r2 = make_row("full sum " + dims + " fp32", "bandwidth", "GB/s", bytes / (full_ms * 1e6));
   r2.peak_pct = pct_of(r2.value, ctx.mem_gbs);
-  r2.note = std::to_string(full_ms) + " ms, 2 kernels, |err| vs fp64 " + std::to_string(std::fabs(got - want));
+  r2.note = std::to_string(full_ms) + " ms, 2 kernels, |err| vs fp64 " +
+            std::to_string(std::fabs(got - want));
   return {r1, r2, compile_row("row sum", row_sum_ast(n, n), run.target())};
 }
 
@@ -185,12 +193,13 @@ std::vector<Row> sum_rows(const Context& ctx) {
 
 void register_kernel_benches() {
   for (int n : {512, 1024, 2048})
-    register_bench("matmul " + std::to_string(n),
-                   [n](const Context& ctx) {
-                     if (ctx.quick && n > 512) return std::vector<Row>{};
-                     return matmul_rows(ctx, n);
-                   },
-                   "our fp32 matmul on the CPU device; OpenBLAS sgemm in the same run as ref");
+    register_bench(
+        "matmul " + std::to_string(n),
+        [n](const Context& ctx) {
+          if (ctx.quick && n > 512) return std::vector<Row>{};
+          return matmul_rows(ctx, n);
+        },
+        "our fp32 matmul on the CPU device; OpenBLAS sgemm in the same run as ref");
   register_bench("elementwise", elementwise_rows,
                  "fused y=(a*b+c).relu()*0.5 over 16M floats, bytes moved / time");
   register_bench("sums", sum_rows, "row sum and full sum of a 4096x4096 fp32 matrix");

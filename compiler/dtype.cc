@@ -59,13 +59,13 @@ namespace dtypes {
 bool is_float(DType t) { return t.scalar >= Scalar::kFloat16; }
 bool is_int(DType t) { return t.scalar >= Scalar::kInt8 && t.scalar <= Scalar::kUint64; }
 bool is_unsigned(DType t) {
-  return t.scalar == Scalar::kUint8 || t.scalar == Scalar::kUint16 ||
-         t.scalar == Scalar::kUint32 || t.scalar == Scalar::kUint64;
+  return t.scalar == Scalar::kUint8 || t.scalar == Scalar::kUint16 || t.scalar == Scalar::kUint32 ||
+         t.scalar == Scalar::kUint64;
 }
 bool is_bool(DType t) { return t.scalar == Scalar::kBool; }
 
 const DType* all(int* n) {
-  static const DType kAll[] = {kBool,  kInt8,   kUint8,  kInt16,   kUint16,   kInt32,   kUint32,
+  static const DType kAll[] = {kBool,  kInt8,   kUint8,   kInt16,    kUint16,  kInt32,  kUint32,
                                kInt64, kUint64, kFloat16, kBFloat16, kFloat32, kFloat64};
   *n = sizeof(kAll) / sizeof(kAll[0]);
   return kAll;
@@ -79,35 +79,59 @@ DType from_name(const std::string& name) {
 
 double min_value(DType t) {
   switch (t.scalar) {
-    case Scalar::kBool: return 0;
-    case Scalar::kInt8: return -128;
-    case Scalar::kInt16: return -32768;
-    case Scalar::kInt32: return -2147483648.0;
-    case Scalar::kInt64: return -9223372036854775808.0;
-    case Scalar::kFloat16: return -65504.0;
-    case Scalar::kBFloat16: return -3.3895313892515355e38;
-    case Scalar::kFloat32: return -std::numeric_limits<float>::max();
-    case Scalar::kFloat64: return -std::numeric_limits<double>::max();
-    default: return 0;  // unsigned
+    case Scalar::kBool:
+      return 0;
+    case Scalar::kInt8:
+      return -128;
+    case Scalar::kInt16:
+      return -32768;
+    case Scalar::kInt32:
+      return -2147483648.0;
+    case Scalar::kInt64:
+      return -9223372036854775808.0;
+    case Scalar::kFloat16:
+      return -65504.0;
+    case Scalar::kBFloat16:
+      return -3.3895313892515355e38;
+    case Scalar::kFloat32:
+      return -std::numeric_limits<float>::max();
+    case Scalar::kFloat64:
+      return -std::numeric_limits<double>::max();
+    default:
+      return 0;  // unsigned
   }
 }
 
 double max_value(DType t) {
   switch (t.scalar) {
-    case Scalar::kBool: return 1;
-    case Scalar::kInt8: return 127;
-    case Scalar::kUint8: return 255;
-    case Scalar::kInt16: return 32767;
-    case Scalar::kUint16: return 65535;
-    case Scalar::kInt32: return 2147483647.0;
-    case Scalar::kUint32: return 4294967295.0;
-    case Scalar::kInt64: return 9223372036854775807.0;
-    case Scalar::kUint64: return 18446744073709551615.0;
-    case Scalar::kFloat16: return 65504.0;
-    case Scalar::kBFloat16: return 3.3895313892515355e38;
-    case Scalar::kFloat32: return std::numeric_limits<float>::max();
-    case Scalar::kFloat64: return std::numeric_limits<double>::max();
-    default: return 0;
+    case Scalar::kBool:
+      return 1;
+    case Scalar::kInt8:
+      return 127;
+    case Scalar::kUint8:
+      return 255;
+    case Scalar::kInt16:
+      return 32767;
+    case Scalar::kUint16:
+      return 65535;
+    case Scalar::kInt32:
+      return 2147483647.0;
+    case Scalar::kUint32:
+      return 4294967295.0;
+    case Scalar::kInt64:
+      return 9223372036854775807.0;
+    case Scalar::kUint64:
+      return 18446744073709551615.0;
+    case Scalar::kFloat16:
+      return 65504.0;
+    case Scalar::kBFloat16:
+      return 3.3895313892515355e38;
+    case Scalar::kFloat32:
+      return std::numeric_limits<float>::max();
+    case Scalar::kFloat64:
+      return std::numeric_limits<double>::max();
+    default:
+      return 0;
   }
 }
 }  // namespace dtypes

@@ -42,7 +42,8 @@ class UPat {
   // A node with op `op` and exactly these sources (any sources when `src` is not given).
   static UPat op(Op op, std::optional<std::vector<UPat>> src = std::nullopt, std::string name = "");
   // A node whose op is any of `ops`.
-  static UPat ops(std::vector<Op> ops, std::optional<std::vector<UPat>> src = std::nullopt,
+  static UPat ops(std::vector<Op> ops,
+                  std::optional<std::vector<UPat>> src = std::nullopt,
                   std::string name = "");
 
   UPat&& named(std::string name) &&;

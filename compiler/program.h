@@ -37,19 +37,19 @@ namespace baregrad::compiler {
 
 struct BufferArg {
   int slot = 0;
-  DType dtype;        // element type
-  int64_t size = 0;   // elements the kernel may touch (the extent of its views)
+  DType dtype;       // element type
+  int64_t size = 0;  // elements the kernel may touch (the extent of its views)
   bool written = false;
 };
 
 struct ProgramSpec {
-  std::string name;            // the C symbol of the kernel
-  std::vector<UOpPtr> uops;    // linear order
+  std::string name;             // the C symbol of the kernel
+  std::vector<UOpPtr> uops;     // linear order
   std::vector<BufferArg> bufs;  // by slot
-  std::vector<VarArg> vars;    // order of the vars[] argument
-  int64_t thread_extent = 1;   // core_lo/core_hi split [0, thread_extent)
-  double flops = 0;            // estimated, for benchmarks
-  double bytes = 0;            // estimated unique bytes moved, for benchmarks
+  std::vector<VarArg> vars;     // order of the vars[] argument
+  int64_t thread_extent = 1;    // core_lo/core_hi split [0, thread_extent)
+  double flops = 0;             // estimated, for benchmarks
+  double bytes = 0;             // estimated unique bytes moved, for benchmarks
 };
 
 // Turns a ProgramSpec into source text for one compiler.

@@ -99,10 +99,9 @@ UOp::UOp(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash)
     : op_(op), dtype_(dtype), src_(std::move(src)), arg_(std::move(arg)), hash_(hash) {}
 
 UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
-  uint64_t h = mix(mix(static_cast<uint64_t>(op) + 1, static_cast<uint64_t>(dtype.scalar) |
-                                                          (uint64_t{dtype.count} << 8) |
-                                                          (uint64_t{dtype.ptr} << 24) |
-                                                          (uint64_t(dtype.addr) << 25)),
+  uint64_t h = mix(mix(static_cast<uint64_t>(op) + 1,
+                       static_cast<uint64_t>(dtype.scalar) | (uint64_t{dtype.count} << 8) |
+                           (uint64_t{dtype.ptr} << 24) | (uint64_t(dtype.addr) << 25)),
                    hash_arg(arg));
   for (auto& s : src) h = mix(h, s->hash_);
   UOpTable& t = UOpTable::get();
@@ -205,7 +204,9 @@ bool UOp::is_const(int64_t v) const {
   return std::get<double>(arg_) == static_cast<double>(v);
 }
 
-UOpPtr UOp::with_src(std::vector<UOpPtr> src) const { return make(op_, dtype_, std::move(src), arg_); }
+UOpPtr UOp::with_src(std::vector<UOpPtr> src) const {
+  return make(op_, dtype_, std::move(src), arg_);
+}
 UOpPtr UOp::with_dtype(DType dtype) const { return make(op_, dtype, src_, arg_); }
 
 // ---------------------------------------------------------------------------------------------

@@ -54,8 +54,8 @@ struct VarArg {
 };
 // CONST values hold int64 for every integer type (uint64 as its bit pattern), double for
 // floats, bool for bool.
-using Arg = std::variant<std::monostate, int64_t, double, bool, std::string, VarArg, ReduceArg,
-                         ShapeTracker>;
+using Arg = std::
+    variant<std::monostate, int64_t, double, bool, std::string, VarArg, ReduceArg, ShapeTracker>;
 std::string arg_str(const Arg& a);
 
 class UOp;

@@ -12,14 +12,22 @@ namespace baregrad::compiler {
 
 int64_t wrap_int(DType dtype, int64_t v) {
   switch (dtype.scalar) {
-    case Scalar::kBool: return v != 0;
-    case Scalar::kInt8: return static_cast<int8_t>(v);
-    case Scalar::kUint8: return static_cast<uint8_t>(v);
-    case Scalar::kInt16: return static_cast<int16_t>(v);
-    case Scalar::kUint16: return static_cast<uint16_t>(v);
-    case Scalar::kInt32: return static_cast<int32_t>(v);
-    case Scalar::kUint32: return static_cast<uint32_t>(v);
-    default: return v;
+    case Scalar::kBool:
+      return v != 0;
+    case Scalar::kInt8:
+      return static_cast<int8_t>(v);
+    case Scalar::kUint8:
+      return static_cast<uint8_t>(v);
+    case Scalar::kInt16:
+      return static_cast<int16_t>(v);
+    case Scalar::kUint16:
+      return static_cast<uint16_t>(v);
+    case Scalar::kInt32:
+      return static_cast<int32_t>(v);
+    case Scalar::kUint32:
+      return static_cast<uint32_t>(v);
+    default:
+      return v;
   }
 }
 
@@ -76,10 +84,16 @@ void UOp::compute_bounds() const {
   const UOp* a = src_.size() > 0 ? src_[0].get() : nullptr;
   const UOp* b = src_.size() > 1 ? src_[1].get() : nullptr;
   switch (op_) {
-    case Op::CONST: set(const_int(), const_int()); break;
+    case Op::CONST:
+      set(const_int(), const_int());
+      break;
     case Op::DEFINE_VAR:
-    case Op::SPECIAL: set(arg_as<VarArg>().min, arg_as<VarArg>().max); break;
-    case Op::RANGE: set(a->vmin(), b->vmax() - 1); break;
+    case Op::SPECIAL:
+      set(arg_as<VarArg>().min, arg_as<VarArg>().max);
+      break;
+    case Op::RANGE:
+      set(a->vmin(), b->vmax() - 1);
+      break;
     case Op::ADD:
     case Op::SUB:
     case Op::MUL: {
@@ -91,43 +105,59 @@ void UOp::compute_bounds() const {
       if (a->vmin() != kMin) set(-a->vmax(), -a->vmin());
       break;
     case Op::IDIV:
-      if (b->vmin() == b->vmax() && b->vmin() > 0) set(a->vmin() / b->vmin(), a->vmax() / b->vmin());
+      if (b->vmin() == b->vmax() && b->vmin() > 0)
+        set(a->vmin() / b->vmin(), a->vmax() / b->vmin());
       else if (b->vmin() == b->vmax() && b->vmin() < 0 && a->vmin() != kMin)
         set(a->vmax() / b->vmin(), a->vmin() / b->vmin());
-      else if (b->vmin() > 0 && a->vmin() >= 0) set(a->vmin() / b->vmax(), a->vmax() / b->vmin());
+      else if (b->vmin() > 0 && a->vmin() >= 0)
+        set(a->vmin() / b->vmax(), a->vmax() / b->vmin());
       break;
     case Op::MOD:
       if (b->vmin() > 0) {
         int64_t m = b->vmax() - 1;
-        if (a->vmin() >= 0) set(a->vmax() < b->vmin() ? a->vmin() : 0, std::min(a->vmax(), m));
-        else if (a->vmax() <= 0) set(std::max(a->vmin(), -m), 0);
-        else set(std::max(a->vmin(), -m), std::min(a->vmax(), m));
+        if (a->vmin() >= 0)
+          set(a->vmax() < b->vmin() ? a->vmin() : 0, std::min(a->vmax(), m));
+        else if (a->vmax() <= 0)
+          set(std::max(a->vmin(), -m), 0);
+        else
+          set(std::max(a->vmin(), -m), std::min(a->vmax(), m));
       }
       break;
-    case Op::MAX: set(std::max(a->vmin(), b->vmin()), std::max(a->vmax(), b->vmax())); break;
+    case Op::MAX:
+      set(std::max(a->vmin(), b->vmin()), std::max(a->vmax(), b->vmax()));
+      break;
     case Op::CMPLT:
-      if (a->vmax() < b->vmin()) set(1, 1);
-      else if (a->vmin() >= b->vmax()) set(0, 0);
-      else set(0, 1);
+      if (a->vmax() < b->vmin())
+        set(1, 1);
+      else if (a->vmin() >= b->vmax())
+        set(0, 0);
+      else
+        set(0, 1);
       break;
     case Op::CMPNE:
     case Op::CMPEQ: {
       bool disjoint = a->vmax() < b->vmin() || b->vmax() < a->vmin();
       bool same_point = a->vmin() == a->vmax() && b->vmin() == b->vmax() && a->vmin() == b->vmin();
       int64_t ne = disjoint ? 1 : same_point ? 0 : -1;
-      if (ne < 0) set(0, 1);
-      else set(op_ == Op::CMPNE ? ne : 1 - ne, op_ == Op::CMPNE ? ne : 1 - ne);
+      if (ne < 0)
+        set(0, 1);
+      else
+        set(op_ == Op::CMPNE ? ne : 1 - ne, op_ == Op::CMPNE ? ne : 1 - ne);
       break;
     }
     case Op::WHERE: {
       const UOp* c = src_[2].get();
-      if (a->vmin() == a->vmax()) set(a->vmin() ? b->vmin() : c->vmin(), a->vmin() ? b->vmax() : c->vmax());
-      else set(std::min(b->vmin(), c->vmin()), std::max(b->vmax(), c->vmax()));
+      if (a->vmin() == a->vmax())
+        set(a->vmin() ? b->vmin() : c->vmin(), a->vmin() ? b->vmax() : c->vmax());
+      else
+        set(std::min(b->vmin(), c->vmin()), std::max(b->vmax(), c->vmax()));
       break;
     }
     case Op::AND:
-      if (dtypes::is_bool(dtype_)) set(a->vmin() & b->vmin(), a->vmax() & b->vmax());
-      else if (a->vmin() >= 0 && b->vmin() >= 0) set(0, std::min(a->vmax(), b->vmax()));
+      if (dtypes::is_bool(dtype_))
+        set(a->vmin() & b->vmin(), a->vmax() & b->vmax());
+      else if (a->vmin() >= 0 && b->vmin() >= 0)
+        set(0, std::min(a->vmax(), b->vmax()));
       break;
     case Op::OR:
       if (dtypes::is_bool(dtype_)) set(a->vmin() | b->vmin(), a->vmax() | b->vmax());
@@ -141,7 +171,8 @@ void UOp::compute_bounds() const {
         if (a->vmin() >= dlo && a->vmax() <= dhi) set(a->vmin(), a->vmax());
       }
       break;
-    default: break;
+    default:
+      break;
   }
   vmin_ = lo;
   vmax_ = hi;
@@ -164,35 +195,73 @@ float round_half(float f, bool bf16) {
 
 double round_to(DType t, double v) {
   switch (t.scalar) {
-    case Scalar::kFloat32: return static_cast<float>(v);
-    case Scalar::kFloat16: return round_half(static_cast<float>(v), false);
-    case Scalar::kBFloat16: return round_half(static_cast<float>(v), true);
-    default: return v;
+    case Scalar::kFloat32:
+      return static_cast<float>(v);
+    case Scalar::kFloat16:
+      return round_half(static_cast<float>(v), false);
+    case Scalar::kBFloat16:
+      return round_half(static_cast<float>(v), true);
+    default:
+      return v;
   }
 }
 
 double exec_alu_float(Op op, DType dtype, std::span<const double> x) {
   double r = 0;
   switch (op) {
-    case Op::NEG: r = -x[0]; break;
-    case Op::EXP2: r = std::exp2(x[0]); break;
-    case Op::LOG2: r = std::log2(x[0]); break;
-    case Op::SIN: r = std::sin(x[0]); break;
-    case Op::SQRT: r = std::sqrt(x[0]); break;
-    case Op::RECIP: r = 1.0 / x[0]; break;
-    case Op::TRUNC: r = std::trunc(x[0]); break;
-    case Op::ADD: r = x[0] + x[1]; break;
-    case Op::SUB: r = x[0] - x[1]; break;
-    case Op::MUL: r = x[0] * x[1]; break;
-    case Op::FDIV: r = x[0] / x[1]; break;
-    case Op::MAX: r = std::isnan(x[0]) || std::isnan(x[1]) ? NAN : std::max(x[0], x[1]); break;
-    case Op::POW: r = std::pow(x[0], x[1]); break;
-    case Op::CMPLT: return x[0] < x[1];
-    case Op::CMPNE: return x[0] != x[1];
-    case Op::CMPEQ: return x[0] == x[1];
-    case Op::WHERE: r = x[0] != 0 ? x[1] : x[2]; break;
-    case Op::MULACC: r = x[0] * x[1] + x[2]; break;
-    default: UNREACHABLE() << "exec_alu_float: " << op_name(op);
+    case Op::NEG:
+      r = -x[0];
+      break;
+    case Op::EXP2:
+      r = std::exp2(x[0]);
+      break;
+    case Op::LOG2:
+      r = std::log2(x[0]);
+      break;
+    case Op::SIN:
+      r = std::sin(x[0]);
+      break;
+    case Op::SQRT:
+      r = std::sqrt(x[0]);
+      break;
+    case Op::RECIP:
+      r = 1.0 / x[0];
+      break;
+    case Op::TRUNC:
+      r = std::trunc(x[0]);
+      break;
+    case Op::ADD:
+      r = x[0] + x[1];
+      break;
+    case Op::SUB:
+      r = x[0] - x[1];
+      break;
+    case Op::MUL:
+      r = x[0] * x[1];
+      break;
+    case Op::FDIV:
+      r = x[0] / x[1];
+      break;
+    case Op::MAX:
+      r = std::isnan(x[0]) || std::isnan(x[1]) ? NAN : std::max(x[0], x[1]);
+      break;
+    case Op::POW:
+      r = std::pow(x[0], x[1]);
+      break;
+    case Op::CMPLT:
+      return x[0] < x[1];
+    case Op::CMPNE:
+      return x[0] != x[1];
+    case Op::CMPEQ:
+      return x[0] == x[1];
+    case Op::WHERE:
+      r = x[0] != 0 ? x[1] : x[2];
+      break;
+    case Op::MULACC:
+      r = x[0] * x[1] + x[2];
+      break;
+    default:
+      UNREACHABLE() << "exec_alu_float: " << op_name(op);
   }
   return round_to(dtype, r);
 }
@@ -202,32 +271,64 @@ int64_t exec_alu_int(Op op, DType dtype, std::span<const int64_t> x) {
   auto uv = [](int64_t v) { return static_cast<uint64_t>(v); };
   int64_t r = 0;
   switch (op) {
-    case Op::NEG: r = static_cast<int64_t>(0 - uv(x[0])); break;
-    case Op::ADD: r = static_cast<int64_t>(uv(x[0]) + uv(x[1])); break;
-    case Op::SUB: r = static_cast<int64_t>(uv(x[0]) - uv(x[1])); break;
-    case Op::MUL: r = static_cast<int64_t>(uv(x[0]) * uv(x[1])); break;
+    case Op::NEG:
+      r = static_cast<int64_t>(0 - uv(x[0]));
+      break;
+    case Op::ADD:
+      r = static_cast<int64_t>(uv(x[0]) + uv(x[1]));
+      break;
+    case Op::SUB:
+      r = static_cast<int64_t>(uv(x[0]) - uv(x[1]));
+      break;
+    case Op::MUL:
+      r = static_cast<int64_t>(uv(x[0]) * uv(x[1]));
+      break;
     case Op::IDIV:
       if (x[1] == 0) return 0;
-      if (!u && x[0] == std::numeric_limits<int64_t>::min() && x[1] == -1) r = x[0];
-      else r = u ? static_cast<int64_t>(uv(x[0]) / uv(x[1])) : x[0] / x[1];
+      if (!u && x[0] == std::numeric_limits<int64_t>::min() && x[1] == -1)
+        r = x[0];
+      else
+        r = u ? static_cast<int64_t>(uv(x[0]) / uv(x[1])) : x[0] / x[1];
       break;
     case Op::MOD:
       if (x[1] == 0) return 0;
-      if (!u && x[1] == -1) r = 0;
-      else r = u ? static_cast<int64_t>(uv(x[0]) % uv(x[1])) : x[0] % x[1];
+      if (!u && x[1] == -1)
+        r = 0;
+      else
+        r = u ? static_cast<int64_t>(uv(x[0]) % uv(x[1])) : x[0] % x[1];
       break;
-    case Op::MAX: r = u ? static_cast<int64_t>(std::max(uv(x[0]), uv(x[1]))) : std::max(x[0], x[1]); break;
-    case Op::CMPLT: return u ? uv(x[0]) < uv(x[1]) : x[0] < x[1];
-    case Op::CMPNE: return x[0] != x[1];
-    case Op::CMPEQ: return x[0] == x[1];
-    case Op::AND: r = x[0] & x[1]; break;
-    case Op::OR: r = x[0] | x[1]; break;
-    case Op::XOR: r = x[0] ^ x[1]; break;
-    case Op::SHL: r = static_cast<int64_t>(uv(x[0]) << (uv(x[1]) & 63)); break;
-    case Op::SHR: r = u ? static_cast<int64_t>(uv(x[0]) >> (uv(x[1]) & 63)) : x[0] >> (x[1] & 63); break;
-    case Op::WHERE: r = x[0] ? x[1] : x[2]; break;
-    case Op::MULACC: r = static_cast<int64_t>(uv(x[0]) * uv(x[1]) + uv(x[2])); break;
-    default: UNREACHABLE() << "exec_alu_int: " << op_name(op);
+    case Op::MAX:
+      r = u ? static_cast<int64_t>(std::max(uv(x[0]), uv(x[1]))) : std::max(x[0], x[1]);
+      break;
+    case Op::CMPLT:
+      return u ? uv(x[0]) < uv(x[1]) : x[0] < x[1];
+    case Op::CMPNE:
+      return x[0] != x[1];
+    case Op::CMPEQ:
+      return x[0] == x[1];
+    case Op::AND:
+      r = x[0] & x[1];
+      break;
+    case Op::OR:
+      r = x[0] | x[1];
+      break;
+    case Op::XOR:
+      r = x[0] ^ x[1];
+      break;
+    case Op::SHL:
+      r = static_cast<int64_t>(uv(x[0]) << (uv(x[1]) & 63));
+      break;
+    case Op::SHR:
+      r = u ? static_cast<int64_t>(uv(x[0]) >> (uv(x[1]) & 63)) : x[0] >> (x[1] & 63);
+      break;
+    case Op::WHERE:
+      r = x[0] ? x[1] : x[2];
+      break;
+    case Op::MULACC:
+      r = static_cast<int64_t>(uv(x[0]) * uv(x[1]) + uv(x[2]));
+      break;
+    default:
+      UNREACHABLE() << "exec_alu_int: " << op_name(op);
   }
   return wrap_int(dtype, r);
 }

@@ -37,9 +37,7 @@ int64_t View::numel() const {
   return n;
 }
 
-bool View::is_contiguous() const {
-  return offset == 0 && !mask && strides == strides_for(shape);
-}
+bool View::is_contiguous() const { return offset == 0 && !mask && strides == strides_for(shape); }
 
 std::string View::str() const {
   std::ostringstream os;

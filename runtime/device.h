@@ -52,7 +52,8 @@ class Device {
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) = 0;
   // Runs `prg` with bufs[i] bound to slot i; checks counts and sizes first.
-  virtual Status launch(const Program& prg, std::span<const Buffer> bufs,
+  virtual Status launch(const Program& prg,
+                        std::span<const Buffer> bufs,
                         std::span<const int64_t> vars = {}) = 0;
   // Waits for every launch and copy issued so far.
   virtual Status synchronize() = 0;

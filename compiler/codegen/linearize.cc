@@ -76,7 +76,9 @@ class Linearizer {
     members_[p.empty() ? nullptr : p.back()].push_back(n);
   }
 
-  void add_edges(const std::vector<const UOp*>& ps, const UOp* s, const std::vector<const UOp*>& pn,
+  void add_edges(const std::vector<const UOp*>& ps,
+                 const UOp* s,
+                 const std::vector<const UOp*>& pn,
                  const UOp* n) {
     for (size_t level = 0; level <= std::min(ps.size(), pn.size()); level++) {
       if (level > 0 && ps[level - 1] != pn[level - 1]) return;  // different blocks from here
@@ -120,7 +122,8 @@ class Linearizer {
   std::unordered_map<const UOp*, int> order_;
   std::unordered_map<const UOp*, const UOp*> scope_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> members_;
-  std::unordered_map<const UOp*, std::unordered_map<const UOp*, std::unordered_set<const UOp*>>> edges_;
+  std::unordered_map<const UOp*, std::unordered_map<const UOp*, std::unordered_set<const UOp*>>>
+      edges_;
   std::unordered_map<const UOp*, std::unordered_map<const UOp*, int>> indeg_;
   std::vector<UOpPtr> out_;
 };

@@ -39,7 +39,8 @@ void estimate(const Kernel& k, Lowered* out) {
   int64_t all = 1, outer = 1;
   for (int a = 0; a < k.ndim(); a++) {
     all *= k.shape()[a];
-    if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll) outer *= k.shape()[a];
+    if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll)
+      outer *= k.shape()[a];
   }
   std::vector<const UOp*> topo = k.ast()->toposort();
   std::map<const UOp*, bool> in_reduce;
@@ -77,8 +78,10 @@ class Lowerer {
   int pick_vector_axis() const;
   UOpPtr make_range(int axis, const UOpPtr& parent, int64_t id);
   UOpPtr coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const;
-  std::pair<UOpPtr, UOpPtr> index(const ShapeTracker& st, const Ctx& ctx,
-                                  const std::vector<int64_t>& c, int lane) const;
+  std::pair<UOpPtr, UOpPtr> index(const ShapeTracker& st,
+                                  const Ctx& ctx,
+                                  const std::vector<int64_t>& c,
+                                  int lane) const;
   Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   Val lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   Val lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
@@ -137,8 +140,10 @@ UOpPtr Lowerer::coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, i
 }
 
 // The buffer index and validity (null when always valid) of one lane.
-std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st, const Ctx& ctx,
-                                         const std::vector<int64_t>& c, int lane) const {
+std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st,
+                                         const Ctx& ctx,
+                                         const std::vector<int64_t>& c,
+                                         int lane) const {
   UOpPtr valid;
   auto add_valid = [&](UOpPtr v) { valid = valid ? logical_and(valid, v) : v; };
   UOpPtr idx;
@@ -160,8 +165,11 @@ std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st, const Ctx& ctx,
       if (v.strides[d] != 0) out = out + x[d] * v.strides[d];
       if (v.mask) {
         auto [lo, hi] = (*v.mask)[d];
-        if (lo > 0) add_valid(logical_and(lt(x[d], hi), UOp::alu(Op::CMPLT, {UOp::index_const(lo - 1), x[d]})));
-        else if (hi < v.shape[d]) add_valid(lt(x[d], hi));
+        if (lo > 0)
+          add_valid(
+              logical_and(lt(x[d], hi), UOp::alu(Op::CMPLT, {UOp::index_const(lo - 1), x[d]})));
+        else if (hi < v.shape[d])
+          add_valid(lt(x[d], hi));
       }
     }
     idx = out;
@@ -178,7 +186,8 @@ UOpPtr Lowerer::widen(const Val& v) const {
 UOpPtr Lowerer::combine(Op op, std::vector<UOpPtr> vals) const {
   while (vals.size() > 1) {  // balanced tree: shorter dependency chains
     std::vector<UOpPtr> next;
-    for (size_t i = 0; i + 1 < vals.size(); i += 2) next.push_back(UOp::alu(op, {vals[i], vals[i + 1]}));
+    for (size_t i = 0; i + 1 < vals.size(); i += 2)
+      next.push_back(UOp::alu(op, {vals[i], vals[i + 1]}));
     if (vals.size() % 2) next.push_back(vals.back());
     vals = std::move(next);
   }
@@ -252,7 +261,8 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
     }
   };
   each(0);
-  bool vec = vec_reduced || std::any_of(vals.begin(), vals.end(), [](const UOpPtr& u) { return u->dtype().count > 1; });
+  bool vec = vec_reduced || std::any_of(vals.begin(), vals.end(),
+                                        [](const UOpPtr& u) { return u->dtype().count > 1; });
   if (vec && !vec_reduced)
     for (auto& v : vals) v = widen({v, v->dtype().count > 1});
   UOpPtr acc = combine(op, std::move(vals));
@@ -296,7 +306,8 @@ Val Lowerer::lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& 
   return out;
 }
 
-std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n, const Ctx& ctx,
+std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n,
+                                         const Ctx& ctx,
                                          const std::vector<int64_t>& c) {
   const auto& st = n->src(0)->arg_as<ShapeTracker>();
   if (st.views.back().mask) fail("lower", "masked store views are not supported: " + st.str());
@@ -308,7 +319,8 @@ std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n, const Ctx& ctx,
     return UOp::make(Op::STORE, dtypes::kVoid, {ix, value});
   };
   int64_t s = ctx.vector_active && width_ > 1 ? Kernel::stride(st, vaxis_) : 0;
-  if (s == 0) return {store_at(0, v.vec ? UOp::make(Op::GEP, v.u->dtype().base(), {v.u}, int64_t{0}) : v.u)};
+  if (s == 0)
+    return {store_at(0, v.vec ? UOp::make(Op::GEP, v.u->dtype().base(), {v.u}, int64_t{0}) : v.u)};
   UOpPtr wide = widen(v);
   if (s == 1) return {store_at(0, wide)};
   std::vector<UOpPtr> out;

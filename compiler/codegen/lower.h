@@ -12,7 +12,7 @@ struct Lowered {
   UOpPtr sink;                  // SINK of STOREs through INDEX
   std::vector<BufferArg> bufs;  // by slot
   int64_t thread_extent = 1;
-  int vector_axis = -1;         // the expand axis mapped to vector lanes, or -1
+  int vector_axis = -1;  // the expand axis mapped to vector lanes, or -1
   double flops = 0;
   double bytes = 0;
 };

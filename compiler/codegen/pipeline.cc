@@ -33,7 +33,8 @@ std::string kernel_name(const Kernel& k) {
   return s;
 }
 
-ProgramSpec lower_kernel(const UOpPtr& ast, const TargetInfo& target,
+ProgramSpec lower_kernel(const UOpPtr& ast,
+                         const TargetInfo& target,
                          const std::optional<std::vector<Opt>>& opts) {
   ScopedTimer timer("lower_kernel");
   verify_kernel_ast(ast).throw_if_error("lower_kernel");
@@ -57,9 +58,8 @@ ProgramSpec lower_kernel(const UOpPtr& ast, const TargetInfo& target,
   // Transcendentals as polynomials where the target has no instruction for them.
   if (!target.native_transcendentals) s = run_pass("transcendental", s, rewrite_transcendentals);
   // Constant folding of what the expansions above produced.
-  s = run_pass("symbolic_simple", s, [](const UOpPtr& u) {
-    return graph_rewrite(u, symbolic_simple());
-  });
+  s = run_pass("symbolic_simple", s,
+               [](const UOpPtr& u) { return graph_rewrite(u, symbolic_simple()); });
 
   ProgramSpec spec;
   spec.name = kernel_name(k);

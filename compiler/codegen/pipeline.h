@@ -12,7 +12,8 @@ namespace baregrad::compiler {
 
 // Lowers a kernel AST for `target`. `opts` replaces the heuristic choices when given.
 // Throws baregrad::Error naming the node and rule when the AST is malformed.
-ProgramSpec lower_kernel(const UOpPtr& ast, const TargetInfo& target,
+ProgramSpec lower_kernel(const UOpPtr& ast,
+                         const TargetInfo& target,
                          const std::optional<std::vector<Opt>>& opts = std::nullopt);
 
 // A readable kernel name from the kernel's shape: E_ (elementwise) or r_ (reduce) + dims.

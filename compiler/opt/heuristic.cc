@@ -52,7 +52,9 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
     for (int a = 0; a < k.first(AxisKind::kReduce) && vec_global < 0; a++)
       if (vectorizable(k, a) && try_apply(k, {OptOp::kUpcast, a, w}, opts)) vec_global = a;
     for (int a = k.first(AxisKind::kReduce); a < k.ndim() && vec_global < 0 && !vec_reduce; a++)
-      if (k.kinds()[a] == AxisKind::kReduce && vectorizable(k, a) && try_apply(k, {OptOp::kUnroll, a, w}, opts)) vec_reduce = true;
+      if (k.kinds()[a] == AxisKind::kReduce && vectorizable(k, a) &&
+          try_apply(k, {OptOp::kUnroll, a, w}, opts))
+        vec_reduce = true;
   }
 
   // 2. Register tiles: reuse broadcast operands across upcast rows, keeping the accumulators
@@ -73,8 +75,10 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   }
   // 3. More independent work per iteration where no tile was made.
   if (copies == 1) {
-    if (vec_global >= 0) try_apply(k, {OptOp::kUpcast, vec_global, 4}, opts);
-    else if (vec_reduce) try_apply(k, {OptOp::kUnroll, k.first(AxisKind::kReduce), 4}, opts);
+    if (vec_global >= 0)
+      try_apply(k, {OptOp::kUpcast, vec_global, 4}, opts);
+    else if (vec_reduce)
+      try_apply(k, {OptOp::kUnroll, k.first(AxisKind::kReduce), 4}, opts);
   }
   // 4. Loop order: with a reduction, the innermost output loop is the one whose tile is
   //    narrowest, so the wide operand panel stays in cache across it.

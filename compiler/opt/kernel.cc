@@ -99,7 +99,8 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   for (int a : perm) permuted.push_back(shape_[a]);
   shape_ = permuted;
   kinds_.assign(ndim(), AxisKind::kGlobal);
-  for (size_t i = ndim() - reduce_axes.size(); i < kinds_.size(); i++) kinds_[i] = AxisKind::kReduce;
+  for (size_t i = ndim() - reduce_axes.size(); i < kinds_.size(); i++)
+    kinds_[i] = AxisKind::kReduce;
   rewrite_views(perm, -1, 0);
   merge_dims();
 }
@@ -195,16 +196,19 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     if (why) *why = std::move(msg);
     return false;
   };
-  if (o.axis < 0 || o.axis >= ndim()) return no("axis out of range for shape of rank " + std::to_string(ndim()));
+  if (o.axis < 0 || o.axis >= ndim())
+    return no("axis out of range for shape of rank " + std::to_string(ndim()));
   AxisKind k = kinds_[o.axis];
   if (o.op == OptOp::kSwap) {
-    if (o.amt < 0 || o.amt >= ndim() || kinds_[o.amt] != k) return no("axes are of different kinds");
+    if (o.amt < 0 || o.amt >= ndim() || kinds_[o.amt] != k)
+      return no("axes are of different kinds");
     if (k != AxisKind::kGlobal && k != AxisKind::kReduce && k != AxisKind::kLocal)
       return no("only loop axes can be swapped");
     return true;
   }
   AxisKind need = o.op == OptOp::kUnroll ? AxisKind::kReduce : AxisKind::kGlobal;
-  if (k != need) return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
+  if (k != need)
+    return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
     return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
   if (!unmasked(o.axis)) return no("axis is masked (padded)");
@@ -223,7 +227,7 @@ void Kernel::apply(const Opt& o) {
     applied_.push_back(o);
     return;
   }
-  AxisKind inner = o.op == OptOp::kUpcast ? AxisKind::kUpcast
+  AxisKind inner = o.op == OptOp::kUpcast   ? AxisKind::kUpcast
                    : o.op == OptOp::kUnroll ? AxisKind::kUnroll
                                             : AxisKind::kLocal;
   // Split in place, then move the new inner dim to the end of its kind's block.

@@ -72,9 +72,9 @@ class Kernel {
 // What the codegen knows about a target.
 struct TargetInfo {
   std::string name = "cpu";
-  int vector_bytes = 64;  // widest native vector register
-  int threads = 1;        // cores the first GLOBAL axis is split across
-  int registers = 32;     // vector registers
+  int vector_bytes = 64;                // widest native vector register
+  int threads = 1;                      // cores the first GLOBAL axis is split across
+  int registers = 32;                   // vector registers
   bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
   bool has_local = false;
 };

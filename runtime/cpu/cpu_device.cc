@@ -123,7 +123,8 @@ Result<std::shared_ptr<Program>> CpuDevice::build(const UOpPtr& ast,
   return prg;
 }
 
-Status CpuDevice::launch(const Program& prg, std::span<const Buffer> bufs,
+Status CpuDevice::launch(const Program& prg,
+                         std::span<const Buffer> bufs,
                          std::span<const int64_t> vars) {
   const auto& spec = prg.spec;
   if (bufs.size() != spec.bufs.size())
@@ -133,9 +134,9 @@ Status CpuDevice::launch(const Program& prg, std::span<const Buffer> bufs,
   for (const auto& b : spec.bufs) {
     size_t need = static_cast<size_t>(b.size) * b.dtype.itemsize();
     if (bufs[b.slot].bytes < need || !bufs[b.slot].ptr)
-      return invalid_argument("launch " + spec.name + ": buffer " + std::to_string(b.slot) +
-                              " (" + b.dtype.name() + ") needs " + std::to_string(need) +
-                              " bytes, got " + std::to_string(bufs[b.slot].bytes));
+      return invalid_argument("launch " + spec.name + ": buffer " + std::to_string(b.slot) + " (" +
+                              b.dtype.name() + ") needs " + std::to_string(need) + " bytes, got " +
+                              std::to_string(bufs[b.slot].bytes));
   }
   if (vars.size() != spec.vars.size())
     return invalid_argument("launch " + spec.name + ": expected " +

@@ -30,7 +30,8 @@ class CpuDevice : public Device {
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
-  Status launch(const Program& prg, std::span<const Buffer> bufs,
+  Status launch(const Program& prg,
+                std::span<const Buffer> bufs,
                 std::span<const int64_t> vars = {}) override;
   Status synchronize() override { return Status(); }
 

@@ -23,9 +23,19 @@ std::vector<uint8_t> to_bytes(DType t, const std::vector<double>& v) {
     uint8_t* p = out.data() + i * t.itemsize();
     double x = v[i];
     switch (t.scalar) {
-      case Scalar::kFloat64: std::memcpy(p, &x, 8); break;
-      case Scalar::kFloat32: { float f = static_cast<float>(x); std::memcpy(p, &f, 4); break; }
-      case Scalar::kFloat16: { _Float16 h = static_cast<_Float16>(x); std::memcpy(p, &h, 2); break; }
+      case Scalar::kFloat64:
+        std::memcpy(p, &x, 8);
+        break;
+      case Scalar::kFloat32: {
+        float f = static_cast<float>(x);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case Scalar::kFloat16: {
+        _Float16 h = static_cast<_Float16>(x);
+        std::memcpy(p, &h, 2);
+        break;
+      }
       case Scalar::kBFloat16: {
         uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(round_to(t, x)));
         uint16_t h = static_cast<uint16_t>(u >> 16);
@@ -46,9 +56,21 @@ std::vector<double> from_bytes(DType t, const std::vector<uint8_t>& b) {
   for (size_t i = 0; i < out.size(); i++) {
     const uint8_t* p = b.data() + i * t.itemsize();
     switch (t.scalar) {
-      case Scalar::kFloat64: std::memcpy(&out[i], p, 8); break;
-      case Scalar::kFloat32: { float f; std::memcpy(&f, p, 4); out[i] = f; break; }
-      case Scalar::kFloat16: { _Float16 h; std::memcpy(&h, p, 2); out[i] = static_cast<double>(h); break; }
+      case Scalar::kFloat64:
+        std::memcpy(&out[i], p, 8);
+        break;
+      case Scalar::kFloat32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        out[i] = f;
+        break;
+      }
+      case Scalar::kFloat16: {
+        _Float16 h;
+        std::memcpy(&h, p, 2);
+        out[i] = static_cast<double>(h);
+        break;
+      }
       case Scalar::kBFloat16: {
         uint16_t h;
         std::memcpy(&h, p, 2);
@@ -59,7 +81,8 @@ std::vector<double> from_bytes(DType t, const std::vector<uint8_t>& b) {
         int64_t v = 0;
         std::memcpy(&v, p, t.itemsize());
         out[i] = static_cast<double>(wrap_int(t, v));
-        if (dtypes::is_unsigned(t) && t.itemsize() == 8) out[i] = static_cast<double>(static_cast<uint64_t>(v));
+        if (dtypes::is_unsigned(t) && t.itemsize() == 8)
+          out[i] = static_cast<double>(static_cast<uint64_t>(v));
       }
     }
   }
@@ -80,7 +103,8 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   }
 
   // Runs `ast` on the device and returns every buffer's contents afterwards.
-  std::vector<std::vector<double>> run(const UOpPtr& ast, std::vector<Buf> bufs,
+  std::vector<std::vector<double>> run(const UOpPtr& ast,
+                                       std::vector<Buf> bufs,
                                        const std::optional<std::vector<Opt>>& opts = std::nullopt) {
     auto prg = dev_->compile(ast, opts);
     EXPECT_TRUE(prg.ok()) << prg.status().to_string();
@@ -105,7 +129,9 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   }
 
   // Runs on the device and the reference; compares every buffer within `rtol`.
-  void check(const UOpPtr& ast, std::vector<Buf> bufs, double rtol,
+  void check(const UOpPtr& ast,
+             std::vector<Buf> bufs,
+             double rtol,
              const std::optional<std::vector<Opt>>& opts = std::nullopt) {
     std::vector<std::vector<double>> want;
     for (auto& b : bufs) want.push_back(b.data);
@@ -128,16 +154,22 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
     std::mt19937_64 rng(seed);
     std::vector<double> v(n);
     for (auto& x : v) {
-      if (dtypes::is_float(t)) x = std::uniform_real_distribution<double>(-2, 2)(rng);
-      else if (dtypes::is_unsigned(t)) x = static_cast<double>(1 + rng() % 9);  // no wrap below 0
-      else x = static_cast<double>(static_cast<int64_t>(rng() % 19) - 9);
+      if (dtypes::is_float(t))
+        x = std::uniform_real_distribution<double>(-2, 2)(rng);
+      else if (dtypes::is_unsigned(t))
+        x = static_cast<double>(1 + rng() % 9);  // no wrap below 0
+      else
+        x = static_cast<double>(static_cast<int64_t>(rng() % 19) - 9);
     }
     return v;
   }
 
   static double tol(DType t, double terms = 1) {
-    double eps = t == dtypes::kFloat64 ? 1e-15 : t == dtypes::kFloat32 ? 1.2e-7
-                 : t == dtypes::kFloat16 ? 1e-3 : t == dtypes::kBFloat16 ? 8e-3 : 0;
+    double eps = t == dtypes::kFloat64    ? 1e-15
+                 : t == dtypes::kFloat32  ? 1.2e-7
+                 : t == dtypes::kFloat16  ? 1e-3
+                 : t == dtypes::kBFloat16 ? 8e-3
+                                          : 0;
     return eps * 8 * std::max(1.0, std::sqrt(terms)) + (dtypes::is_float(t) ? 0 : 1e-9);
   }
 
@@ -163,7 +195,9 @@ TEST_P(KernelTest, ElementwiseBroadcast) {
       v = where(lt(lb, lc), maximum(v, la), v - la);
       auto ast = sink({store(out, ShapeTracker::contiguous({r, c}), v)});
       check(ast,
-            {{t, random(r * c, t, 1)}, {t, random(c, t, 2)}, {t, random(r, t, 3)},
+            {{t, random(r * c, t, 1)},
+             {t, random(c, t, 2)},
+             {t, random(r, t, 3)},
              {t, std::vector<double>(r * c, 0)}},
             tol(t, 4));
     }
@@ -203,10 +237,14 @@ UOpPtr matmul_ast(int64_t m, int64_t n, int64_t k, DType t) {
 
 TEST_P(KernelTest, Matmul) {
   for (DType t : {dtypes::kFloat32, dtypes::kFloat64}) {
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 48}, {13, 7, 11}, {32, 128, 64}}) {
-      SCOPED_TRACE(t.name() + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    for (auto [m, n, k] :
+         {std::tuple<int64_t, int64_t, int64_t>{64, 64, 48}, {13, 7, 11}, {32, 128, 64}}) {
+      SCOPED_TRACE(t.name() + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k));
       check(matmul_ast(m, n, k, t),
-            {{t, random(m * k, t, 11)}, {t, random(k * n, t, 12)}, {t, std::vector<double>(m * n, 0)}},
+            {{t, random(m * k, t, 11)},
+             {t, random(k * n, t, 12)},
+             {t, std::vector<double>(m * n, 0)}},
             tol(t, static_cast<double>(k)));
     }
   }
@@ -216,10 +254,13 @@ TEST_P(KernelTest, Matmul) {
 TEST_P(KernelTest, MatmulExplicitOpts) {
   DType t = dtypes::kFloat32;
   auto ast = matmul_ast(32, 64, 16, t);
-  std::vector<Buf> bufs = {{t, random(32 * 16, t, 1)}, {t, random(16 * 64, t, 2)}, {t, std::vector<double>(32 * 64, 0)}};
+  std::vector<Buf> bufs = {
+      {t, random(32 * 16, t, 1)}, {t, random(16 * 64, t, 2)}, {t, std::vector<double>(32 * 64, 0)}};
   check(ast, bufs, tol(t, 16), std::vector<Opt>{});
   check(ast, bufs, tol(t, 16),
-        std::vector<Opt>{{OptOp::kUpcast, 1, 16}, {OptOp::kUpcast, 0, 4}, {OptOp::kUnroll, 2, 4},
+        std::vector<Opt>{{OptOp::kUpcast, 1, 16},
+                         {OptOp::kUpcast, 0, 4},
+                         {OptOp::kUnroll, 2, 4},
                          {OptOp::kSwap, 0, 1}});
 }
 
@@ -227,7 +268,8 @@ TEST_P(KernelTest, IllegalOptIsRejectedWithItsName) {
   auto prg = dev_->compile(matmul_ast(32, 64, 16, dtypes::kFloat32),
                            std::vector<Opt>{{OptOp::kUpcast, 0, 5}});
   ASSERT_FALSE(prg.ok());
-  EXPECT_NE(prg.status().message().find("UPCAST(0, 5)"), std::string::npos) << prg.status().to_string();
+  EXPECT_NE(prg.status().message().find("UPCAST(0, 5)"), std::string::npos)
+      << prg.status().to_string();
   EXPECT_NE(prg.status().message().find("does not divide"), std::string::npos);
 }
 
@@ -247,15 +289,21 @@ TEST_P(KernelTest, Conv2dPadded) {
   auto lx = load(x, ShapeTracker{{pad, win}});
   auto lw = load(w, strided({N, O, H, W, C, K, K}, {0, C * K * K, 0, 0, K * K, K, 1}));
   auto conv = reduce_axis(Op::ADD, {4, 5, 6}, lx * lw);
-  auto ast = sink({store(out, strided({N, O, H, W, 1, 1, 1}, {O * H * W, H * W, W, 1, 0, 0, 0}), conv)});
-  check(ast, {{t, random(N * C * H * W, t, 5)}, {t, random(O * C * K * K, t, 6)}, {t, std::vector<double>(N * O * H * W, 0)}},
+  auto ast =
+      sink({store(out, strided({N, O, H, W, 1, 1, 1}, {O * H * W, H * W, W, 1, 0, 0, 0}), conv)});
+  check(ast,
+        {{t, random(N * C * H * W, t, 5)},
+         {t, random(O * C * K * K, t, 6)},
+         {t, std::vector<double>(N * O * H * W, 0)}},
         tol(t, 27));
 }
 
 TEST_P(KernelTest, MalformedAstIsRejectedByTheVerifier) {
-  auto a = global(0, dtypes::kFloat32), b = global(1, dtypes::kInt32), out = global(2, dtypes::kFloat32);
-  auto bad = UOp::make(Op::ADD, dtypes::kFloat32,
-                       {load(a, ShapeTracker::contiguous({4})), load(b, ShapeTracker::contiguous({4}))});
+  auto a = global(0, dtypes::kFloat32), b = global(1, dtypes::kInt32),
+       out = global(2, dtypes::kFloat32);
+  auto bad =
+      UOp::make(Op::ADD, dtypes::kFloat32,
+                {load(a, ShapeTracker::contiguous({4})), load(b, ShapeTracker::contiguous({4}))});
   auto prg = dev_->compile(sink({store(out, ShapeTracker::contiguous({4}), bad)}));
   ASSERT_FALSE(prg.ok());
   EXPECT_NE(prg.status().message().find("ADD"), std::string::npos) << prg.status().to_string();
@@ -273,8 +321,9 @@ TEST_P(KernelTest, LaunchChecksBuffers) {
   dev_->free(small);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"),
-                         [](const auto& info) { return info.param == "CPU" ? "llvm" : "clang"; });
+INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"), [](const auto& info) {
+  return info.param == "CPU" ? "llvm" : "clang";
+});
 
 }  // namespace
 }  // namespace baregrad::testing

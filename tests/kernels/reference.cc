@@ -44,24 +44,42 @@ double to_dtype(DType t, double v) {
 double apply(Op op, DType dt, const std::vector<double>& a) {
   bool f = dtypes::is_float(dt);
   switch (op) {
-    case Op::ADD: return a[0] + a[1];
-    case Op::SUB: return a[0] - a[1];
-    case Op::MUL: return a[0] * a[1];
-    case Op::FDIV: return a[0] / a[1];
-    case Op::MAX: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
-    case Op::NEG: return -a[0];
-    case Op::SQRT: return std::sqrt(a[0]);
-    case Op::RECIP: return 1.0 / a[0];
-    case Op::EXP2: return std::exp2(a[0]);
-    case Op::LOG2: return std::log2(a[0]);
-    case Op::SIN: return std::sin(a[0]);
-    case Op::CMPLT: return a[0] < a[1];
-    case Op::CMPNE: return a[0] != a[1];
-    case Op::CMPEQ: return a[0] == a[1];
-    case Op::WHERE: return a[0] != 0 ? a[1] : a[2];
-    case Op::MULACC: return a[0] * a[1] + a[2];
-    case Op::IDIV: return f ? a[0] / a[1] : std::trunc(a[0] / a[1]);
-    default: UNREACHABLE() << "reference: " << op_name(op);
+    case Op::ADD:
+      return a[0] + a[1];
+    case Op::SUB:
+      return a[0] - a[1];
+    case Op::MUL:
+      return a[0] * a[1];
+    case Op::FDIV:
+      return a[0] / a[1];
+    case Op::MAX:
+      return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
+    case Op::NEG:
+      return -a[0];
+    case Op::SQRT:
+      return std::sqrt(a[0]);
+    case Op::RECIP:
+      return 1.0 / a[0];
+    case Op::EXP2:
+      return std::exp2(a[0]);
+    case Op::LOG2:
+      return std::log2(a[0]);
+    case Op::SIN:
+      return std::sin(a[0]);
+    case Op::CMPLT:
+      return a[0] < a[1];
+    case Op::CMPNE:
+      return a[0] != a[1];
+    case Op::CMPEQ:
+      return a[0] == a[1];
+    case Op::WHERE:
+      return a[0] != 0 ? a[1] : a[2];
+    case Op::MULACC:
+      return a[0] * a[1] + a[2];
+    case Op::IDIV:
+      return f ? a[0] / a[1] : std::trunc(a[0] / a[1]);
+    default:
+      UNREACHABLE() << "reference: " << op_name(op);
   }
   return 0;
 }
@@ -78,7 +96,8 @@ void reference_run(const UOpPtr& ast, std::vector<std::vector<double>>& bufs) {
   std::vector<int64_t> x(full.size(), 0);
   std::function<double(const UOp*)> eval = [&](const UOp* n) -> double {
     switch (n->op()) {
-      case Op::CONST: return n->const_value();
+      case Op::CONST:
+        return n->const_value();
       case Op::LOAD: {
         const UOp* view = n->src(0).get();
         int64_t i = view_index(view->arg_as<ShapeTracker>(), x);
