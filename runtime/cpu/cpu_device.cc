@@ -103,7 +103,10 @@ Result<std::shared_ptr<Program>> CpuDevice::build(const UOpPtr& ast,
     return invalid_argument(e.what());
   }
   prg->source = renderer_->render(prg->spec);
-  BG_LOG(4) << prg->source;
+  // DEBUG=4 shows readable C whatever the backend; DEBUG=5 also the LLVM IR it compiles.
+  BG_LOG(4) << (backend_ == CpuBackend::kClang ? prg->source
+                                               : compiler::CRenderer().render(prg->spec));
+  if (backend_ == CpuBackend::kLlvm) BG_LOG(5) << prg->source;
   auto& cache = compiler::KernelCache::global();
   std::string object;
   // The disk key is the rendered source: any change in lowering or rendering invalidates it.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "base/options.h"
 #include "compiler/ast.h"
 #include "runtime/device.h"
 #include "tests/kernels/reference.h"
@@ -97,6 +98,7 @@ struct Buf {
 class KernelTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    set_option_for_test("SPEC", "1");  // verify the IR between every pass
     auto dev = runtime::open_device(GetParam());
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
