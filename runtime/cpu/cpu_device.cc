@@ -1,5 +1,7 @@
 #include "runtime/cpu/cpu_device.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -54,9 +56,14 @@ CpuDevice::~CpuDevice() = default;
 std::string CpuDevice::name() const { return backend_ == CpuBackend::kLlvm ? "CPU" : "CPU:C"; }
 
 Result<Buffer> CpuDevice::alloc(size_t bytes) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  // Large buffers sit on 2 MiB boundaries and ask for transparent huge pages: kernels stream
+  // them and strided tiles (matmul panels) touch many pages, so TLB misses cost bandwidth.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  size_t align = bytes >= kHugePage ? kHugePage : 64;
+  size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
   if (!p) return resource_exhausted("CPU alloc of " + std::to_string(bytes) + " bytes failed");
+  if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // best effort
   return Buffer{p, bytes};
 }
 
