@@ -21,6 +21,7 @@ namespace baregrad::compiler {
 class UPat;
 
 // What a rule sees: the matched node, its named parts, and the caller's context.
+// NOTE: bindings point into the pattern and the matched graph; a Match must not outlive either.
 struct Match {
   UOpPtr node;
   std::vector<std::pair<const std::string*, const UOp*>> bound;

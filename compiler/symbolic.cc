@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/log.h"
 #include "compiler/interp.h"
 #include "compiler/symbolic_index.h"
 
@@ -156,9 +157,11 @@ UOpPtr simplify(const UOpPtr& u) {
   RewriteOptions opts;
   opts.fixed_point = true;
   UOpPtr out = graph_rewrite(u, symbolic(), opts);
-  if (out->size() <= u->size()) return out;
+  size_t before = u->size(), after = out->size();
+  if (after <= before) return out;
   // NOTE: a rule never grows the node it rewrites, but new nodes can outnumber removed ones
   // when the old subterms stay shared elsewhere; symbolic_simple never adds more than it drops.
+  BG_LOG(2) << "simplify: " << before << " -> " << after << " nodes; using symbolic_simple";
   return graph_rewrite(u, symbolic_simple(), opts);
 }
 

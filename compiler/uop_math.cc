@@ -71,9 +71,11 @@ int64_t UOp::vmax() const {
 void UOp::compute_bounds() const {
   auto [dlo, dhi] = dtype_bounds(dtype_.base());
   int64_t lo = dlo, hi = dhi;
+  // A result outside the dtype's range means the op can wrap: the bounds are then unknown.
   auto set = [&](int64_t l, int64_t h) {
-    lo = std::max(l, dlo);
-    hi = std::min(h, dhi);
+    if (l < dlo || h > dhi) return;
+    lo = l;
+    hi = h;
   };
   bool ints = dtypes::is_int(dtype_) || dtypes::is_bool(dtype_);
   if (!ints && !is_comparison(op_)) {
