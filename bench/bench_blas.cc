@@ -55,7 +55,7 @@ std::vector<Row> sgemm_rows(const Context& ctx, int n) {
   r.unit = "GFLOP/s";
   r.value = openblas_sgemm_gflops(n, ctx.threads);
   r.peak_pct = pct_of(r.value, ctx.fma_gflops);
-  r.note = "OpenBLAS " + std::to_string(ctx.threads) + " threads, row-major fp32";
+  r.note = "OpenBLAS, " + std::to_string(ctx.threads) + (ctx.threads == 1 ? " thread" : " threads");
   return {r};
 }
 

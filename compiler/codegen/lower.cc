@@ -1,5 +1,7 @@
 #include "compiler/codegen/lower.h"
 
+#include "compiler/codegen/reduce.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -39,7 +41,8 @@ void estimate(const Kernel& k, Lowered* out) {
   int64_t all = 1, outer = 1;
   for (int a = 0; a < k.ndim(); a++) {
     all *= k.shape()[a];
-    if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll)
+    if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll &&
+        k.kinds()[a] != AxisKind::kOuterReduce)
       outer *= k.shape()[a];
   }
   std::vector<const UOp*> topo = k.ast()->toposort();
@@ -74,7 +77,9 @@ class Lowerer {
 
  private:
   AxisKind kind(int axis) const { return k_.kinds()[axis]; }
-  bool is_expand(int axis) const { return kind(axis) >= AxisKind::kUnroll; }
+  bool is_expand(int axis) const {
+    return kind(axis) == AxisKind::kUnroll || kind(axis) == AxisKind::kUpcast;
+  }
   int pick_vector_axis() const;
   UOpPtr make_range(int axis, const UOpPtr& parent, int64_t id);
   UOpPtr coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const;
@@ -83,8 +88,14 @@ class Lowerer {
                                   const std::vector<int64_t>& c,
                                   int lane) const;
   Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
-  Val lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  // `gate`, when given, is and-ed into the validity of every element loaded.
+  Val lower_load(const UOpPtr& n,
+                 const Ctx& ctx,
+                 const std::vector<int64_t>& c,
+                 const UOpPtr& gate = nullptr);
   Val lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  bool has_outer_reduce() const { return k_.count(AxisKind::kOuterReduce) > 0; }
+  Val accumulate(const UOpPtr& store, Val v, const Ctx& ctx, const std::vector<int64_t>& c);
   std::vector<UOpPtr> lower_store(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   UOpPtr widen(const Val& v) const;
   UOpPtr combine(Op op, std::vector<UOpPtr> vals) const;
@@ -194,30 +205,28 @@ UOpPtr Lowerer::combine(Op op, std::vector<UOpPtr> vals) const {
   return vals[0];
 }
 
-Val Lowerer::lower_load(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
+Val Lowerer::lower_load(const UOpPtr& n,
+                       const Ctx& ctx,
+                       const std::vector<int64_t>& c,
+                       const UOpPtr& gate) {
   const UOpPtr& view = n->src(0);
   const auto& st = view->arg_as<ShapeTracker>();
   const UOpPtr& buf = view->src(0);
   DType dt = n->dtype();
-  auto scalar_load = [&](int lane) {
+  // LOAD(INDEX(buf, idx, valid && gate)) of `lanes` consecutive elements starting at `lane`.
+  auto load_at = [&](int lane, int lanes) {
     auto [idx, valid] = index(st, ctx, c, lane);
+    if (gate) valid = valid ? logical_and(valid, gate) : gate;
     std::vector<UOpPtr> src{buf, idx};
     if (valid) src.push_back(valid);
     UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
-    return UOp::make(Op::LOAD, dt, {ix});
+    return UOp::make(Op::LOAD, dt.vec(lanes), {ix});
   };
-  if (!ctx.vector_active || width_ == 1) return {scalar_load(0), false};
-  int64_t s = Kernel::stride(st, vaxis_);
-  if (s == 0) return {scalar_load(0), false};
-  if (s == 1) {
-    auto [idx, valid] = index(st, ctx, c, 0);
-    std::vector<UOpPtr> src{buf, idx};
-    if (valid) src.push_back(valid);
-    UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
-    return {UOp::make(Op::LOAD, dt.vec(width_), {ix}), true};
-  }
+  int64_t s = ctx.vector_active && width_ > 1 ? Kernel::stride(st, vaxis_) : 0;
+  if (s == 0) return {load_at(0, 1), false};
+  if (s == 1) return {load_at(0, width_), true};
   std::vector<UOpPtr> lanes;
-  for (int l = 0; l < width_; l++) lanes.push_back(scalar_load(l));
+  for (int l = 0; l < width_; l++) lanes.push_back(load_at(l, 1));
   return {UOp::make(Op::VECTORIZE, dt.vec(width_), std::move(lanes)), true};
 }
 
@@ -232,7 +241,7 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
     inner.vector_active = vaxis_ >= 0;
     UOpPtr parent;
     for (int a = 0; a < k_.ndim(); a++)
-      if (kind(a) == AxisKind::kGlobal || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
+      if (is_outer_loop(kind(a)) || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
     for (int a = 0; a < k_.ndim(); a++) {
       if (kind(a) != AxisKind::kReduce) continue;
       parent = make_range(a, parent, next_loop_id_++);
@@ -306,6 +315,27 @@ Val Lowerer::lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& 
   return out;
 }
 
+// The partial reduction `v` combined with what earlier OUTER_REDUCE iterations stored:
+// op(first iteration ? identity : out[i], v).
+Val Lowerer::accumulate(const UOpPtr& store, Val v, const Ctx& ctx, const std::vector<int64_t>& c) {
+  const UOpPtr& red = store->src(1);
+  Op op = red->arg_as<ReduceArg>().op;
+  UOpPtr first;
+  for (int a = 0; a < k_.ndim(); a++) {
+    if (kind(a) != AxisKind::kOuterReduce) continue;
+    UOpPtr is0 = lt(ctx.loops[a], 1);
+    first = first ? logical_and(first, is0) : is0;
+  }
+  // Gated on "not the first slice": never reads uninitialised output, and the gate keeps the
+  // load inside the OUTER_REDUCE loop, after the previous iteration's store.
+  UOpPtr later = UOp::alu(Op::CMPNE, {first, UOp::cnst(dtypes::kBool, 1)});
+  Val prev = lower_load(UOp::make(Op::LOAD, red->dtype(), {store->src(0)}), ctx, c, later);
+  bool vec = v.vec || prev.vec;
+  auto w = [&](const Val& x) { return vec ? widen(x) : x.u; };
+  UOpPtr base = where(w({first, false}), w({reduce_identity(op, red->dtype()), false}), w(prev));
+  return {UOp::alu(op, {base, w(v)}), vec};
+}
+
 std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n,
                                          const Ctx& ctx,
                                          const std::vector<int64_t>& c) {
@@ -313,6 +343,7 @@ std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n,
   if (st.views.back().mask) fail("lower", "masked store views are not supported: " + st.str());
   const UOpPtr& buf = n->src(0)->src(0);
   Val v = lower(n->src(1), ctx, c);
+  if (has_outer_reduce()) v = accumulate(n, v, ctx, c);
   auto store_at = [&](int lane, const UOpPtr& value) {
     auto [idx, valid] = index(st, ctx, c, lane);
     UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), {buf, idx});
@@ -337,7 +368,7 @@ Lowered Lowerer::run() {
   top.vector_active = vaxis_ >= 0 && k_.kinds()[vaxis_] == AxisKind::kUpcast;
   UOpPtr parent;
   for (int a = 0; a < k_.ndim(); a++) {
-    if (kind(a) != AxisKind::kGlobal && kind(a) != AxisKind::kLocal) continue;
+    if (!is_outer_loop(kind(a)) && kind(a) != AxisKind::kLocal) continue;
     parent = make_range(a, parent, next_loop_id_++);
     top.loops[a] = parent;
   }

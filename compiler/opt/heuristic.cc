@@ -7,6 +7,9 @@
 namespace baregrad::compiler {
 namespace {
 
+// Reduction slice of the K-blocking step: 256 fp32 rows of a 32-wide tile are 32 KiB.
+constexpr int kReduceSlice = 256;
+
 bool try_apply(Kernel& k, const Opt& o, std::vector<Opt>& opts) {
   if (!k.legal(o)) return false;
   k.apply(o);
@@ -84,11 +87,20 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   //    narrowest, so the wide operand panel stays in cache across it.
   if (reduce && k.first(AxisKind::kReduce) >= 2 && vec_global >= 0 && vec_global != 0)
     try_apply(k, {OptOp::kSwap, 0, vec_global}, opts);
-  // 5. The first loop is split across cores: make it one with enough iterations.
-  int g = k.count(AxisKind::kGlobal);
-  if (g > 1 && k.shape()[0] < target.threads) {
-    int best = static_cast<int>(std::max_element(k.shape().begin(), k.shape().begin() + g) -
-                                k.shape().begin());
+  // 5. K-blocking: a register-tiled reduction longer than a cache-sized slice loops over
+  //    slices outside the row loop, so each slice of the wide operand stays in L1/L2 while
+  //    every row tile uses it; partial results accumulate in the output.
+  int r = k.first(AxisKind::kReduce);
+  if (copies > 1 && k.count(AxisKind::kReduce) == 1 && k.shape()[r] >= 2 * kReduceSlice &&
+      try_apply(k, {OptOp::kSplitReduce, r, kReduceSlice}, opts)) {
+    int outer = k.first(AxisKind::kReduce) - 1;  // the new loop ends the output-loop block
+    if (outer > 1) try_apply(k, {OptOp::kSwap, 1, outer}, opts);
+  }
+  // 6. The first loop is split across cores: make it one with enough iterations.
+  if (k.shape()[0] < target.threads) {
+    int best = 0;
+    for (int a = 1; a < k.ndim(); a++)
+      if (k.kinds()[a] == AxisKind::kGlobal && k.shape()[a] > k.shape()[best]) best = a;
     if (best != 0) try_apply(k, {OptOp::kSwap, 0, best}, opts);
   }
   return opts;

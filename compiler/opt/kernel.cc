@@ -11,12 +11,14 @@
 namespace baregrad::compiler {
 
 const char* axis_kind_name(AxisKind k) {
-  static const char* kNames[] = {"global", "local", "reduce", "unroll", "upcast"};
+  static const char* kNames[] = {"global", "local", "reduce", "unroll", "upcast", "outer_reduce"};
   return kNames[static_cast<int>(k)];
 }
 
+int axis_rank(AxisKind k) { return k == AxisKind::kOuterReduce ? 0 : static_cast<int>(k); }
+
 std::string Opt::str() const {
-  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP"};
+  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP", "SPLIT_REDUCE"};
   return std::string(kNames[static_cast<int>(op)]) + "(" + std::to_string(axis) + ", " +
          std::to_string(amt) + ")";
 }
@@ -140,7 +142,9 @@ bool Kernel::unmasked(int axis) const {
 void Kernel::rewrite_views(const std::vector<int>& perm, int split_axis, int64_t split_amt) {
   std::vector<int> reduce_axes;
   for (int i = 0; i < ndim(); i++)
-    if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll) reduce_axes.push_back(i);
+    if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll ||
+        kinds_[i] == AxisKind::kOuterReduce)
+      reduce_axes.push_back(i);
   std::unordered_map<const UOp*, UOpPtr> out;
   for (const UOp* n : ast_->toposort()) {
     std::vector<UOpPtr> src;
@@ -200,13 +204,21 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     return no("axis out of range for shape of rank " + std::to_string(ndim()));
   AxisKind k = kinds_[o.axis];
   if (o.op == OptOp::kSwap) {
-    if (o.amt < 0 || o.amt >= ndim() || kinds_[o.amt] != k)
-      return no("axes are of different kinds");
-    if (k != AxisKind::kGlobal && k != AxisKind::kReduce && k != AxisKind::kLocal)
-      return no("only loop axes can be swapped");
+    if (o.amt < 0 || o.amt >= ndim()) return no("second axis out of range");
+    AxisKind k2 = kinds_[o.amt];
+    bool outer = is_outer_loop(k) && is_outer_loop(k2);
+    if (!outer && (k2 != k || (k != AxisKind::kReduce && k != AxisKind::kLocal)))
+      return no("only loop axes of the same block can be swapped");
+    if ((o.axis == 0 || o.amt == 0) && (k != AxisKind::kGlobal || k2 != AxisKind::kGlobal))
+      return no("the first loop must stay an output (GLOBAL) loop");
     return true;
   }
-  AxisKind need = o.op == OptOp::kUnroll ? AxisKind::kReduce : AxisKind::kGlobal;
+  if (o.op == OptOp::kSplitReduce) {
+    std::string why_not;
+    if (!accumulates_in_output(&why_not)) return no(why_not);
+  }
+  AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce
+                                                                        : AxisKind::kGlobal;
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
@@ -223,23 +235,30 @@ void Kernel::apply(const Opt& o) {
   if (o.op == OptOp::kSwap) {
     std::swap(perm[o.axis], perm[o.amt]);
     std::swap(shape_[o.axis], shape_[o.amt]);
+    std::swap(kinds_[o.axis], kinds_[o.amt]);
     rewrite_views(perm, -1, 0);
     applied_.push_back(o);
     return;
   }
-  AxisKind inner = o.op == OptOp::kUpcast   ? AxisKind::kUpcast
-                   : o.op == OptOp::kUnroll ? AxisKind::kUnroll
-                                            : AxisKind::kLocal;
-  // Split in place, then move the new inner dim to the end of its kind's block.
+  // Split in place into (outer, inner); one part takes a new kind and moves to the end of
+  // that kind's block: the inner part for UPCAST / UNROLL / LOCAL, the outer for SPLIT_REDUCE.
+  bool outer_moves = o.op == OptOp::kSplitReduce;
+  AxisKind moved_kind = o.op == OptOp::kUpcast   ? AxisKind::kUpcast
+                        : o.op == OptOp::kUnroll ? AxisKind::kUnroll
+                        : o.op == OptOp::kLocal  ? AxisKind::kLocal
+                                                 : AxisKind::kOuterReduce;
   shape_[o.axis] /= o.amt;
   shape_.insert(shape_.begin() + o.axis + 1, o.amt);
-  kinds_.insert(kinds_.begin() + o.axis + 1, inner);
-  int dest = 0;  // the inner dim goes after every other dim whose kind sorts before it
-  for (int i = 0; i < ndim(); i++) dest += i != o.axis + 1 && kinds_[i] <= inner;
+  kinds_.insert(kinds_.begin() + o.axis + 1, kinds_[o.axis]);
+  int moved = outer_moves ? o.axis : o.axis + 1;
+  kinds_[moved] = moved_kind;
+  int dest = 0;  // the moved dim goes after every other dim whose kind sorts before it
+  for (int i = 0; i < ndim(); i++)
+    dest += i != moved && axis_rank(kinds_[i]) <= axis_rank(moved_kind);
   std::vector<int> order(ndim());
   std::iota(order.begin(), order.end(), 0);
-  order.erase(order.begin() + o.axis + 1);
-  order.insert(order.begin() + dest, o.axis + 1);
+  order.erase(order.begin() + moved);
+  order.insert(order.begin() + dest, moved);
   std::vector<int64_t> new_shape;
   std::vector<AxisKind> new_kinds;
   for (int i : order) {
@@ -251,6 +270,23 @@ void Kernel::apply(const Opt& o) {
   rewrite_views({}, o.axis, o.amt);  // split (kinds_ already describe the split shape)
   rewrite_views(order, -1, 0);
   applied_.push_back(o);
+}
+
+bool Kernel::accumulates_in_output(std::string* why) const {
+  std::vector<const UOp*> stored;
+  for (auto& st : ast_->src()) {
+    if (st->src(1)->op() != Op::REDUCE_AXIS) {
+      *why = "a STORE stores an expression of a reduction, not the reduction itself";
+      return false;
+    }
+    stored.push_back(st->src(0)->src(0).get());
+  }
+  for (const UOp* n : ast_->toposort())
+    if (n->op() == Op::LOAD && std::count(stored.begin(), stored.end(), n->src(0)->src(0).get())) {
+      *why = "the kernel loads a buffer it stores";
+      return false;
+    }
+  return true;
 }
 
 std::string Kernel::str() const {

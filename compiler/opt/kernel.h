@@ -1,8 +1,10 @@
 // A kernel AST at the shape level, and the explicit action space of optimizations on it.
 // Every axis of the full shape has a kind; the axes are always ordered
-//   [GLOBAL..., LOCAL..., REDUCE..., UNROLL..., UPCAST...]
-// GLOBAL, LOCAL and REDUCE axes become loops (the first GLOBAL axis is split across cores on
-// the CPU, grid dims on GPUs); UNROLL and UPCAST axes are expanded into vector lanes / copies.
+//   [GLOBAL / OUTER_REDUCE..., LOCAL..., REDUCE..., UNROLL..., UPCAST...]
+// GLOBAL, OUTER_REDUCE, LOCAL and REDUCE axes become loops (the first axis, always GLOBAL, is
+// split across cores on the CPU, grid dims on GPUs); UNROLL and UPCAST axes are expanded into
+// vector lanes / copies. An OUTER_REDUCE loop runs among the output loops: each of its
+// iterations reduces a slice and accumulates it into the output buffer (K-blocking).
 #pragma once
 
 #include <string>
@@ -12,14 +14,21 @@
 
 namespace baregrad::compiler {
 
-enum class AxisKind : uint8_t { kGlobal, kLocal, kReduce, kUnroll, kUpcast };
+enum class AxisKind : uint8_t { kGlobal, kLocal, kReduce, kUnroll, kUpcast, kOuterReduce };
 const char* axis_kind_name(AxisKind k);
+// Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL).
+int axis_rank(AxisKind k);
+// A loop over output elements or over outer reduce slices (not LOCAL, not REDUCE).
+inline bool is_outer_loop(AxisKind k) { return k == AxisKind::kGlobal || k == AxisKind::kOuterReduce; }
 
 enum class OptOp : uint8_t {
   kUpcast,  // split a GLOBAL axis; the inner `amt` becomes an UPCAST axis
   kUnroll,  // split a REDUCE axis; the inner `amt` becomes an UNROLL axis
   kLocal,   // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis (GPU workgroup dim)
   kSwap,    // exchange loop axes `axis` and `amt` (same kind), changing the loop order
+  kSplitReduce,  // split a REDUCE axis; the outer part becomes an OUTER_REDUCE loop placed
+                 // after the GLOBAL loops (move it with kSwap). Needs every STORE to store a
+                 // REDUCE_AXIS directly into a buffer the kernel does not load.
 };
 
 // One action; `axis` indexes the kernel's current shape.
@@ -52,6 +61,8 @@ class Kernel {
   static int64_t stride(const ShapeTracker& st, int axis);
   // True when `axis` carries no mask in any view (splitting it is legal).
   bool unmasked(int axis) const;
+  // True when partial reductions can accumulate in the output buffers (SPLIT_REDUCE).
+  bool accumulates_in_output(std::string* why) const;
 
   // Applies `opt`; throws baregrad::Error("[opt] ...") naming the opt when it is not legal.
   void apply(const Opt& opt);

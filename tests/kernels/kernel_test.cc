@@ -135,6 +135,8 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
              std::vector<Buf> bufs,
              double rtol,
              const std::optional<std::vector<Opt>>& opts = std::nullopt) {
+    // The device sees inputs rounded to their dtype; so does the reference.
+    for (auto& b : bufs) b.data = from_bytes(b.dtype, to_bytes(b.dtype, b.data));
     std::vector<std::vector<double>> want;
     for (auto& b : bufs) want.push_back(b.data);
     reference_run(ast, want);
@@ -264,6 +266,35 @@ TEST_P(KernelTest, MatmulExplicitOpts) {
                          {OptOp::kUpcast, 0, 4},
                          {OptOp::kUnroll, 2, 4},
                          {OptOp::kSwap, 0, 1}});
+}
+
+// K-blocking: the reduce axis is split and its outer part loops among the output loops,
+// accumulating partial sums (or maxima) in the output buffer.
+TEST_P(KernelTest, SplitReduceAccumulatesInOutput) {
+  DType t = dtypes::kFloat32;
+  std::vector<Buf> bufs = {{t, random(32 * 16, t, 1)},
+                           {t, random(16 * 64, t, 2)},
+                           {t, std::vector<double>(32 * 64, 7)}};  // stale output must not leak
+  std::vector<Opt> opts{{OptOp::kUpcast, 1, 16}, {OptOp::kUpcast, 0, 4}, {OptOp::kSwap, 0, 1},
+                        {OptOp::kSplitReduce, 2, 4}, {OptOp::kSwap, 1, 2}};
+  check(matmul_ast(32, 64, 16, t), bufs, tol(t, 16), opts);
+  auto in = global(0, t), out = global(1, t);
+  auto mx = reduce_axis(Op::MAX, {1}, load(in, ShapeTracker::contiguous({48, 64})));
+  check(sink({store(out, strided({48, 1}, {1, 0}), mx)}),
+        {{t, random(48 * 64, t, 3)}, {t, std::vector<double>(48, 100)}}, 0,
+        std::vector<Opt>{{OptOp::kSplitReduce, 1, 8}});
+}
+
+TEST_P(KernelTest, SplitReduceNeedsAStoredReduction) {
+  DType t = dtypes::kFloat32;
+  auto in = global(0, t), out = global(1, t);
+  auto s = reduce_axis(Op::ADD, {1}, load(in, ShapeTracker::contiguous({8, 64}))) * UOp::cnst(t, 2);
+  auto prg = dev_->compile(sink({store(out, strided({8, 1}, {1, 0}), s)}),
+                           std::vector<Opt>{{OptOp::kSplitReduce, 1, 8}});
+  ASSERT_FALSE(prg.ok());
+  EXPECT_NE(prg.status().message().find("SPLIT_REDUCE(1, 8)"), std::string::npos);
+  EXPECT_NE(prg.status().message().find("not the reduction itself"), std::string::npos)
+      << prg.status().to_string();
 }
 
 TEST_P(KernelTest, IllegalOptIsRejectedWithItsName) {
