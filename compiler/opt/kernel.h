@@ -19,13 +19,15 @@ const char* axis_kind_name(AxisKind k);
 // Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL).
 int axis_rank(AxisKind k);
 // A loop over output elements or over outer reduce slices (not LOCAL, not REDUCE).
-inline bool is_outer_loop(AxisKind k) { return k == AxisKind::kGlobal || k == AxisKind::kOuterReduce; }
+inline bool is_outer_loop(AxisKind k) {
+  return k == AxisKind::kGlobal || k == AxisKind::kOuterReduce;
+}
 
 enum class OptOp : uint8_t {
-  kUpcast,  // split a GLOBAL axis; the inner `amt` becomes an UPCAST axis
-  kUnroll,  // split a REDUCE axis; the inner `amt` becomes an UNROLL axis
-  kLocal,   // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis (GPU workgroup dim)
-  kSwap,    // exchange loop axes `axis` and `amt` (same kind), changing the loop order
+  kUpcast,       // split a GLOBAL axis; the inner `amt` becomes an UPCAST axis
+  kUnroll,       // split a REDUCE axis; the inner `amt` becomes an UNROLL axis
+  kLocal,        // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis (GPU workgroup dim)
+  kSwap,         // exchange loop axes `axis` and `amt` (same kind), changing the loop order
   kSplitReduce,  // split a REDUCE axis; the outer part becomes an OUTER_REDUCE loop placed
                  // after the GLOBAL loops (move it with kSwap). Needs every STORE to store a
                  // REDUCE_AXIS directly into a buffer the kernel does not load.

@@ -275,8 +275,11 @@ TEST_P(KernelTest, SplitReduceAccumulatesInOutput) {
   std::vector<Buf> bufs = {{t, random(32 * 16, t, 1)},
                            {t, random(16 * 64, t, 2)},
                            {t, std::vector<double>(32 * 64, 7)}};  // stale output must not leak
-  std::vector<Opt> opts{{OptOp::kUpcast, 1, 16}, {OptOp::kUpcast, 0, 4}, {OptOp::kSwap, 0, 1},
-                        {OptOp::kSplitReduce, 2, 4}, {OptOp::kSwap, 1, 2}};
+  std::vector<Opt> opts{{OptOp::kUpcast, 1, 16},
+                        {OptOp::kUpcast, 0, 4},
+                        {OptOp::kSwap, 0, 1},
+                        {OptOp::kSplitReduce, 2, 4},
+                        {OptOp::kSwap, 1, 2}};
   check(matmul_ast(32, 64, 16, t), bufs, tol(t, 16), opts);
   auto in = global(0, t), out = global(1, t);
   auto mx = reduce_axis(Op::MAX, {1}, load(in, ShapeTracker::contiguous({48, 64})));
