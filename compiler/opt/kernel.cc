@@ -217,8 +217,8 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     std::string why_not;
     if (!accumulates_in_output(&why_not)) return no(why_not);
   }
-  AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce
-                                                                        : AxisKind::kGlobal;
+  AxisKind need =
+      o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce : AxisKind::kGlobal;
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
