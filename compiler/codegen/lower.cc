@@ -1,13 +1,12 @@
 #include "compiler/codegen/lower.h"
 
-#include "compiler/codegen/reduce.h"
-
 #include <algorithm>
 #include <functional>
 #include <map>
 
 #include "base/check.h"
 #include "base/error.h"
+#include "compiler/codegen/reduce.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -206,9 +205,9 @@ UOpPtr Lowerer::combine(Op op, std::vector<UOpPtr> vals) const {
 }
 
 Val Lowerer::lower_load(const UOpPtr& n,
-                       const Ctx& ctx,
-                       const std::vector<int64_t>& c,
-                       const UOpPtr& gate) {
+                        const Ctx& ctx,
+                        const std::vector<int64_t>& c,
+                        const UOpPtr& gate) {
   const UOpPtr& view = n->src(0);
   const auto& st = view->arg_as<ShapeTracker>();
   const UOpPtr& buf = view->src(0);

@@ -28,9 +28,10 @@ UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass) {
 }  // namespace
 
 std::string kernel_name(const Kernel& k) {
-  std::string s = k.count(AxisKind::kReduce) + k.count(AxisKind::kUnroll) + k.count(AxisKind::kOuterReduce)
-                      ? "r"
-                      : "E";
+  std::string s =
+      k.count(AxisKind::kReduce) + k.count(AxisKind::kUnroll) + k.count(AxisKind::kOuterReduce)
+          ? "r"
+          : "E";
   for (int64_t d : k.shape()) s += "_" + std::to_string(d);
   return s;
 }
