@@ -7,8 +7,9 @@
 namespace baregrad::compiler {
 namespace {
 
-// Reduction slice of the K-blocking step: 256 fp32 rows of a 32-wide tile are 32 KiB.
-constexpr int kReduceSlice = 256;
+// Reduction slice of the K-blocking step: 512 fp32 rows of a 32-wide tile are 64 KiB, well
+// inside L2.
+constexpr int kReduceSlice = 512;
 
 bool try_apply(Kernel& k, const Opt& o, std::vector<Opt>& opts) {
   if (!k.legal(o)) return false;
