@@ -1,6 +1,7 @@
 #include "compiler/opt/kernel.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <sstream>
 #include <unordered_map>
@@ -103,7 +104,7 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   kinds_.assign(ndim(), AxisKind::kGlobal);
   for (size_t i = ndim() - reduce_axes.size(); i < kinds_.size(); i++)
     kinds_[i] = AxisKind::kReduce;
-  rewrite_views(perm, -1, 0);
+  permute(perm);
   merge_dims();
 }
 
@@ -137,9 +138,9 @@ bool Kernel::unmasked(int axis) const {
   return true;
 }
 
-// Rebuilds the AST with every view permuted by `perm` and then (if split_axis >= 0) split.
-// REDUCE_AXIS args are recomputed from kinds_, which the caller has already updated.
-void Kernel::rewrite_views(const std::vector<int>& perm, int split_axis, int64_t split_amt) {
+// Rebuilds the AST with `f` applied to the last view of every VIEW; REDUCE_AXIS args are
+// recomputed from kinds_, which the caller has already updated to the new shape.
+void Kernel::map_views(const std::function<View(const View&)>& f) {
   std::vector<int> reduce_axes;
   for (int i = 0; i < ndim(); i++)
     if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll ||
@@ -151,9 +152,7 @@ void Kernel::rewrite_views(const std::vector<int>& perm, int split_axis, int64_t
     for (auto& s : n->src()) src.push_back(out.at(s.get()));
     if (is_view(n)) {
       ShapeTracker st = n->arg_as<ShapeTracker>();
-      View& v = st.views.back();
-      if (!perm.empty()) v = permute_view(v, perm);
-      if (split_axis >= 0) v = split_view(v, split_axis, split_amt);
+      st.views.back() = f(st.views.back());
       out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(st));
     } else if (n->op() == Op::REDUCE_AXIS) {
       ReduceArg r{n->arg_as<ReduceArg>().op, reduce_axes};
@@ -163,6 +162,10 @@ void Kernel::rewrite_views(const std::vector<int>& perm, int split_axis, int64_t
     }
   }
   ast_ = out.at(ast_.get());
+}
+
+void Kernel::permute(const std::vector<int>& perm) {
+  map_views([&](const View& v) { return permute_view(v, perm); });
 }
 
 void Kernel::merge_dims() {
@@ -175,23 +178,10 @@ void Kernel::merge_dims() {
             v.strides[i] == v.strides[i + 1] * v.shape[i + 1];
     }
     if (!ok) continue;
-    std::unordered_map<const UOp*, UOpPtr> out;
-    for (const UOp* n : ast_->toposort()) {
-      std::vector<UOpPtr> src;
-      for (auto& s : n->src()) src.push_back(out.at(s.get()));
-      if (is_view(n)) {
-        ShapeTracker st = n->arg_as<ShapeTracker>();
-        st.views.back() = merge_view(st.views.back(), i);
-        out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(st));
-      } else {
-        out[n] = n->with_src(std::move(src));
-      }
-    }
-    ast_ = out.at(ast_.get());
     shape_[i] *= shape_[i + 1];
     shape_.erase(shape_.begin() + i + 1);
     kinds_.erase(kinds_.begin() + i + 1);
-    rewrite_views({}, -1, 0);  // refresh REDUCE_AXIS axes
+    map_views([&](const View& v) { return merge_view(v, i); });
   }
 }
 
@@ -236,7 +226,7 @@ void Kernel::apply(const Opt& o) {
     std::swap(perm[o.axis], perm[o.amt]);
     std::swap(shape_[o.axis], shape_[o.amt]);
     std::swap(kinds_[o.axis], kinds_[o.amt]);
-    rewrite_views(perm, -1, 0);
+    permute(perm);
     applied_.push_back(o);
     return;
   }
@@ -267,8 +257,8 @@ void Kernel::apply(const Opt& o) {
   }
   shape_ = new_shape;
   kinds_ = new_kinds;
-  rewrite_views({}, o.axis, o.amt);  // split (kinds_ already describe the split shape)
-  rewrite_views(order, -1, 0);
+  map_views([&](const View& v) { return split_view(v, o.axis, o.amt); });
+  permute(order);
   applied_.push_back(o);
 }
 

@@ -7,6 +7,7 @@
 // iterations reduces a slice and accumulates it into the output buffer (K-blocking).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,8 @@ class Kernel {
   std::string str() const;
 
  private:
-  void rewrite_views(const std::vector<int>& perm, int split_axis, int64_t split_amt);
+  void map_views(const std::function<View(const View&)>& f);
+  void permute(const std::vector<int>& perm);
   void merge_dims();
 
   UOpPtr ast_;
