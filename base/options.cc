@@ -31,7 +31,9 @@ constexpr Field kFields[] = {
     {{"DISABLE_COMPILER_CACHE", "bool", "0", "1 bypasses the on-disk compiler cache"},
      &Options::disable_cache},
     {{"THREADS", "int", "0", "CPU worker threads; 0 uses all cores"}, &Options::threads},
-    {{"CC", "string", "clang-19", "C compiler used by the C target"}, &Options::cc},
+    {{"CPU_CC", "string", "clang-19",
+      "C compiler of the CPU:C device (its C source uses clang extensions)"},
+     &Options::cc},
     {{"SPEC", "bool", "0", "1 runs the IR verifier between compiler passes"}, &Options::spec},
 };
 

@@ -93,15 +93,14 @@ Result<std::shared_ptr<Program>> CpuDevice::compile(const UOpPtr& ast,
     std::lock_guard lock(mu_);
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts, key));
+  ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts));
   std::lock_guard lock(mu_);
   programs_.emplace(key, prg);
   return prg;
 }
 
 Result<std::shared_ptr<Program>> CpuDevice::build(const UOpPtr& ast,
-                                                  const std::optional<std::vector<Opt>>& opts,
-                                                  const std::string& /*key*/) {
+                                                  const std::optional<std::vector<Opt>>& opts) {
   double t0 = now_ms();
   auto prg = std::make_shared<Program>();
   try {

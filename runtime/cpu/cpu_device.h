@@ -37,8 +37,7 @@ class CpuDevice : public Device {
 
  private:
   Result<std::shared_ptr<Program>> build(const compiler::UOpPtr& ast,
-                                         const std::optional<std::vector<compiler::Opt>>& opts,
-                                         const std::string& key);
+                                         const std::optional<std::vector<compiler::Opt>>& opts);
 
   CpuBackend backend_;
   compiler::TargetInfo target_;

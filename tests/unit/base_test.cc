@@ -207,7 +207,7 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
   }
   EXPECT_THAT(names,
               ::testing::UnorderedElementsAre("DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE",
-                                              "THREADS", "CC", "SPEC"));
+                                              "THREADS", "CPU_CC", "SPEC"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
 }

@@ -530,9 +530,9 @@ TEST(ClangCompiler, CompileErrorCarriesDiagnosticsAndNumberedSource) {
 }
 
 TEST(ClangCompiler, MissingCompilerNamesThePath) {
-  set_option_for_test("CC", "/nonexistent/cc");
+  set_option_for_test("CPU_CC", "/nonexistent/cc");
   ClangCompiler cc;
-  set_option_for_test("CC", "");
+  set_option_for_test("CPU_CC", "");
   Result<std::string> obj = cc.compile("int x;\n", "k");
   ASSERT_FALSE(obj.ok());
   EXPECT_EQ(obj.status().code(), StatusCode::kNotFound);
