@@ -62,6 +62,8 @@ class Device {
 // Opens a device by name ("CPU", "CPU:C"); an empty name means options().dev, then the best
 // device present. NotFound lists the devices that exist.
 Result<std::shared_ptr<Device>> open_device(std::string_view name = {});
+// The shared device of that name, opened on first use (the one registry of open devices).
+Result<std::shared_ptr<Device>> get_device(std::string_view name = {});
 // The names open_device accepts on this build.
 std::vector<std::string> device_names();
 

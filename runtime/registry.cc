@@ -1,4 +1,7 @@
 // The device registry: DEV= names to devices.
+#include <map>
+#include <mutex>
+
 #include "base/options.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/device.h"
@@ -14,6 +17,18 @@ Result<std::shared_ptr<Device>> open_device(std::string_view name) {
   std::string known;
   for (auto& d : device_names()) known += (known.empty() ? "" : ", ") + d;
   return not_found("no device named '" + n + "' (this build has: " + known + ")");
+}
+
+Result<std::shared_ptr<Device>> get_device(std::string_view name) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<Device>, std::less<>> devices;
+  std::string key(name.empty() ? std::string_view(options().dev) : name);
+  if (key.empty()) key = "CPU";
+  std::lock_guard lock(mu);
+  if (auto it = devices.find(key); it != devices.end()) return it->second;
+  ASSIGN_OR_RETURN(std::shared_ptr<Device> dev, open_device(key));
+  devices.emplace(key, dev);
+  return dev;
 }
 
 }  // namespace baregrad::runtime

@@ -46,6 +46,7 @@ int widest_element(const Kernel& k) {
 std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& target) {
   Kernel k = in;
   std::vector<Opt> opts;
+  if (k.ndim() == 0) return opts;  // a single element: nothing to choose
   bool reduce = k.count(AxisKind::kReduce) > 0;
   int lanes = std::max(1, target.vector_bytes / widest_element(k));
 

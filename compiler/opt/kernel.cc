@@ -75,11 +75,12 @@ bool is_view(const UOp* n) { return n->op() == Op::VIEW; }
 
 Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   std::vector<int> reduce_axes;
-  bool have_reduce = false;
+  bool have_reduce = false, have_view = false;
   for (const UOp* n : ast->toposort()) {
     if (is_view(n)) {
       const auto& st = n->arg_as<ShapeTracker>();
-      if (shape_.empty()) shape_.assign(st.shape().size(), 1);
+      if (!have_view) shape_.assign(st.shape().size(), 1);
+      have_view = true;
       if (st.shape().size() != shape_.size())
         fail("kernel", "views of different rank: " + st.str());
       for (size_t i = 0; i < shape_.size(); i++) shape_[i] = std::max(shape_[i], st.shape()[i]);
@@ -93,7 +94,7 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
       have_reduce = true;
     }
   }
-  if (shape_.empty()) fail("kernel", "kernel AST has no views");
+  if (!have_view) fail("kernel", "kernel AST has no views");
   std::vector<int> perm;
   for (int i = 0; i < ndim(); i++)
     if (!std::count(reduce_axes.begin(), reduce_axes.end(), i)) perm.push_back(i);

@@ -1,0 +1,154 @@
+#include "tensor/lazy.h"
+
+#include <cmath>
+#include <optional>
+
+#include "base/check.h"
+#include "compiler/view_ops.h"
+
+namespace baregrad::tensor {
+
+DType Lazy::dtype() const { return base->dtype; }
+
+int64_t Lazy::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape()) n *= d;
+  return n;
+}
+
+bool Lazy::is_base_view() const {
+  return st.views.size() == 1 && compiler::is_contiguous(st) && st.shape() == base->shape;
+}
+
+int64_t LazyBase::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (device) device->free(buffer);
+}
+
+namespace {
+// The value of `l` when it is a constant seen without padding (every element equal).
+std::optional<double> const_value(const Lazy& l) {
+  if (l.base->kind != LazyKind::kConst || l.base->realized) return std::nullopt;
+  for (const auto& v : l.st.views)
+    if (v.mask) return std::nullopt;
+  return l.base->value;
+}
+
+// `v` as stored in `t` (rounded or wrapped).
+double to_dtype(DType t, double v) {
+  if (compiler::dtypes::is_float(t)) return compiler::round_to(t, v);
+  if (compiler::dtypes::is_bool(t)) return v != 0;
+  if (!std::isfinite(v)) return 0;
+  return static_cast<double>(compiler::wrap_int(t, static_cast<int64_t>(v)));
+}
+
+Lazy make(std::shared_ptr<LazyBase> b) {
+  Lazy l{std::move(b), {}};
+  l.st = ShapeTracker::contiguous(l.base->shape);
+  return l;
+}
+}  // namespace
+
+Lazy lazy_buffer(std::shared_ptr<DeviceBuffer> buf, DType dtype, std::vector<int64_t> shape) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kBuffer;
+  b->dtype = dtype;
+  b->shape = std::move(shape);
+  b->device = buf->device;
+  b->realized = std::move(buf);
+  return make(std::move(b));
+}
+
+Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
+                DType dtype,
+                double value,
+                std::vector<int64_t> shape) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kConst;
+  b->dtype = dtype;
+  b->value = value;
+  b->device = dev;
+  // A const is one element broadcast to `shape`.
+  b->shape = {};
+  Lazy scalar = make(std::move(b));
+  std::vector<int64_t> ones(shape.size(), 1);
+  return lazy_view(scalar, compiler::expand(compiler::reshape(scalar.st, ones), shape));
+}
+
+Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
+  CHECK(!srcs.empty());
+  // Constant folding: an op on constants is a constant (so no kernel lacks a shape to run in).
+  std::vector<double> vals;
+  for (auto& s : srcs)
+    if (auto v = const_value(s)) vals.push_back(*v);
+  DType in = srcs[op == Op::WHERE ? 1 : 0].dtype();
+  if (vals.size() == srcs.size() && !compiler::dtypes::is_float(in)) {
+    std::vector<int64_t> iv(vals.begin(), vals.end());
+    if (op == Op::WHERE) iv[0] = vals[0] != 0;
+    bool div0 = (op == Op::IDIV || op == Op::MOD) && iv[1] == 0;
+    if (!div0)
+      return lazy_const(srcs[0].base->device, dtype,
+                        static_cast<double>(compiler::exec_alu_int(op, in, iv)), srcs[0].shape());
+  } else if (vals.size() == srcs.size()) {
+    return lazy_const(srcs[0].base->device, dtype, compiler::exec_alu_float(op, in, vals),
+                      srcs[0].shape());
+  }
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kAlu;
+  b->op = op;
+  b->dtype = dtype;
+  b->shape = srcs[0].shape();
+  b->device = srcs[0].base->device;
+  for (auto& s : srcs) CHECK(s.shape() == b->shape) << "lazy_alu: sources of different shapes";
+  b->srcs = std::move(srcs);
+  return make(std::move(b));
+}
+
+Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes) {
+  if (auto v = const_value(src)) {
+    std::vector<int64_t> shape = src.shape();
+    double n = 1;
+    for (int a : axes) {
+      n *= static_cast<double>(shape[a]);
+      shape[a] = 1;
+    }
+    double r = op == Op::ADD ? *v * n : op == Op::MUL ? std::pow(*v, n) : *v;
+    if (op == Op::MAX && n == 0) r = compiler::dtypes::min_value(src.dtype());
+    return lazy_const(src.base->device, src.dtype(), to_dtype(src.dtype(), r), shape);
+  }
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kReduce;
+  b->op = op;
+  b->dtype = src.dtype();
+  b->shape = src.shape();
+  for (int a : axes) b->shape[a] = 1;
+  b->axes = std::move(axes);
+  b->device = src.base->device;
+  b->srcs = {src};
+  return make(std::move(b));
+}
+
+Lazy lazy_cast(const Lazy& src, DType dtype) {
+  if (auto v = const_value(src))
+    return lazy_const(src.base->device, dtype, to_dtype(dtype, *v), src.shape());
+  return lazy_contiguous(src, dtype);
+}
+
+Lazy lazy_contiguous(const Lazy& src, DType dtype) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kCast;
+  b->dtype = dtype;
+  b->shape = src.shape();
+  b->device = src.base->device;
+  b->srcs = {src};
+  return make(std::move(b));
+}
+
+Lazy lazy_view(const Lazy& src, ShapeTracker st) { return Lazy{src.base, std::move(st)}; }
+
+}  // namespace baregrad::tensor

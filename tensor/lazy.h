@@ -1,0 +1,75 @@
+// The lazy graph under Tensor: computations ("bases") in a contiguous logical shape, and views
+// of them. Movement ops only change a Lazy's ShapeTracker; nothing runs until realize().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compiler/uop.h"
+#include "runtime/device.h"
+
+namespace baregrad::tensor {
+
+using compiler::DType;
+using compiler::Op;
+using compiler::ShapeTracker;
+
+struct LazyBase;
+
+// A view of a base: `st` maps this tensor's shape onto the base's contiguous layout.
+struct Lazy {
+  std::shared_ptr<LazyBase> base;
+  ShapeTracker st;
+
+  const std::vector<int64_t>& shape() const { return st.shape(); }
+  DType dtype() const;
+  int64_t numel() const;
+  // True when this is exactly the base (no movement applied).
+  bool is_base_view() const;
+};
+
+// Device memory holding a realized base; freed with the last reference.
+struct DeviceBuffer {
+  std::shared_ptr<runtime::Device> device;
+  runtime::Buffer buffer;
+  ~DeviceBuffer();
+};
+
+enum class LazyKind : uint8_t {
+  kBuffer,  // realized: `realized` holds the data
+  kConst,   // every element is `value`
+  kAlu,     // op(srcs...) elementwise
+  kReduce,  // op over `axes` of srcs[0]; the reduced dims keep size 1
+  kCast,    // srcs[0] converted to dtype
+};
+
+struct LazyBase {
+  LazyKind kind;
+  DType dtype;
+  std::vector<int64_t> shape;  // contiguous logical shape
+  Op op = Op::ADD;             // kAlu / kReduce
+  std::vector<int> axes;       // kReduce
+  double value = 0;            // kConst
+  std::vector<Lazy> srcs;
+  std::shared_ptr<DeviceBuffer> realized;  // set once computed (any kind)
+  std::shared_ptr<runtime::Device> device;
+
+  int64_t numel() const;
+};
+
+// Constructors of lazy nodes; shapes and dtypes are checked by the Tensor layer above.
+Lazy lazy_buffer(std::shared_ptr<DeviceBuffer> buf, DType dtype, std::vector<int64_t> shape);
+Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
+                DType dtype,
+                double value,
+                std::vector<int64_t> shape);
+Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype);
+Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes);
+Lazy lazy_cast(const Lazy& src, DType dtype);
+// A new base holding `src` converted to `dtype`, never folded away (a kernel always writes it).
+Lazy lazy_contiguous(const Lazy& src, DType dtype);
+// The same base seen through a new tracker.
+Lazy lazy_view(const Lazy& src, ShapeTracker st);
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,193 @@
+#include "tensor/schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/check.h"
+#include "base/error.h"
+#include "compiler/ast.h"
+#include "compiler/view_ops.h"
+
+namespace baregrad::tensor {
+namespace {
+using compiler::UOp;
+using compiler::UOpPtr;
+using BasePtr = std::shared_ptr<LazyBase>;
+
+// `outer` maps a consumer's shape onto a base's layout; `inner` maps that base's shape onto
+// its source: the consumer reads the source through both.
+ShapeTracker compose(const ShapeTracker& inner, const ShapeTracker& outer) {
+  ShapeTracker st = inner;
+  st.views.insert(st.views.end(), outer.views.begin(), outer.views.end());
+  return compiler::simplify(st);
+}
+
+// A contiguous view that only adds or removes size-1 dims: same elements, same order.
+bool is_unit_reshape(const Lazy& v) {
+  if (v.st.views.size() != 1 || !compiler::is_contiguous(v.st)) return false;
+  auto squeezed = [](const std::vector<int64_t>& s) {
+    std::vector<int64_t> out;
+    for (int64_t d : s)
+      if (d != 1) out.push_back(d);
+    return out;
+  };
+  return squeezed(v.shape()) == squeezed(v.base->shape);
+}
+
+bool has_mask(const ShapeTracker& st) {
+  return std::any_of(st.views.begin(), st.views.end(), [](const auto& v) { return v.mask; });
+}
+
+class Scheduler {
+ public:
+  std::vector<ScheduleItem> run(const std::vector<Lazy>& targets) {
+    for (auto& t : targets) visit(t.base);
+    for (auto& t : targets)
+      if (!t.base->realized) outputs_.insert(t.base.get());
+    decide();
+    std::vector<ScheduleItem> items;
+    for (LazyBase* b : order_)
+      if (outputs_.count(b)) items.push_back(kernel(b));
+    return items;
+  }
+
+ private:
+  void visit(const BasePtr& b) {
+    if (!seen_.insert(b.get()).second) return;
+    ptrs_[b.get()] = b;
+    if (!b->realized)
+      for (auto& s : b->srcs) {
+        visit(s.base);
+        uses_[s.base.get()].push_back({b.get(), &s});
+      }
+    order_.push_back(b.get());
+  }
+
+  static bool pending(const LazyBase* b) { return !b->realized && b->kind != LazyKind::kConst; }
+
+  // True when `b`, inlined, still computes a reduction.
+  bool has_reduce(const LazyBase* b) {
+    if (!pending(b) || outputs_.count(b)) return false;
+    if (b->kind == LazyKind::kReduce) return true;
+    return std::any_of(b->srcs.begin(), b->srcs.end(),
+                       [&](const Lazy& s) { return has_reduce(s.base.get()); });
+  }
+
+  // Which bases become kernel outputs. Local rules, then whole-kernel consistency, to a fixed
+  // point: every rule only ever adds outputs.
+  void decide() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (LazyBase* b : order_) {
+        if (!pending(b) || outputs_.count(b)) continue;
+        if (must_realize(b)) {
+          outputs_.insert(b);
+          changed = true;
+        }
+      }
+      for (LazyBase* b : order_)
+        if (outputs_.count(b) && split_conflicting_reduces(b)) changed = true;
+    }
+  }
+
+  bool must_realize(LazyBase* b) {
+    const auto& uses = uses_[b];
+    if (b->kind == LazyKind::kReduce && uses.size() > 1) return true;  // never recompute
+    for (auto& [consumer, view] : uses) {
+      if (has_mask(view->st) && b->kind != LazyKind::kBuffer) return true;  // pad needs zeros
+      if (has_reduce(b) && (consumer->kind == LazyKind::kReduce || !is_unit_reshape(*view)))
+        return true;  // a reduction is only read unchanged, by elementwise work
+    }
+    return false;
+  }
+
+  // The reductions `root`'s kernel contains (inlined, not realized separately).
+  std::vector<LazyBase*> fused_reduces(LazyBase* root) {
+    std::vector<LazyBase*> reduces;
+    std::function<void(LazyBase*, bool)> walk = [&](LazyBase* b, bool top) {
+      if (!pending(b) || (!top && outputs_.count(b))) return;
+      if (b->kind == LazyKind::kReduce) {
+        reduces.push_back(b);
+        return;
+      }
+      for (auto& s : b->srcs) walk(s.base.get(), false);
+    };
+    walk(root, true);
+    return reduces;
+  }
+
+  // The reductions an output's kernel would contain must share source shape and axes.
+  bool split_conflicting_reduces(LazyBase* root) {
+    std::vector<LazyBase*> reduces = fused_reduces(root);
+    bool changed = false;
+    for (LazyBase* r : reduces) {
+      const LazyBase* first = reduces[0];
+      if (r->axes != first->axes || r->srcs[0].shape() != first->srcs[0].shape()) {
+        changed |= outputs_.insert(r).second;
+      }
+    }
+    return changed;
+  }
+
+  // ---- kernel ASTs ----
+
+  struct KernelCtx {
+    std::vector<BasePtr> bufs;
+    std::unordered_map<const LazyBase*, UOpPtr> globals;
+  };
+
+  UOpPtr global_of(KernelCtx& k, LazyBase* b) {
+    auto it = k.globals.find(b);
+    if (it != k.globals.end()) return it->second;
+    int slot = static_cast<int>(k.bufs.size());
+    k.bufs.push_back(ptrs_.at(b));
+    return k.globals[b] = compiler::global(slot, b->dtype);
+  }
+
+  // The value of `b` read through `st` (which maps the kernel's shape onto b's layout).
+  UOpPtr expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
+    if (b->kind == LazyKind::kConst && !has_mask(st)) return UOp::cnst(b->dtype, b->value);
+    if (!pending(b) || (!top && outputs_.count(b))) return compiler::load(global_of(k, b), st);
+    if (b->kind == LazyKind::kReduce) {
+      // Read unchanged (the fusion rule), so the kernel's full shape is the source's shape.
+      const Lazy& s = b->srcs[0];
+      return compiler::reduce_axis(b->op, b->axes, expr(k, s.base.get(), s.st, false));
+    }
+    std::vector<UOpPtr> src;
+    for (auto& s : b->srcs) src.push_back(expr(k, s.base.get(), compose(s.st, st), false));
+    if (b->kind == LazyKind::kCast) return compiler::cast(src[0], b->dtype);
+    CHECK(b->kind == LazyKind::kAlu) << "schedule: unexpected base kind";
+    return UOp::make(b->op, b->dtype, std::move(src));
+  }
+
+  ScheduleItem kernel(LazyBase* out) {
+    KernelCtx k;
+    UOpPtr g = global_of(k, out);
+    // With a fused reduction the kernel runs in the reduction's (keepdim) shape; the output
+    // differs from it at most by size-1 dims.
+    ShapeTracker st = ShapeTracker::contiguous(out->shape);
+    std::vector<LazyBase*> reduces = fused_reduces(out);
+    if (!reduces.empty() && reduces[0]->shape != out->shape)
+      st = compiler::reshape(st, reduces[0]->shape);
+    UOpPtr value = expr(k, out, st, true);
+    return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs)};
+  }
+
+  std::unordered_set<const LazyBase*> seen_;
+  std::unordered_map<const LazyBase*, BasePtr> ptrs_;
+  std::unordered_map<const LazyBase*, std::vector<std::pair<LazyBase*, const Lazy*>>> uses_;
+  std::vector<LazyBase*> order_;  // sources before users
+  std::set<const LazyBase*> outputs_;
+};
+
+}  // namespace
+
+std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets) {
+  return Scheduler().run(targets);
+}
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,27 @@
+// The scheduler: a lazy graph -> an ordered list of kernels. Elementwise work fuses into its
+// consumers and into reductions; a reduction fuses into the elementwise work that reads it
+// unchanged (same shape, no movement). Everything else becomes a kernel output.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compiler/uop.h"
+#include "tensor/lazy.h"
+
+namespace baregrad::tensor {
+
+struct ScheduleItem {
+  compiler::UOpPtr ast;                         // a kernel AST (compiler/ast.h form)
+  std::vector<std::shared_ptr<LazyBase>> bufs;  // bufs[slot]; slot 0 is the output
+};
+
+// Kernels that compute every base `targets` depend on and that is not realized yet, in an
+// order where each kernel runs after the kernels producing its inputs.
+std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets);
+
+// Runs `schedule` on each output's device; afterwards every output base is realized and
+// forgets its sources. Throws baregrad::Error("realize") when a device call fails.
+void run_schedule(const std::vector<ScheduleItem>& schedule);
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,267 @@
+#include "tensor/tensor.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "base/check.h"
+#include "base/error.h"
+#include "compiler/view_ops.h"
+#include "tensor/schedule.h"
+
+namespace baregrad::tensor {
+using compiler::least_upper_dtype;
+
+std::string shape_str(const Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); i++) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+namespace {
+std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {
+  auto dev = runtime::get_device(name);
+  if (!dev.ok()) dev.status().throw_if_error("device");
+  return *dev;
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) fail("shape", "negative dimension in " + shape_str(s));
+    n *= d;
+  }
+  return n;
+}
+
+// Element `i` of `v` stored as `t` (little-endian, rounded / wrapped like a cast).
+void store_elem(DType t, double x, uint8_t* p) {
+  switch (t.scalar) {
+    case compiler::Scalar::kFloat64:
+      std::memcpy(p, &x, 8);
+      break;
+    case compiler::Scalar::kFloat32: {
+      float f = static_cast<float>(x);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case compiler::Scalar::kFloat16: {
+      _Float16 h = static_cast<_Float16>(x);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case compiler::Scalar::kBFloat16: {
+      uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(compiler::round_to(t, x)));
+      uint16_t h = static_cast<uint16_t>(u >> 16);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case compiler::Scalar::kBool:
+      *p = x != 0;
+      break;
+    default: {
+      int64_t i = x >= 9223372036854775808.0 ? static_cast<int64_t>(static_cast<uint64_t>(x))
+                                             : static_cast<int64_t>(x);
+      i = compiler::wrap_int(t, i);
+      std::memcpy(p, &i, t.itemsize());
+    }
+  }
+}
+
+double load_elem(DType t, const uint8_t* p) {
+  switch (t.scalar) {
+    case compiler::Scalar::kFloat64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case compiler::Scalar::kFloat32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case compiler::Scalar::kFloat16: {
+      _Float16 h;
+      std::memcpy(&h, p, 2);
+      return static_cast<double>(h);
+    }
+    case compiler::Scalar::kBFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+    }
+    case compiler::Scalar::kBool:
+      return *p != 0;
+    default: {
+      int64_t v = 0;
+      std::memcpy(&v, p, t.itemsize());
+      v = compiler::wrap_int(t, v);
+      return t.scalar == compiler::Scalar::kUint64 ? static_cast<double>(static_cast<uint64_t>(v))
+                                                   : static_cast<double>(v);
+    }
+  }
+}
+}  // namespace
+
+// ---- creation ----------------------------------------------------------------------------------
+
+Tensor Tensor::from_data(const std::vector<double>& data,
+                         Shape shape,
+                         DType dtype,
+                         std::string_view device) {
+  int64_t n = numel_of(shape);
+  if (static_cast<int64_t>(data.size()) != n)
+    fail("from_data", std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
+                          std::to_string(n) + " elements)");
+  auto dev = device_or_throw(device);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype.itemsize());
+  for (int64_t i = 0; i < n; i++) store_elem(dtype, data[i], bytes.data() + i * dtype.itemsize());
+  auto buf = dev->alloc(bytes.size());
+  if (!buf.ok()) buf.status().throw_if_error("from_data");
+  auto db = std::make_shared<DeviceBuffer>();
+  db->device = dev;
+  db->buffer = *buf;
+  dev->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("from_data");
+  return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
+}
+
+Tensor Tensor::full(Shape shape, double value, DType dtype, std::string_view device) {
+  numel_of(shape);
+  return Tensor(lazy_const(device_or_throw(device), dtype, value, std::move(shape)));
+}
+
+Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
+  if (step == 0) fail("arange", "step is 0");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
+  return from_data(v, {n}, dtype);
+}
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tensor& b) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  size_t n = std::max(sa.size(), sb.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t da = i < n - sa.size() ? 1 : sa[i - (n - sa.size())];
+    int64_t db = i < n - sb.size() ? 1 : sb[i - (n - sb.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, "cannot broadcast " + shape_str(sa) + " and " + shape_str(sb));
+    out[i] = da == 1 ? db : da;
+  }
+  auto to = [&](const Tensor& t) {
+    Shape padded(n - t.shape().size(), 1);
+    padded.insert(padded.end(), t.shape().begin(), t.shape().end());
+    return t.reshape(padded).expand(out);
+  };
+  return {to(a), to(b)};
+}
+
+Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out) {
+  if (a.lazy().base->device != b.lazy().base->device)
+    fail(name, "tensors are on different devices");
+  auto [x, y] = broadcast(name, a, b);
+  DType t = least_upper_dtype(a.dtype(), b.dtype());
+  if (out == dtypes::kVoid) out = t;
+  return Tensor(lazy_alu(op, {x.cast(t).lazy_, y.cast(t).lazy_}, out));
+}
+
+// A scalar operand is "weak": it takes the tensor's dtype unless a float meets an int tensor.
+Tensor Tensor::scalar_like(double v) const {
+  DType t = dtype();
+  if (!dtypes::is_float(t) && v != std::trunc(v)) t = dtypes::kFloat32;
+  if (dtypes::is_bool(t)) t = v == 0 || v == 1 ? t : dtypes::kInt32;
+  return Tensor(lazy_const(lazy_.base->device, t, v, {}));
+}
+
+Tensor Tensor::operator+(const Tensor& o) const { return binary("add", Op::ADD, *this, o, {}); }
+Tensor Tensor::operator-(const Tensor& o) const { return binary("sub", Op::SUB, *this, o, {}); }
+Tensor Tensor::operator*(const Tensor& o) const { return binary("mul", Op::MUL, *this, o, {}); }
+Tensor Tensor::operator/(const Tensor& o) const {
+  DType t = compiler::least_upper_float(least_upper_dtype(dtype(), o.dtype()));
+  return binary("div", Op::FDIV, cast(t), o.cast(t), {});
+}
+Tensor Tensor::operator+(double v) const { return *this + scalar_like(v); }
+Tensor Tensor::operator-(double v) const { return *this - scalar_like(v); }
+Tensor Tensor::operator*(double v) const { return *this * scalar_like(v); }
+Tensor Tensor::operator/(double v) const { return *this / scalar_like(v); }
+Tensor Tensor::operator-() const {
+  if (dtypes::is_bool(dtype())) fail("neg", "negation of a bool tensor");
+  return unary(Op::NEG);
+}
+Tensor Tensor::maximum(const Tensor& o) const { return binary("maximum", Op::MAX, *this, o, {}); }
+Tensor Tensor::minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
+Tensor Tensor::lt(const Tensor& o) const {
+  return binary("lt", Op::CMPLT, *this, o, dtypes::kBool);
+}
+Tensor Tensor::eq(const Tensor& o) const {
+  return binary("eq", Op::CMPEQ, *this, o, dtypes::kBool);
+}
+Tensor Tensor::ne(const Tensor& o) const {
+  return binary("ne", Op::CMPNE, *this, o, dtypes::kBool);
+}
+
+Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  auto [x, y] = broadcast("where", a, b);
+  auto [c, x2] = broadcast("where", cond, x);
+  auto [c2, y2] = broadcast("where", c, y);
+  DType t = least_upper_dtype(a.dtype(), b.dtype());
+  return Tensor(
+      lazy_alu(Op::WHERE, {c2.cast(dtypes::kBool).lazy_, x2.cast(t).lazy_, y2.cast(t).lazy_}, t));
+}
+
+Tensor Tensor::cast(DType t) const {
+  if (t == dtype()) return *this;
+  return Tensor(lazy_cast(lazy_, t));
+}
+
+Tensor Tensor::unary(Op op) const { return Tensor(lazy_alu(op, {lazy_}, dtype())); }
+
+namespace {
+// Transcendental ops compute in a float dtype.
+Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.dtype())); }
+}  // namespace
+
+Tensor Tensor::relu() const {
+  return maximum(Tensor(lazy_const(lazy_.base->device, dtype(), 0, {})));
+}
+Tensor Tensor::exp2() const { return as_float(*this).unary(Op::EXP2); }
+Tensor Tensor::log2() const { return as_float(*this).unary(Op::LOG2); }
+Tensor Tensor::exp() const { return (as_float(*this) * (1.0 / std::numbers::ln2)).exp2(); }
+Tensor Tensor::log() const { return log2() * std::numbers::ln2; }
+Tensor Tensor::sqrt() const { return as_float(*this).unary(Op::SQRT); }
+Tensor Tensor::sin() const { return as_float(*this).unary(Op::SIN); }
+Tensor Tensor::reciprocal() const { return as_float(*this).unary(Op::RECIP); }
+Tensor Tensor::sigmoid() const { return ((-as_float(*this)).exp() + 1.0).reciprocal(); }
+
+// ---- data --------------------------------------------------------------------------------------
+
+const Tensor& Tensor::realize() const {
+  run_schedule(create_schedule({lazy_}));
+  return *this;
+}
+
+std::vector<double> Tensor::to_vector() const {
+  Tensor c = lazy_.is_base_view() ? *this : contiguous();
+  c.realize();
+  const auto& db = c.lazy_.base->realized;
+  CHECK(db) << "to_vector: tensor was not realized";
+  std::vector<uint8_t> bytes(static_cast<size_t>(numel()) * dtype().itemsize());
+  if (!bytes.empty())
+    db->device->copy_out(bytes.data(), db->buffer, bytes.size()).throw_if_error("to_vector");
+  std::vector<double> out(numel());
+  for (int64_t i = 0; i < numel(); i++)
+    out[i] = load_elem(dtype(), bytes.data() + i * dtype().itemsize());
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  // A new base whose kernel reads this view and writes it row-major.
+  auto b = lazy_contiguous(lazy_, dtype());
+  return Tensor(b);
+}
+
+}  // namespace baregrad::tensor

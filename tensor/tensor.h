@@ -1,0 +1,120 @@
+// Tensor: a lazy, immutable n-dimensional array with tinygrad's semantics. Ops build a graph;
+// realize() (or reading the data) schedules it into fused kernels and runs them on the device.
+// Misuse (bad shapes, dtypes, axes) throws baregrad::Error("[op] ...") naming the values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/dtype.h"
+#include "tensor/lazy.h"
+
+namespace baregrad::tensor {
+
+using Shape = std::vector<int64_t>;
+namespace dtypes = compiler::dtypes;
+
+std::string shape_str(const Shape& s);
+
+class Tensor {
+ public:
+  // ---- creation ------------------------------------------------------------------------------
+  // Copies `data` (row-major, numel(shape) values) to the device as `dtype`.
+  static Tensor from_data(const std::vector<double>& data,
+                          Shape shape,
+                          DType dtype = dtypes::kFloat32,
+                          std::string_view device = {});
+  static Tensor full(Shape shape,
+                     double value,
+                     DType dtype = dtypes::kFloat32,
+                     std::string_view device = {});
+  static Tensor zeros(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 0, dtype); }
+  static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
+  // [start, stop) in steps of `step`.
+  static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::kInt32);
+
+  // ---- properties ----------------------------------------------------------------------------
+  const Shape& shape() const { return lazy_.shape(); }
+  DType dtype() const { return lazy_.dtype(); }
+  int ndim() const { return static_cast<int>(shape().size()); }
+  int64_t numel() const { return lazy_.numel(); }
+  const Lazy& lazy() const { return lazy_; }
+
+  // ---- elementwise (broadcasting, dtype promotion as tinygrad) --------------------------------
+  Tensor operator+(const Tensor& o) const;
+  Tensor operator-(const Tensor& o) const;
+  Tensor operator*(const Tensor& o) const;
+  Tensor operator/(const Tensor& o) const;  // true division: integers give float32
+  Tensor operator+(double v) const;
+  Tensor operator-(double v) const;
+  Tensor operator*(double v) const;
+  Tensor operator/(double v) const;
+  Tensor operator-() const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;  // bool
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  // cond ? a : b, broadcasting all three.
+  static Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+  Tensor cast(DType dtype) const;
+  Tensor relu() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor sin() const;
+  Tensor reciprocal() const;
+  Tensor sigmoid() const;
+  Tensor square() const { return *this * *this; }
+
+  // ---- movement (views; never copies) ---------------------------------------------------------
+  Tensor reshape(Shape shape) const;  // one dim may be -1
+  Tensor permute(std::vector<int> order) const;
+  Tensor expand(Shape shape) const;  // size-1 dims grow; -1 keeps a dim
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after) const;  // zeros
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const;
+  Tensor flip(std::vector<int> axes) const;
+  Tensor transpose(int a = -2, int b = -1) const;
+  Tensor flatten() const { return reshape({numel()}); }
+  Tensor unsqueeze(int axis) const;
+  Tensor squeeze(int axis) const;
+  // A view-free copy (a kernel that writes this tensor's elements in row-major order).
+  Tensor contiguous() const;
+
+  // ---- reductions ----------------------------------------------------------------------------
+  // Over `axes` (all when empty; negative counts from the end).
+  Tensor sum(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor max(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor min(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor mean(std::vector<int> axes = {}, bool keepdim = false) const;
+
+  // ---- linear algebra ------------------------------------------------------------------------
+  // (..., n, k) @ (..., k, m), batch dims broadcast; 1-D operands as numpy.
+  Tensor matmul(const Tensor& o) const;
+
+  // ---- data ----------------------------------------------------------------------------------
+  // Schedules and runs every kernel this tensor needs; returns *this.
+  const Tensor& realize() const;
+  // The elements in row-major order, converted to double (realizes first).
+  std::vector<double> to_vector() const;
+
+ private:
+  explicit Tensor(Lazy l) : lazy_(std::move(l)) {}
+  friend Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out);
+  Tensor scalar_like(double v) const;
+  Tensor unary(Op op) const;
+  Tensor reduce(const char* name, Op op, std::vector<int> axes, bool keepdim) const;
+  std::vector<int> norm_axes(const char* name, std::vector<int> axes) const;
+  int norm_axis(const char* name, int axis, int ndim) const;
+
+  Lazy lazy_;
+};
+
+// Broadcasts `a` and `b` to one shape (numpy rules); throws naming `op` and both shapes.
+std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tensor& b);
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,164 @@
+// Tensor movement ops, reductions and matmul.
+#include <algorithm>
+#include <numeric>
+
+#include "base/error.h"
+#include "compiler/view_ops.h"
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+
+int Tensor::norm_axis(const char* name, int axis, int n) const {
+  if (axis < -n || axis >= n)
+    fail(name, "axis " + std::to_string(axis) + " out of range for shape " + shape_str(shape()));
+  return axis < 0 ? axis + n : axis;
+}
+
+std::vector<int> Tensor::norm_axes(const char* name, std::vector<int> axes) const {
+  if (axes.empty()) {
+    axes.resize(ndim());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int& a : axes) a = norm_axis(name, a, ndim());
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    fail(name, "repeated axis for shape " + shape_str(shape()));
+  return axes;
+}
+
+// ---- movement ----------------------------------------------------------------------------------
+
+Tensor Tensor::reshape(Shape s) const {
+  auto infer = std::count(s.begin(), s.end(), -1);
+  if (infer > 1) fail("reshape", "more than one -1 in " + shape_str(s));
+  if (infer == 1) {
+    int64_t known = 1;
+    for (int64_t d : s)
+      if (d != -1) known *= d;
+    if (known == 0 || numel() % known != 0)
+      fail("reshape", "cannot reshape " + shape_str(shape()) + " to " + shape_str(s));
+    *std::find(s.begin(), s.end(), -1) = numel() / known;
+  }
+  if (s == shape()) return *this;
+  return Tensor(lazy_view(lazy_, compiler::reshape(lazy_.st, s)));
+}
+
+Tensor Tensor::permute(std::vector<int> order) const {
+  if (static_cast<int>(order.size()) != ndim())
+    fail("permute",
+         "order of " + std::to_string(order.size()) + " axes for shape " + shape_str(shape()));
+  for (int& a : order) a = norm_axis("permute", a, ndim());
+  return Tensor(lazy_view(lazy_, compiler::permute(lazy_.st, order)));
+}
+
+Tensor Tensor::expand(Shape s) const {
+  if (s.size() < shape().size())
+    fail("expand", "cannot expand " + shape_str(shape()) + " to " + shape_str(s));
+  Shape cur(s.size() - shape().size(), 1);
+  cur.insert(cur.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < s.size(); i++)
+    if (s[i] == -1) s[i] = cur[i];
+  Tensor t = reshape(cur);
+  if (s == cur) return t;
+  return Tensor(lazy_view(t.lazy_, compiler::expand(t.lazy_.st, s)));
+}
+
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const {
+  return Tensor(lazy_view(lazy_, compiler::pad(lazy_.st, before_after)));
+}
+
+Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
+  return Tensor(lazy_view(lazy_, compiler::shrink(lazy_.st, ranges)));
+}
+
+Tensor Tensor::flip(std::vector<int> axes) const {
+  std::vector<bool> f(ndim(), false);
+  for (int a : norm_axes("flip", axes)) f[a] = true;
+  return Tensor(lazy_view(lazy_, compiler::flip(lazy_.st, f)));
+}
+
+Tensor Tensor::transpose(int a, int b) const {
+  std::vector<int> order(ndim());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[norm_axis("transpose", a, ndim())], order[norm_axis("transpose", b, ndim())]);
+  return permute(order);
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+  Shape s = shape();
+  s.insert(s.begin() + norm_axis("unsqueeze", axis, ndim() + 1), 1);
+  return reshape(s);
+}
+
+Tensor Tensor::squeeze(int axis) const {
+  int a = norm_axis("squeeze", axis, ndim());
+  if (shape()[a] != 1)
+    fail("squeeze", "axis " + std::to_string(axis) + " of " + shape_str(shape()) + " is not 1");
+  Shape s = shape();
+  s.erase(s.begin() + a);
+  return reshape(s);
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+
+Tensor Tensor::reduce(const char* name, Op op, std::vector<int> axes, bool keepdim) const {
+  axes = norm_axes(name, axes);
+  Tensor out = *this;
+  if (!axes.empty()) out = Tensor(lazy_reduce(op, lazy_, axes));
+  if (keepdim) return out;
+  Shape s;
+  for (int i = 0; i < ndim(); i++)
+    if (!std::count(axes.begin(), axes.end(), i)) s.push_back(shape()[i]);
+  return out.reshape(s);
+}
+
+Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  // tinygrad's accumulation dtypes: small ints sum as (u)int32, half floats in float32.
+  DType t = dtype(), acc = t;
+  if (dtypes::is_bool(t) || t.scalar == compiler::Scalar::kInt8 ||
+      t.scalar == compiler::Scalar::kInt16)
+    acc = dtypes::kInt32;
+  if (t.scalar == compiler::Scalar::kUint8 || t.scalar == compiler::Scalar::kUint16)
+    acc = dtypes::kUint32;
+  if (t.scalar == compiler::Scalar::kFloat16 || t.scalar == compiler::Scalar::kBFloat16)
+    acc = dtypes::kFloat32;
+  Tensor s = cast(acc).reduce("sum", Op::ADD, axes, keepdim);
+  return dtypes::is_float(t) ? s.cast(t) : s;
+}
+
+Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+  return reduce("max", Op::MAX, axes, keepdim);
+}
+
+Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  return -((-*this).max(axes, keepdim));
+}
+
+Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+  std::vector<int> ax = norm_axes("mean", axes);
+  int64_t n = 1;
+  for (int a : ax) n *= shape()[a];
+  Tensor s = cast(compiler::least_upper_float(dtype())).sum(ax, keepdim);
+  return s / static_cast<double>(std::max<int64_t>(n, 1));
+}
+
+// ---- matmul ------------------------------------------------------------------------------------
+
+Tensor Tensor::matmul(const Tensor& o) const {
+  if (ndim() == 0 || o.ndim() == 0) fail("matmul", "scalar operand");
+  Tensor a = ndim() == 1 ? unsqueeze(0) : *this;
+  Tensor b = o.ndim() == 1 ? o.unsqueeze(1) : o;
+  int64_t k = a.shape().back(), kb = b.shape()[b.ndim() - 2];
+  if (k != kb)
+    fail("matmul", "inner dims differ: " + shape_str(shape()) + " @ " + shape_str(o.shape()) +
+                       " (" + std::to_string(k) + " vs " + std::to_string(kb) + ")");
+  // (..., n, 1, k) * (..., 1, m, k) summed over k: one fused multiply-reduce kernel.
+  Tensor x = a.unsqueeze(-2);
+  Tensor y = b.transpose(-2, -1).unsqueeze(-3);
+  Tensor out = (x * y).sum({-1});
+  if (ndim() == 1) out = out.squeeze(-2);
+  if (o.ndim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,55 @@
+// The scheduler's fusion decisions: kernel counts for canonical graphs.
+#include "tensor/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace {
+
+size_t kernels(const Tensor& t) { return create_schedule({t.lazy()}).size(); }
+
+Tensor input(Shape s) { return Tensor::zeros(s).contiguous().realize(); }
+
+TEST(Schedule, ElementwiseChainIntoReductionIsOneKernel) {
+  Tensor a = input({16, 16}), b = input({16, 16}), c = input({16});
+  EXPECT_EQ(kernels((a * b + c).relu().sum()), 1u);
+}
+
+TEST(Schedule, ElementwiseChainIsOneKernel) {
+  Tensor a = input({8, 8});
+  EXPECT_EQ(kernels(((a + 1.0) * a - a.exp()).sqrt().transpose()), 1u);
+}
+
+TEST(Schedule, SoftmaxIsAtMostThreeKernels) {
+  Tensor x = input({4, 32});
+  Tensor e = (x - x.max({-1}, true)).exp();
+  EXPECT_LE(kernels(e / e.sum({-1}, true)), 3u);
+}
+
+TEST(Schedule, MatmulIsOneKernelAndBiasReluFuses) {
+  Tensor a = input({8, 16}), w = input({16, 4}), bias = input({4});
+  EXPECT_EQ(kernels(a.matmul(w)), 1u);
+  // the reduction is read unchanged by the bias add only through a broadcast of the bias
+  EXPECT_EQ(kernels((a.matmul(w) + bias).relu()), 1u);
+}
+
+TEST(Schedule, PaddedElementwiseIsRealizedFirst) {
+  // exp(x) padded with zeros must not become exp(0) = 1 in the pad: exp is its own kernel.
+  Tensor x = input({4});
+  Tensor y = x.exp().pad({{1, 1}}).contiguous();
+  EXPECT_EQ(kernels(y), 2u);
+  EXPECT_EQ(y.to_vector()[0], 0.0);
+  EXPECT_EQ(y.to_vector()[1], 1.0);  // exp(0) inside the pad
+}
+
+TEST(Schedule, RealizedInputsAreNotRecomputed) {
+  Tensor a = input({8});
+  Tensor b = (a + 1.0).realize();
+  EXPECT_EQ(kernels(b * 2.0), 1u);
+  EXPECT_EQ(kernels(b), 0u);
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
