@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -160,13 +161,62 @@ std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tenso
   return {to(a), to(b)};
 }
 
+Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& parents, BackwardFn fn) {
+  Tensor t(std::move(out));
+  if (std::none_of(parents.begin(), parents.end(),
+                   [](const Tensor& p) { return p.requires_grad(); }))
+    return t;
+  auto node = std::make_shared<GradNode>();
+  node->op = op;
+  for (auto& p : parents) node->parents.push_back(p.impl_);
+  node->backward = std::move(fn);
+  t.impl_->requires_grad = true;
+  t.impl_->node = std::move(node);
+  return t;
+}
+
+namespace {
+using Grads = std::vector<std::optional<Tensor>>;
+Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype()); }
+}  // namespace
+
 Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out) {
   if (a.lazy().base->device != b.lazy().base->device)
     fail(name, "tensors are on different devices");
-  auto [x, y] = broadcast(name, a, b);
+  auto [bx, by] = broadcast(name, a, b);
   DType t = least_upper_dtype(a.dtype(), b.dtype());
   if (out == dtypes::kVoid) out = t;
-  return Tensor(lazy_alu(op, {x.cast(t).lazy_, y.cast(t).lazy_}, out));
+  Tensor x = bx.cast(t), y = by.cast(t);
+  BackwardFn fn;
+  switch (op) {
+    case Op::ADD:
+      fn = [](const Tensor& g) { return Grads{g, g}; };
+      break;
+    case Op::SUB:
+      fn = [](const Tensor& g) { return Grads{g, -g}; };
+      break;
+    case Op::MUL:
+      fn = [x, y](const Tensor& g) { return Grads{g * y.detach(), g * x.detach()}; };
+      break;
+    case Op::FDIV:
+      fn = [x, y](const Tensor& g) {
+        Tensor xd = x.detach(), yd = y.detach();
+        return Grads{g / yd, -(g * xd) / (yd * yd)};
+      };
+      break;
+    case Op::MAX:
+      // The larger input takes the gradient; ties split it evenly.
+      fn = [x, y](const Tensor& g) {
+        Tensor xd = x.detach(), yd = y.detach(), z = zeros_like(g), eq = xd.eq(yd);
+        Tensor half = g * 0.5;
+        return Grads{Tensor::where(yd.lt(xd), g, Tensor::where(eq, half, z)),
+                     Tensor::where(xd.lt(yd), g, Tensor::where(eq, half, z))};
+      };
+      break;
+    default:
+      fn = [](const Tensor&) { return Grads{std::nullopt, std::nullopt}; };
+  }
+  return Tensor::record(lazy_alu(op, {x.lazy(), y.lazy()}, out), name, {x, y}, std::move(fn));
 }
 
 // A scalar operand is "weak": it takes the tensor's dtype unless a float meets an int tensor.
@@ -174,7 +224,7 @@ Tensor Tensor::scalar_like(double v) const {
   DType t = dtype();
   if (!dtypes::is_float(t) && v != std::trunc(v)) t = dtypes::kFloat32;
   if (dtypes::is_bool(t)) t = v == 0 || v == 1 ? t : dtypes::kInt32;
-  return Tensor(lazy_const(lazy_.base->device, t, v, {}));
+  return Tensor(lazy_const(impl_->lazy.base->device, t, v, {}));
 }
 
 Tensor Tensor::operator+(const Tensor& o) const { return binary("add", Op::ADD, *this, o, {}); }
@@ -209,16 +259,50 @@ Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto [c, x2] = broadcast("where", cond, x);
   auto [c2, y2] = broadcast("where", c, y);
   DType t = least_upper_dtype(a.dtype(), b.dtype());
-  return Tensor(
-      lazy_alu(Op::WHERE, {c2.cast(dtypes::kBool).lazy_, x2.cast(t).lazy_, y2.cast(t).lazy_}, t));
+  Tensor cb = c2.cast(dtypes::kBool).detach(), xt = x2.cast(t), yt = y2.cast(t);
+  return record(lazy_alu(Op::WHERE, {cb.lazy(), xt.lazy(), yt.lazy()}, t), "where", {cb, xt, yt},
+                [cb](const Tensor& g) {
+                  Tensor z = zeros_like(g);
+                  return Grads{std::nullopt, where(cb, g, z), where(cb, z, g)};
+                });
 }
 
 Tensor Tensor::cast(DType t) const {
   if (t == dtype()) return *this;
-  return Tensor(lazy_cast(lazy_, t));
+  DType from = dtype();
+  return record(lazy_cast(impl_->lazy, t), "cast", {*this},
+                [from](const Tensor& g) { return Grads{g.cast(from)}; });
 }
 
-Tensor Tensor::unary(Op op) const { return Tensor(lazy_alu(op, {lazy_}, dtype())); }
+Tensor Tensor::unary(Op op) const {
+  Lazy out = lazy_alu(op, {impl_->lazy}, dtype());
+  Tensor x = detach(), y(out);  // y: the result without history (no reference cycle)
+  BackwardFn fn;
+  constexpr double kLn2 = std::numbers::ln2;
+  switch (op) {
+    case Op::NEG:
+      fn = [](const Tensor& g) { return Grads{-g}; };
+      break;
+    case Op::EXP2:
+      fn = [y](const Tensor& g) { return Grads{g * y * kLn2}; };
+      break;
+    case Op::LOG2:
+      fn = [x](const Tensor& g) { return Grads{g / (x * kLn2)}; };
+      break;
+    case Op::SQRT:
+      fn = [y](const Tensor& g) { return Grads{g / (y * 2.0)}; };
+      break;
+    case Op::SIN:
+      fn = [x](const Tensor& g) { return Grads{g * (x + std::numbers::pi / 2).sin()}; };
+      break;
+    case Op::RECIP:
+      fn = [y](const Tensor& g) { return Grads{-(g * y * y)}; };
+      break;
+    default:
+      fn = [](const Tensor&) { return Grads{std::nullopt}; };
+  }
+  return record(std::move(out), op_name(op), {*this}, std::move(fn));
+}
 
 namespace {
 // Transcendental ops compute in a float dtype.
@@ -226,7 +310,7 @@ Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.d
 }  // namespace
 
 Tensor Tensor::relu() const {
-  return maximum(Tensor(lazy_const(lazy_.base->device, dtype(), 0, {})));
+  return maximum(Tensor(lazy_const(impl_->lazy.base->device, dtype(), 0, {})));
 }
 Tensor Tensor::exp2() const { return as_float(*this).unary(Op::EXP2); }
 Tensor Tensor::log2() const { return as_float(*this).unary(Op::LOG2); }
@@ -240,14 +324,14 @@ Tensor Tensor::sigmoid() const { return ((-as_float(*this)).exp() + 1.0).recipro
 // ---- data --------------------------------------------------------------------------------------
 
 const Tensor& Tensor::realize() const {
-  run_schedule(create_schedule({lazy_}));
+  run_schedule(create_schedule({impl_->lazy}));
   return *this;
 }
 
 std::vector<double> Tensor::to_vector() const {
-  Tensor c = lazy_.is_base_view() ? *this : contiguous();
+  Tensor c = impl_->lazy.is_base_view() ? *this : contiguous();
   c.realize();
-  const auto& db = c.lazy_.base->realized;
+  const auto& db = c.impl_->lazy.base->realized;
   CHECK(db) << "to_vector: tensor was not realized";
   std::vector<uint8_t> bytes(static_cast<size_t>(numel()) * dtype().itemsize());
   if (!bytes.empty())
@@ -260,8 +344,8 @@ std::vector<double> Tensor::to_vector() const {
 
 Tensor Tensor::contiguous() const {
   // A new base whose kernel reads this view and writes it row-major.
-  auto b = lazy_contiguous(lazy_, dtype());
-  return Tensor(b);
+  return record(lazy_contiguous(impl_->lazy, dtype()), "contiguous", {*this},
+                [](const Tensor& g) { return Grads{g}; });
 }
 
 }  // namespace baregrad::tensor

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/dtype.h"
+#include "tensor/autograd.h"
 #include "tensor/lazy.h"
 
 namespace baregrad::tensor {
@@ -36,11 +37,26 @@ class Tensor {
   static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::kInt32);
 
   // ---- properties ----------------------------------------------------------------------------
-  const Shape& shape() const { return lazy_.shape(); }
-  DType dtype() const { return lazy_.dtype(); }
+  const Shape& shape() const { return impl_->lazy.shape(); }
+  DType dtype() const { return impl_->lazy.dtype(); }
   int ndim() const { return static_cast<int>(shape().size()); }
-  int64_t numel() const { return lazy_.numel(); }
-  const Lazy& lazy() const { return lazy_; }
+  int64_t numel() const { return impl_->lazy.numel(); }
+  const Lazy& lazy() const { return impl_->lazy; }
+
+  // ---- autograd ------------------------------------------------------------------------------
+  bool requires_grad() const { return impl_->requires_grad; }
+  // Marks a leaf as needing gradients; returns *this.
+  Tensor& requires_grad_(bool on = true);
+  // The gradient backward() accumulated into this tensor, if any.
+  std::optional<Tensor> grad() const;
+  // Gradients of this scalar with respect to every tensor that requires them, accumulated into
+  // their grad(). A non-scalar needs `grad_out` of its shape.
+  void backward(std::optional<Tensor> grad_out = std::nullopt) const;
+  // Gradients of this scalar with respect to `targets`, without touching grad().
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
+  // The same values with no gradient history.
+  Tensor detach() const { return Tensor(impl_->lazy); }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
   // ---- elementwise (broadcasting, dtype promotion as tinygrad) --------------------------------
   Tensor operator+(const Tensor& o) const;
@@ -103,7 +119,13 @@ class Tensor {
   std::vector<double> to_vector() const;
 
  private:
-  explicit Tensor(Lazy l) : lazy_(std::move(l)) {}
+  explicit Tensor(Lazy l) : impl_(std::make_shared<TensorImpl>()) { impl_->lazy = std::move(l); }
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  // `out`, recording `fn` as its backward when any of `parents` requires grad.
+  static Tensor record(Lazy out, const char* op, const std::vector<Tensor>& parents, BackwardFn fn);
+  friend std::vector<Tensor> run_backward(const Tensor& root,
+                                          const Tensor& seed,
+                                          const std::vector<Tensor>* targets);
   friend Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out);
   Tensor scalar_like(double v) const;
   Tensor unary(Op op) const;
@@ -111,7 +133,7 @@ class Tensor {
   std::vector<int> norm_axes(const char* name, std::vector<int> axes) const;
   int norm_axis(const char* name, int axis, int ndim) const;
 
-  Lazy lazy_;
+  std::shared_ptr<TensorImpl> impl_;
 };
 
 // Broadcasts `a` and `b` to one shape (numpy rules); throws naming `op` and both shapes.

@@ -7,6 +7,9 @@
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
+namespace {
+using Grads = std::vector<std::optional<Tensor>>;
+}  // namespace
 
 int Tensor::norm_axis(const char* name, int axis, int n) const {
   if (axis < -n || axis >= n)
@@ -40,7 +43,9 @@ Tensor Tensor::reshape(Shape s) const {
     *std::find(s.begin(), s.end(), -1) = numel() / known;
   }
   if (s == shape()) return *this;
-  return Tensor(lazy_view(lazy_, compiler::reshape(lazy_.st, s)));
+  Shape from = shape();
+  return record(lazy_view(impl_->lazy, compiler::reshape(impl_->lazy.st, s)), "reshape", {*this},
+                [from](const Tensor& g) { return Grads{g.reshape(from)}; });
 }
 
 Tensor Tensor::permute(std::vector<int> order) const {
@@ -48,7 +53,10 @@ Tensor Tensor::permute(std::vector<int> order) const {
     fail("permute",
          "order of " + std::to_string(order.size()) + " axes for shape " + shape_str(shape()));
   for (int& a : order) a = norm_axis("permute", a, ndim());
-  return Tensor(lazy_view(lazy_, compiler::permute(lazy_.st, order)));
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); i++) inverse[order[i]] = static_cast<int>(i);
+  return record(lazy_view(impl_->lazy, compiler::permute(impl_->lazy.st, order)), "permute",
+                {*this}, [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
 }
 
 Tensor Tensor::expand(Shape s) const {
@@ -60,21 +68,37 @@ Tensor Tensor::expand(Shape s) const {
     if (s[i] == -1) s[i] = cur[i];
   Tensor t = reshape(cur);
   if (s == cur) return t;
-  return Tensor(lazy_view(t.lazy_, compiler::expand(t.lazy_.st, s)));
+  std::vector<int> grown;  // the broadcast dims sum their gradient back
+  for (size_t i = 0; i < s.size(); i++)
+    if (cur[i] != s[i]) grown.push_back(static_cast<int>(i));
+  return record(lazy_view(t.impl_->lazy, compiler::expand(t.impl_->lazy.st, s)), "expand", {t},
+                [grown](const Tensor& g) { return Grads{g.sum(grown, true)}; });
 }
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const {
-  return Tensor(lazy_view(lazy_, compiler::pad(lazy_.st, before_after)));
+  Shape from = shape();
+  std::vector<std::pair<int64_t, int64_t>> back;
+  for (size_t i = 0; i < before_after.size() && i < from.size(); i++)
+    back.push_back({before_after[i].first, before_after[i].first + from[i]});
+  return record(lazy_view(impl_->lazy, compiler::pad(impl_->lazy.st, before_after)), "pad", {*this},
+                [back](const Tensor& g) { return Grads{g.shrink(back)}; });
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
-  return Tensor(lazy_view(lazy_, compiler::shrink(lazy_.st, ranges)));
+  Shape from = shape();
+  std::vector<std::pair<int64_t, int64_t>> back;
+  for (size_t i = 0; i < ranges.size() && i < from.size(); i++)
+    back.push_back({ranges[i].first, from[i] - ranges[i].second});
+  return record(lazy_view(impl_->lazy, compiler::shrink(impl_->lazy.st, ranges)), "shrink", {*this},
+                [back](const Tensor& g) { return Grads{g.pad(back)}; });
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
   std::vector<bool> f(ndim(), false);
   for (int a : norm_axes("flip", axes)) f[a] = true;
-  return Tensor(lazy_view(lazy_, compiler::flip(lazy_.st, f)));
+  std::vector<int> flipped = norm_axes("flip", axes);
+  return record(lazy_view(impl_->lazy, compiler::flip(impl_->lazy.st, f)), "flip", {*this},
+                [flipped](const Tensor& g) { return Grads{g.flip(flipped)}; });
 }
 
 Tensor Tensor::transpose(int a, int b) const {
@@ -104,7 +128,18 @@ Tensor Tensor::squeeze(int axis) const {
 Tensor Tensor::reduce(const char* name, Op op, std::vector<int> axes, bool keepdim) const {
   axes = norm_axes(name, axes);
   Tensor out = *this;
-  if (!axes.empty()) out = Tensor(lazy_reduce(op, lazy_, axes));
+  if (!axes.empty()) {
+    Lazy r = lazy_reduce(op, impl_->lazy, axes);
+    Shape full = shape();
+    Tensor x = detach(), y(r);
+    BackwardFn fn = [full](const Tensor& g) { return Grads{g.expand(full)}; };
+    if (op == Op::MAX)  // the maxima share the gradient evenly
+      fn = [full, axes, x, y](const Tensor& g) {
+        Tensor hit = x.eq(y.expand(full)).cast(g.dtype());
+        return Grads{hit * (g / hit.sum(axes, true)).expand(full)};
+      };
+    out = record(std::move(r), name, {*this}, std::move(fn));
+  }
   if (keepdim) return out;
   Shape s;
   for (int i = 0; i < ndim(); i++)
