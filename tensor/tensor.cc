@@ -342,6 +342,16 @@ std::vector<double> Tensor::to_vector() const {
   return out;
 }
 
+void Tensor::assign(const Tensor& value) {
+  if (value.shape() != shape() || value.dtype() != dtype())
+    fail("assign", "value of shape " + shape_str(value.shape()) + " " + value.dtype().name() +
+                       " for a tensor of shape " + shape_str(shape()) + " " + dtype().name());
+  Tensor v = value.lazy().is_base_view() ? value.detach() : value.detach().contiguous();
+  v.realize();
+  impl_->lazy = v.impl_->lazy;
+  impl_->node.reset();
+}
+
 Tensor Tensor::contiguous() const {
   // A new base whose kernel reads this view and writes it row-major.
   return record(lazy_contiguous(impl_->lazy, dtype()), "contiguous", {*this},

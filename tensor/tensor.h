@@ -35,6 +35,12 @@ class Tensor {
   static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
   // [start, stop) in steps of `step`.
   static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::kInt32);
+  // Seeds the counter-based generator: values depend only on the seed and the call order,
+  // not on the device or the thread count.
+  static void manual_seed(uint64_t seed);
+  static Tensor rand(Shape shape, DType dtype = dtypes::kFloat32);   // uniform [0, 1)
+  static Tensor randn(Shape shape, DType dtype = dtypes::kFloat32);  // standard normal
+  static Tensor uniform(Shape shape, double lo, double hi, DType dtype = dtypes::kFloat32);
 
   // ---- properties ----------------------------------------------------------------------------
   const Shape& shape() const { return impl_->lazy.shape(); }
@@ -56,6 +62,11 @@ class Tensor {
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
   // The same values with no gradient history.
   Tensor detach() const { return Tensor(impl_->lazy); }
+  // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
+  // history; optimizers update parameters this way. Realizes `value`.
+  void assign(const Tensor& value);
+  // Forgets the gradient backward() accumulated (optimizers' zero_grad).
+  void clear_grad() { impl_->grad.reset(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
   // ---- elementwise (broadcasting, dtype promotion as tinygrad) --------------------------------
@@ -86,6 +97,11 @@ class Tensor {
   Tensor reciprocal() const;
   Tensor sigmoid() const;
   Tensor square() const { return *this * *this; }
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
+  // Mean negative log-likelihood of integer `labels` (this tensor's shape without its last
+  // axis) under the logits in this tensor's last axis.
+  Tensor sparse_categorical_crossentropy(const Tensor& labels) const;
 
   // ---- movement (views; never copies) ---------------------------------------------------------
   Tensor reshape(Shape shape) const;  // one dim may be -1

@@ -197,3 +197,36 @@ Tensor Tensor::matmul(const Tensor& o) const {
 }
 
 }  // namespace baregrad::tensor
+
+namespace baregrad::tensor {
+
+// ---- activations and losses --------------------------------------------------------------------
+
+Tensor Tensor::softmax(int axis) const {
+  Tensor e = (*this - max({axis}, true).detach()).exp();
+  return e / e.sum({axis}, true);
+}
+
+Tensor Tensor::log_softmax(int axis) const {
+  Tensor shifted = *this - max({axis}, true).detach();
+  return shifted - shifted.exp().sum({axis}, true).log();
+}
+
+Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels) const {
+  if (ndim() < 1) fail("sparse_categorical_crossentropy", "logits must have a class axis");
+  Shape want(shape().begin(), shape().end() - 1);
+  if (labels.shape() != want)
+    fail("sparse_categorical_crossentropy", "labels of shape " + shape_str(labels.shape()) +
+                                                " for logits of shape " + shape_str(shape()) +
+                                                " (want " + shape_str(want) + ")");
+  if (dtypes::is_float(labels.dtype()))
+    fail("sparse_categorical_crossentropy",
+         "labels must be integers, got " + labels.dtype().name());
+  int64_t classes = shape().back();
+  Tensor onehot =
+      labels.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(classes), 1, labels.dtype()));
+  Tensor picked = (log_softmax(-1) * onehot.cast(dtype())).sum({-1});
+  return -picked.mean();
+}
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,65 @@
+// Optimizers: update parameters in place from the gradients backward() left in them.
+#pragma once
+
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+
+class Optimizer {
+ public:
+  // Every parameter must be a float tensor that requires grad.
+  explicit Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  // Clears every parameter's gradient.
+  void zero_grad();
+  // Applies one update and realizes the new parameters (and optimizer state) in one schedule.
+  // Throws baregrad::Error("[step] ...") naming a parameter that has no gradient.
+  void step();
+  double lr = 0;
+
+ protected:
+  // The new value of parameter `i` given its gradient; may update state tensors, which it
+  // appends to `state` so they are realized with the parameters.
+  virtual Tensor update(size_t i,
+                        const Tensor& param,
+                        const Tensor& grad,
+                        std::vector<Tensor*>& state) = 0;
+  std::vector<Tensor> params_;
+};
+
+// SGD with optional momentum (Nesterov or not) and L2 weight decay.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params,
+      double lr = 0.001,
+      double momentum = 0,
+      double weight_decay = 0,
+      bool nesterov = false);
+
+ private:
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) override;
+  double momentum_, weight_decay_;
+  bool nesterov_;
+  std::vector<Tensor> velocity_;
+};
+
+// Adam; with decoupled weight decay it is AdamW.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params,
+       double lr = 0.001,
+       double b1 = 0.9,
+       double b2 = 0.999,
+       double eps = 1e-8,
+       double weight_decay = 0);
+
+ private:
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) override;
+  double b1_, b2_, eps_, weight_decay_;
+  int64_t t_ = 0;
+  std::vector<Tensor> m_, v_;
+};
+
+}  // namespace baregrad::tensor

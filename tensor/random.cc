@@ -1,0 +1,73 @@
+// Counter-based random numbers: element i of the n-th call is a hash of (seed, n, i), so
+// results do not depend on the device or the thread count.
+#include <cmath>
+#include <mutex>
+#include <numbers>
+
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace {
+
+struct RngState {
+  std::mutex mu;
+  uint64_t seed = 0;
+  uint64_t calls = 0;
+};
+
+// NOTE: the one piece of global state of the tensor layer, behind this accessor.
+RngState& rng() {
+  static RngState state;
+  return state;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// n uniform doubles in [0, 1) for the next call.
+std::vector<double> uniform01(int64_t n) {
+  uint64_t key;
+  {
+    std::lock_guard lock(rng().mu);
+    key = splitmix64(rng().seed ^ splitmix64(rng().calls++));
+  }
+  std::vector<double> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < n; i++)
+    v[i] = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 11) * 0x1p-53;
+  return v;
+}
+
+int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+}  // namespace
+
+void Tensor::manual_seed(uint64_t seed) {
+  std::lock_guard lock(rng().mu);
+  rng().seed = seed;
+  rng().calls = 0;
+}
+
+Tensor Tensor::rand(Shape shape, DType dtype) { return uniform(shape, 0, 1, dtype); }
+
+Tensor Tensor::uniform(Shape shape, double lo, double hi, DType dtype) {
+  std::vector<double> v = uniform01(count(shape));
+  for (double& x : v) x = lo + (hi - lo) * x;
+  return from_data(v, std::move(shape), dtype);
+}
+
+Tensor Tensor::randn(Shape shape, DType dtype) {
+  int64_t n = count(shape);
+  std::vector<double> u = uniform01(2 * n), v(n);
+  for (int64_t i = 0; i < n; i++)  // Box-Muller
+    v[i] = std::sqrt(-2 * std::log(1 - u[2 * i])) * std::cos(2 * std::numbers::pi * u[2 * i + 1]);
+  return from_data(v, std::move(shape), dtype);
+}
+
+}  // namespace baregrad::tensor
