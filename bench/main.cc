@@ -145,6 +145,7 @@ int run(int argc, char** argv) {
   register_blas_benches();
 #ifdef BARE_HAVE_KERNEL_BENCHES
   register_kernel_benches();
+  register_train_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);

@@ -67,14 +67,21 @@ Adam::Adam(
 }
 
 Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) {
-  if (i == 0) t_++;
+  if (i == 0) {
+    t_++;
+    // The bias corrections change every step: as device scalars (not constants) they keep
+    // every step's kernels identical, so they compile once.
+    double c1 = 1 - std::pow(b1_, static_cast<double>(t_));
+    double c2 = 1 - std::pow(b2_, static_cast<double>(t_));
+    inv_c1_ = Tensor::from_data({1 / c1}, {}, p.dtype());
+    inv_c2_ = Tensor::from_data({1 / c2}, {}, p.dtype());
+  }
   m_[i] = m_[i] * b1_ + g * (1 - b1_);
   v_[i] = v_[i] * b2_ + g * g * (1 - b2_);
   state.push_back(&m_[i]);
   state.push_back(&v_[i]);
-  double c1 = 1 - std::pow(b1_, static_cast<double>(t_));
-  double c2 = 1 - std::pow(b2_, static_cast<double>(t_));
-  Tensor step = (m_[i] / c1) / ((v_[i] / c2).sqrt() + eps_);
+  Tensor step =
+      (m_[i] * inv_c1_->cast(p.dtype())) / ((v_[i] * inv_c2_->cast(p.dtype())).sqrt() + eps_);
   Tensor pd = p.detach();
   if (weight_decay_ != 0) step = step + pd * weight_decay_;
   return pd - step * lr;

@@ -1,6 +1,7 @@
 // Optimizers: update parameters in place from the gradients backward() left in them.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -60,6 +61,7 @@ class Adam : public Optimizer {
   double b1_, b2_, eps_, weight_decay_;
   int64_t t_ = 0;
   std::vector<Tensor> m_, v_;
+  std::optional<Tensor> inv_c1_, inv_c2_;  // 1 / (1 - beta^t) of the current step
 };
 
 }  // namespace baregrad::tensor

@@ -78,6 +78,20 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
     if (has_stride(k, vec_global, 0) && copies * 2 <= target.registers / 2)
       if (try_apply(k, {OptOp::kUpcast, vec_global, 2}, opts)) copies *= 2;
   }
+  // A dot-product-shaped reduction (lanes along the reduce axis, A @ B.T): tile the output
+  //    over operands broadcast along it, so each loaded vector feeds several accumulators.
+  if (reduce && vec_reduce) {
+    int tiled = 0;
+    for (int a = 0; a < k.first(AxisKind::kReduce) && tiled < 2; a++) {
+      if (!has_stride(k, a, 0)) continue;
+      for (int amt : {4, 2})
+        if (try_apply(k, {OptOp::kUpcast, a, amt}, opts)) {
+          copies *= amt;
+          tiled++;
+          break;
+        }
+    }
+  }
   // 3. More independent work per iteration where no tile was made.
   if (copies == 1) {
     if (vec_global >= 0)

@@ -87,15 +87,15 @@ Status CpuDevice::copy_out(void* dst, Buffer src, size_t bytes) {
 
 Result<std::shared_ptr<Program>> CpuDevice::compile(const UOpPtr& ast,
                                                     const std::optional<std::vector<Opt>>& opts) {
-  std::string key = compiler_->cache_key() + "\n" + std::to_string(target_.threads) + "\n" +
-                    opts_key(opts) + "\n" + ast->str();
+  // UOps are interned, so the AST's address identifies it while the entry keeps it alive.
+  auto key = std::make_pair(ast.get(), opts_key(opts));
   {
     std::lock_guard lock(mu_);
-    if (auto it = programs_.find(key); it != programs_.end()) return it->second;
+    if (auto it = programs_.find(key); it != programs_.end()) return it->second.second;
   }
   ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts));
   std::lock_guard lock(mu_);
-  programs_.emplace(key, prg);
+  programs_.emplace(key, std::make_pair(ast, prg));
   return prg;
 }
 

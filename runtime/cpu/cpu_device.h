@@ -1,6 +1,7 @@
 // The CPU device: kernels compiled in-process (LLVM) or by clang (C), run on every core.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,7 +47,10 @@ class CpuDevice : public Device {
   ObjectLoader loader_;
   ThreadPool pool_;
   std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Program>> programs_;
+  // (AST, opts) -> program; the entry holds the AST so its address stays unique.
+  std::map<std::pair<const compiler::UOp*, std::string>,
+           std::pair<compiler::UOpPtr, std::shared_ptr<Program>>>
+      programs_;
 };
 
 }  // namespace baregrad::runtime

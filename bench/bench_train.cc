@@ -1,0 +1,62 @@
+// Training-step benchmarks of the tensor front-end on the CPU device.
+#include <chrono>
+
+#include "base/timer.h"
+#include "bench/bench.h"
+#include "tensor/nn.h"
+#include "tensor/optim.h"
+
+namespace baregrad::bench {
+namespace {
+using tensor::Tensor;
+
+// One Adam step of an MLP 784-512-512-10 on a batch of 128 (forward, backward, update).
+std::vector<Row> mlp_rows(const Context& ctx) {
+  Tensor::manual_seed(1);
+  tensor::nn::Linear l1(784, 512), l2(512, 512), l3(512, 10);
+  std::vector<Tensor> params;
+  for (auto* l : {&l1, &l2, &l3})
+    for (auto& p : l->parameters()) params.push_back(p);
+  tensor::Adam opt(params, 1e-3);
+  Tensor x = Tensor::randn({128, 784}).realize();
+  Tensor y = Tensor::arange(0, 128, 1, tensor::dtypes::kInt32) * 7.0;
+  y = Tensor::from_data(y.to_vector(), {128}, tensor::dtypes::kInt32);
+  std::vector<double> ys = y.to_vector();
+  for (double& v : ys) v = static_cast<int>(v) % 10;
+  y = Tensor::from_data(ys, {128}, tensor::dtypes::kInt32);
+  double loss = 0;
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor l = l3(l2(l1(x).relu()).relu()).sparse_categorical_crossentropy(y);
+    l.backward();
+    opt.step();
+    loss = l.to_vector()[0];
+  };
+  double first_ms = 0;
+  {
+    double t0 = now_ms();
+    step();  // includes compiling every kernel (or loading it from the cache)
+    first_ms = now_ms() - t0;
+  }
+  double ms = time_median_ms(step, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
+  // 2 * (forward + 2 backward) multiply-adds of the three layers.
+  double flops = 3 * 2.0 * 128 * (784.0 * 512 + 512.0 * 512 + 512.0 * 10);
+  Row r;
+  r.name = "mlp 784-512-512-10 adam step, batch 128";
+  r.device = "CPU";
+  r.metric = "time";
+  r.unit = "ms";
+  r.value = ms;
+  r.note = "median; first step " + std::to_string(first_ms) + " ms; " +
+           std::to_string(flops / (ms * 1e6)) + " GFLOP/s; loss " + std::to_string(loss);
+  return {r};
+}
+
+}  // namespace
+
+void register_train_benches() {
+  register_bench("mlp step", mlp_rows,
+                 "one Adam training step of an MLP 784-512-512-10, batch 128, no JIT yet");
+}
+
+}  // namespace baregrad::bench
