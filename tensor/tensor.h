@@ -128,6 +128,23 @@ class Tensor {
   // (..., n, k) @ (..., k, m), batch dims broadcast; 1-D operands as numpy.
   Tensor matmul(const Tensor& o) const;
 
+  // ---- convolution and pooling (tensor_conv.cc) -------------------------------------------------
+  // Sliding windows over the last len(kernel) axes: (..., i...) -> (..., o..., k...), with
+  // o = (i - dilation*(k-1) - 1) / stride + 1. Built from movement ops only (differentiable).
+  Tensor pool_windows(const std::vector<int64_t>& kernel,
+                      const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& dilation) const;
+  // x (N, C, H, W) * weight (O, C/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW).
+  Tensor conv2d(const Tensor& weight,
+                const std::optional<Tensor>& bias = std::nullopt,
+                int64_t stride = 1,
+                int64_t padding = 0,
+                int64_t dilation = 1,
+                int64_t groups = 1) const;
+  // Over the last two axes; stride defaults to the kernel size.
+  Tensor max_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
+  Tensor avg_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
+
   // ---- data ----------------------------------------------------------------------------------
   // Schedules and runs every kernel this tensor needs; returns *this.
   const Tensor& realize() const;
