@@ -1,5 +1,9 @@
 // Training-step benchmarks of the tensor front-end on the CPU device.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "base/timer.h"
 #include "bench/bench.h"
@@ -9,6 +13,20 @@
 namespace baregrad::bench {
 namespace {
 using tensor::Tensor;
+
+// PyTorch's median step time for the same MLP (bench/ref/torch_mlp.py), when Debian's
+// python3-torch is installed; nullopt otherwise.
+std::optional<double> torch_mlp_ms(int threads) {
+  std::string cmd = "/usr/bin/python3 " BARE_SOURCE_DIR "/bench/ref/torch_mlp.py " +
+                    std::to_string(threads) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return std::nullopt;
+  char buf[64] = {};
+  bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
+  int rc = pclose(p);
+  if (!got || rc != 0) return std::nullopt;
+  return std::strtod(buf, nullptr);
+}
 
 // One Adam step of an MLP 784-512-512-10 on a batch of 128 (forward, backward, update).
 std::vector<Row> mlp_rows(const Context& ctx) {
@@ -47,6 +65,10 @@ std::vector<Row> mlp_rows(const Context& ctx) {
   r.metric = "time";
   r.unit = "ms";
   r.value = ms;
+  if (auto ref = torch_mlp_ms(ctx.threads)) {
+    r.ref = "PyTorch";
+    r.ref_value = *ref;
+  }
   r.note = "median; first step " + std::to_string(first_ms) + " ms; " +
            std::to_string(flops / (ms * 1e6)) + " GFLOP/s; loss " + std::to_string(loss);
   return {r};
