@@ -83,7 +83,8 @@ class Scheduler {
     for (bool changed = true; changed;) {
       changed = false;
       for (LazyBase* b : order_) {
-        if (!pending(b) || outputs_.count(b)) continue;
+        bool unrealized_const = b->kind == LazyKind::kConst && !b->realized;
+        if ((!pending(b) && !unrealized_const) || outputs_.count(b)) continue;
         if (must_realize(b)) {
           outputs_.insert(b);
           changed = true;
@@ -96,6 +97,9 @@ class Scheduler {
 
   bool must_realize(LazyBase* b) {
     const auto& uses = uses_[b];
+    if (b->kind == LazyKind::kConst)  // padding a constant needs it in memory, masked
+      return std::any_of(uses.begin(), uses.end(),
+                         [](const auto& u) { return has_mask(u.second->st); });
     if (b->kind == LazyKind::kReduce && uses.size() > 1) return true;  // never recompute
     for (auto& [consumer, view] : uses) {
       if (has_mask(view->st) && b->kind != LazyKind::kBuffer) return true;  // pad needs zeros

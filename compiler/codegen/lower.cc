@@ -26,6 +26,9 @@ struct Ctx {
 // Elements of its buffer that `st` can touch (one past the largest index).
 int64_t extent(const ShapeTracker& st) {
   const View& v = st.views.front();
+  if (v.mask)
+    for (auto [lo, hi] : *v.mask)
+      if (lo >= hi) return 0;  // every element is padding: nothing is read
   int64_t hi = v.offset;
   for (size_t d = 0; d < v.shape.size(); d++) {
     int64_t lo_d = 0, hi_d = v.shape[d] - 1;

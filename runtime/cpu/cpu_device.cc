@@ -73,7 +73,7 @@ Status CpuDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
   if (bytes > dst.bytes)
     return invalid_argument("copy_in of " + std::to_string(bytes) + " bytes into a buffer of " +
                             std::to_string(dst.bytes));
-  std::memcpy(dst.ptr, src, bytes);
+  if (bytes > 0) std::memcpy(dst.ptr, src, bytes);
   return Status();
 }
 
@@ -81,7 +81,7 @@ Status CpuDevice::copy_out(void* dst, Buffer src, size_t bytes) {
   if (bytes > src.bytes)
     return invalid_argument("copy_out of " + std::to_string(bytes) + " bytes from a buffer of " +
                             std::to_string(src.bytes));
-  std::memcpy(dst, src.ptr, bytes);
+  if (bytes > 0) std::memcpy(dst, src.ptr, bytes);
   return Status();
 }
 

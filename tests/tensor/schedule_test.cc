@@ -53,3 +53,23 @@ TEST(Schedule, RealizedInputsAreNotRecomputed) {
 
 }  // namespace
 }  // namespace baregrad::tensor
+
+namespace baregrad::tensor {
+namespace {
+
+// A constant read through padding is realized as a one-element buffer, so the pad reads 0.
+TEST(Schedule, PaddedConstantReadsZerosInThePad) {
+  Tensor x = input({4}) + 1.0;
+  EXPECT_EQ((Tensor::ones({2}).pad({{1, 1}}) + x).to_vector(), (std::vector<double>{1, 2, 2, 1}));
+  Tensor y = Tensor::from_data({1, 2, 3, 4}, {4}, dtypes::kFloat64);
+  y.requires_grad_();
+  y.shrink({{0, 2}}).sum().backward();  // the gradient pads a constant
+  EXPECT_EQ(y.grad()->to_vector(), (std::vector<double>{1, 1, 0, 0}));
+}
+
+TEST(Schedule, PaddingAnEmptyTensor) {
+  EXPECT_EQ(Tensor::zeros({0}).contiguous().pad({{1, 1}}).to_vector(), (std::vector<double>{0, 0}));
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
