@@ -115,15 +115,22 @@ Tensor Tensor::from_data(const std::vector<double>& data,
   if (static_cast<int64_t>(data.size()) != n)
     fail("from_data", std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
                           std::to_string(n) + " elements)");
-  auto dev = device_or_throw(device);
   std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype.itemsize());
   for (int64_t i = 0; i < n; i++) store_elem(dtype, data[i], bytes.data() + i * dtype.itemsize());
-  auto buf = dev->alloc(bytes.size());
-  if (!buf.ok()) buf.status().throw_if_error("from_data");
+  Tensor t = empty(std::move(shape), dtype, device);
+  const auto& db = t.lazy().base->realized;
+  db->device->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("from_data");
+  return t;
+}
+
+Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
+  int64_t n = numel_of(shape);
+  auto dev = device_or_throw(device);
+  auto buf = dev->alloc(static_cast<size_t>(n) * dtype.itemsize());
+  if (!buf.ok()) buf.status().throw_if_error("empty");
   auto db = std::make_shared<DeviceBuffer>();
   db->device = dev;
   db->buffer = *buf;
-  dev->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("from_data");
   return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
 }
 

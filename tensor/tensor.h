@@ -31,6 +31,8 @@ class Tensor {
                      double value,
                      DType dtype = dtypes::kFloat32,
                      std::string_view device = {});
+  // A device buffer of `shape` with unspecified contents (nothing is written).
+  static Tensor empty(Shape shape, DType dtype = dtypes::kFloat32, std::string_view device = {});
   static Tensor zeros(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 0, dtype); }
   static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
   // [start, stop) in steps of `step`.
@@ -144,6 +146,77 @@ class Tensor {
   // Over the last two axes; stride defaults to the kernel size.
   Tensor max_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
   Tensor avg_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
+
+  // ---- more ops (tensor_more.cc) ----
+  // Elementwise, broadcasting and promoting like the ops above.
+  // |x|, with gradient sign(x) (0 at 0).
+  Tensor abs() const;
+  // -1, 0 or 1 in this dtype; NaN stays NaN; the gradient is 0.
+  Tensor sign() const;
+  // x ** e; a negative x with a non-integer e gives NaN, x ** 0 is 1, int ** int stays int.
+  Tensor pow(const Tensor& e) const;
+  // x ** e; integer and half-integer e by exact multiplies (and one sqrt), as tinygrad.
+  Tensor pow(double e) const;
+  // min(max(x, lo), hi).
+  Tensor clamp(double lo, double hi) const;
+  // x + (end - x) * weight.
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor lerp(const Tensor& end, double weight) const;
+  // Bool comparisons as tinygrad: gt is o < x, ge is not (x < o), le is not (o < x).
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  // Bool logic; other dtypes are cast to bool first (nonzero is true).
+  Tensor logical_not() const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  // Activations, as tinygrad's (gelu is the tanh approximation; softplus cannot overflow).
+  Tensor tanh() const;
+  Tensor leaky_relu(double slope = 0.01) const;
+  Tensor gelu() const;
+  Tensor quick_gelu() const;
+  Tensor silu() const;
+  Tensor softplus(double beta = 1) const;
+  Tensor mish() const;
+  Tensor elu(double alpha = 1) const;
+  Tensor selu() const;
+  Tensor hardswish() const;
+  Tensor relu6() const;
+  Tensor hardtanh(double lo = -1, double hi = 1) const;
+  // int32 index of the first maximum (minimum) along `axis`, of the flattened tensor when
+  // none; an empty axis throws.
+  Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int> axis = std::nullopt, bool keepdim = false) const;
+  // Bool: whether any (all) elements over `axes` are nonzero; empty gives false (true).
+  Tensor any(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor all(std::vector<int> axes = {}, bool keepdim = false) const;
+  // Sum of squared deviations over `axes` / max(0, n - correction); std is its sqrt.
+  Tensor var(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor std(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  // log(sum(exp(x))) over `axes`, shifted by the max so that it cannot overflow.
+  Tensor logsumexp(std::vector<int> axes = {}, bool keepdim = false) const;
+  // Running sum along `axis`, in sum()'s accumulation dtype.
+  Tensor cumsum(int axis = 0) const;
+  // Product over `axes` by multiplies only (no logs): exact for ints, zeros and signs kept.
+  Tensor prod(std::vector<int> axes = {}, bool keepdim = false) const;
+  // Joins along `axis`: shapes equal outside it, dtypes promote.
+  static Tensor cat(const std::vector<Tensor>& ts, int axis = 0);
+  // Joins equal shapes along a new `axis`.
+  static Tensor stack(const std::vector<Tensor>& ts, int axis = 0);
+  // Views of `size` along `axis` (the last may be smaller). NOTE: split({n}) picks this one.
+  std::vector<Tensor> split(int64_t size, int axis = 0) const;
+  // Views of the given sizes, which must sum to the length of `axis`.
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int axis = 0) const;
+  // split(ceil(n / chunks)): at most `chunks` views.
+  std::vector<Tensor> chunk(int64_t chunks, int axis = 0) const;
+  // Tiles repeats[i] times along dim i; extra leading repeats add dims.
+  Tensor repeat(const std::vector<int64_t>& repeats) const;
+  // out[i] = x[(i - shift) mod n] along `axis`, of the flattened tensor when none.
+  Tensor roll(int64_t shift, std::optional<int> axis = std::nullopt) const;
+  // out[i][j] = x[i][index[i][j]] for axis 1; index has this ndim; out-of-range picks 0.
+  Tensor gather(int axis, const Tensor& index) const;
+  // int32 (..., num_classes) with a 1 at each value; -1 means max() + 1 (realizes).
+  Tensor one_hot(int64_t num_classes = -1) const;
 
   // ---- data ----------------------------------------------------------------------------------
   // Schedules and runs every kernel this tensor needs; returns *this.
