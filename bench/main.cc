@@ -146,6 +146,7 @@ int run(int argc, char** argv) {
 #ifdef BARE_HAVE_KERNEL_BENCHES
   register_kernel_benches();
   register_train_benches();
+  register_gpt2_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);
