@@ -7,61 +7,11 @@
 
 #include "base/error.h"
 #include "tensor/tensor.h"
+#include "tests/tensor/test_util.h"
 
 namespace baregrad::tensor {
 namespace {
-
-const DType kF64 = dtypes::kFloat64;
-
-std::vector<double> rnd(size_t n, uint64_t seed, double lo, double hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  std::vector<double> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// d/dx_i of sum(f(x) * w) by backward, against central differences of the same forward.
-void check_grad(const char* name,
-                const Fn& f,
-                const std::vector<Shape>& shapes,
-                double lo = -2,
-                double hi = 2) {
-  SCOPED_TRACE(name);
-  std::vector<std::vector<double>> xs;
-  for (size_t i = 0; i < shapes.size(); i++) {
-    int64_t n = 1;
-    for (int64_t d : shapes[i]) n *= d;
-    xs.push_back(rnd(n, 100 + i, lo, hi));
-  }
-  auto inputs = [&](const std::vector<std::vector<double>>& v) {
-    std::vector<Tensor> t;
-    for (size_t i = 0; i < v.size(); i++) t.push_back(Tensor::from_data(v[i], shapes[i], kF64));
-    return t;
-  };
-  std::vector<Tensor> in = inputs(xs);
-  for (auto& t : in) t.requires_grad_();
-  Tensor y0 = f(in);
-  std::vector<double> w = rnd(y0.numel(), 7, -1, 1);
-  Tensor wt = Tensor::from_data(w, y0.shape(), kF64);
-  auto loss = [&](const std::vector<Tensor>& t) { return (f(t) * wt).sum(); };
-  loss(in).backward();
-  const double eps = 1e-6;
-  for (size_t i = 0; i < xs.size(); i++) {
-    ASSERT_TRUE(in[i].grad()) << "input " << i << " got no gradient";
-    std::vector<double> g = in[i].grad()->to_vector();
-    for (size_t j = 0; j < xs[i].size(); j++) {
-      auto plus = xs, minus = xs;
-      plus[i][j] += eps;
-      minus[i][j] -= eps;
-      double num =
-          (loss(inputs(plus)).to_vector()[0] - loss(inputs(minus)).to_vector()[0]) / (2 * eps);
-      ASSERT_NEAR(g[j], num, 1e-5 + 1e-4 * std::fabs(num)) << "input " << i << " element " << j;
-    }
-  }
-}
+using namespace test_util;
 
 TEST(Autograd, Elementwise) {
   check_grad("add", [](auto& t) { return t[0] + t[1]; }, {{3, 4}, {4}});

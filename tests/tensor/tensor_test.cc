@@ -8,26 +8,11 @@
 #include <random>
 
 #include "base/error.h"
+#include "tests/tensor/test_util.h"
 
 namespace baregrad::tensor {
 namespace {
-
-std::vector<double> rnd(size_t n, uint64_t seed, double lo = -2, double hi = 2) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  std::vector<double> v(n);
-  for (auto& x : v) x = static_cast<float>(d(rng));  // exactly representable in float32
-  return v;
-}
-
-void expect_near(const std::vector<double>& got,
-                 const std::vector<double>& want,
-                 double atol = 1e-6,
-                 double rtol = 1e-3) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); i++)
-    ASSERT_NEAR(got[i], want[i], atol + rtol * std::fabs(want[i])) << "element " << i;
-}
+using namespace test_util;
 
 // Row-major strides of a shape.
 std::vector<int64_t> strides(const Shape& s) {
@@ -202,16 +187,6 @@ TEST(Tensor, CreationOps) {
   EXPECT_EQ(Tensor::zeros({0, 3}).numel(), 0);
   EXPECT_TRUE(Tensor::zeros({0, 3}).to_vector().empty());
   EXPECT_EQ((Tensor::ones({3}) * 2.0).sum().to_vector(), std::vector<double>{6});
-}
-
-// Misuse names the op, the shapes and the values.
-void expect_error(const std::function<void()>& f, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << text;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 TEST(Tensor, BadInputGivesClearErrors) {
