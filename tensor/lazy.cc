@@ -110,6 +110,18 @@ Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
 }
 
 Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes) {
+  // Reducing an empty axis gives the identity (no kernel loop would run to write it).
+  std::vector<int64_t> out_shape = src.shape();
+  bool empty = false;
+  for (int a : axes) {
+    empty |= out_shape[a] == 0;
+    out_shape[a] = 1;
+  }
+  if (empty) {
+    double id = op == Op::ADD ? 0 : op == Op::MUL ? 1 : compiler::dtypes::min_value(src.dtype());
+    if (op == Op::MAX && compiler::dtypes::is_float(src.dtype())) id = -INFINITY;
+    return lazy_const(src.base->device, src.dtype(), id, out_shape);
+  }
   if (auto v = const_value(src)) {
     std::vector<int64_t> shape = src.shape();
     double n = 1;

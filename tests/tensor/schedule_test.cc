@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -65,6 +67,14 @@ TEST(Schedule, PaddedConstantReadsZerosInThePad) {
   y.requires_grad_();
   y.shrink({{0, 2}}).sum().backward();  // the gradient pads a constant
   EXPECT_EQ(y.grad()->to_vector(), (std::vector<double>{1, 1, 0, 0}));
+}
+
+TEST(Schedule, ReducingAnEmptyAxisGivesTheIdentity) {
+  Tensor x = Tensor::from_data(std::vector<double>(16, 3), {4, 4}, dtypes::kFloat64);
+  EXPECT_EQ(x.shrink({{4, 4}, {0, 4}}).sum({0}).to_vector(), std::vector<double>(4, 0));
+  EXPECT_EQ(Tensor::from_data({}, {0, 4}).max({0}).to_vector(), std::vector<double>(4, -INFINITY));
+  EXPECT_EQ(x.shrink({{0, 4}, {0, 0}}).matmul(x.shrink({{0, 0}, {0, 4}})).to_vector(),
+            std::vector<double>(16, 0));
 }
 
 TEST(Schedule, PaddingAnEmptyTensor) {
