@@ -18,24 +18,30 @@ void Optimizer::zero_grad() {
   for (auto& p : params_) p.clear_grad();
 }
 
+namespace {
+Tensor as_base(const Tensor& t) { return t.lazy().is_base_view() ? t : t.contiguous(); }
+}  // namespace
+
 void Optimizer::step() {
   std::vector<Tensor> news;
-  std::vector<Tensor*> state;
+  StateUpdates state;
   for (size_t i = 0; i < params_.size(); i++) {
     auto g = params_[i].grad();
     if (!g)
       fail("step", "parameter " + std::to_string(i) + " of shape " + shape_str(params_[i].shape()) +
                        " has no gradient (was it used in the loss? call backward() first)");
-    Tensor n = update(i, params_[i], g->detach(), state).cast(params_[i].dtype());
-    news.push_back(n.lazy().is_base_view() ? n : n.contiguous());
+    news.push_back(as_base(update(i, params_[i], g->detach(), state).cast(params_[i].dtype())));
   }
+  // NOTE: updates go to new buffers: a lazy tensor still reading the old values (a loss read
+  // after step(), say) must see them, as eager execution would.
+  for (auto& [target, value] : state) value = as_base(value);
   // One schedule for every update, so shared work is computed once.
   std::vector<Lazy> targets;
   for (auto& n : news) targets.push_back(n.lazy());
-  for (Tensor* s : state) targets.push_back(s->lazy());
+  for (auto& [target, value] : state) targets.push_back(value.lazy());
   run_schedule(create_schedule(targets));
   for (size_t i = 0; i < params_.size(); i++) params_[i].assign(news[i]);
-  for (Tensor* s : state) s->assign(*s);
+  for (auto& [target, value] : state) target->assign(value);
 }
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov)
@@ -46,42 +52,45 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
   for (auto& p : params_) velocity_.push_back(Tensor::zeros(p.shape(), p.dtype()));
 }
 
-Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, std::vector<Tensor*>& state) {
+Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, StateUpdates& state) {
   Tensor g = grad;
   if (weight_decay_ != 0) g = g + p.detach() * weight_decay_;
   if (momentum_ != 0) {
-    velocity_[i] = velocity_[i] * momentum_ + g;
-    state.push_back(&velocity_[i]);
-    g = nesterov_ ? g + velocity_[i] * momentum_ : velocity_[i];
+    Tensor v = velocity_[i] * momentum_ + g;
+    state.push_back({&velocity_[i], v});
+    g = nesterov_ ? g + v * momentum_ : v;
   }
   return p.detach() - g * lr;
 }
 
 Adam::Adam(
     std::vector<Tensor> params, double lr, double b1, double b2, double eps, double weight_decay)
-    : Optimizer(std::move(params), lr), b1_(b1), b2_(b2), eps_(eps), weight_decay_(weight_decay) {
+    : Optimizer(std::move(params), lr),
+      b1_(b1),
+      b2_(b2),
+      eps_(eps),
+      weight_decay_(weight_decay),
+      t_(Tensor::zeros({}, dtypes::kFloat64).contiguous().realize()) {
   for (auto& p : params_) {
     m_.push_back(Tensor::zeros(p.shape(), p.dtype()));
     v_.push_back(Tensor::zeros(p.shape(), p.dtype()));
   }
 }
 
-Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) {
+Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) {
   if (i == 0) {
-    t_++;
-    // The bias corrections change every step: as device scalars (not constants) they keep
-    // every step's kernels identical, so they compile once.
-    double c1 = 1 - std::pow(b1_, static_cast<double>(t_));
-    double c2 = 1 - std::pow(b2_, static_cast<double>(t_));
-    inv_c1_ = Tensor::from_data({1 / c1}, {}, p.dtype());
-    inv_c2_ = Tensor::from_data({1 / c2}, {}, p.dtype());
+    // Bias corrections from the step count on the device: 1 / (1 - beta^t), beta^t = 2^(t log2
+    // beta).
+    Tensor t = t_ + 1.0;
+    state.push_back({&t_, t});
+    inv_c1_ = (-(t * std::log2(b1_)).exp2() + 1.0).reciprocal();
+    inv_c2_ = (-(t * std::log2(b2_)).exp2() + 1.0).reciprocal();
   }
-  m_[i] = m_[i] * b1_ + g * (1 - b1_);
-  v_[i] = v_[i] * b2_ + g * g * (1 - b2_);
-  state.push_back(&m_[i]);
-  state.push_back(&v_[i]);
-  Tensor step =
-      (m_[i] * inv_c1_->cast(p.dtype())) / ((v_[i] * inv_c2_->cast(p.dtype())).sqrt() + eps_);
+  Tensor m = m_[i] * b1_ + g * (1 - b1_);
+  Tensor v = v_[i] * b2_ + g * g * (1 - b2_);
+  state.push_back({&m_[i], m});
+  state.push_back({&v_[i], v});
+  Tensor step = (m * inv_c1_->cast(p.dtype())) / ((v * inv_c2_->cast(p.dtype())).sqrt() + eps_);
   Tensor pd = p.detach();
   if (weight_decay_ != 0) step = step + pd * weight_decay_;
   return pd - step * lr;

@@ -21,12 +21,11 @@ class Optimizer {
   double lr = 0;
 
  protected:
-  // The new value of parameter `i` given its gradient; may update state tensors, which it
-  // appends to `state` so they are realized with the parameters.
-  virtual Tensor update(size_t i,
-                        const Tensor& param,
-                        const Tensor& grad,
-                        std::vector<Tensor*>& state) = 0;
+  // The new value of a state tensor, written into that tensor's buffer by step().
+  using StateUpdates = std::vector<std::pair<Tensor*, Tensor>>;
+  // The new value of parameter `i` given its gradient; new values of state tensors go in
+  // `state` and are realized (in place) with the parameters.
+  virtual Tensor update(size_t i, const Tensor& param, const Tensor& grad, StateUpdates& state) = 0;
   std::vector<Tensor> params_;
 };
 
@@ -40,7 +39,7 @@ class SGD : public Optimizer {
       bool nesterov = false);
 
  private:
-  Tensor update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) override;
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) override;
   double momentum_, weight_decay_;
   bool nesterov_;
   std::vector<Tensor> velocity_;
@@ -57,9 +56,9 @@ class Adam : public Optimizer {
        double weight_decay = 0);
 
  private:
-  Tensor update(size_t i, const Tensor& p, const Tensor& g, std::vector<Tensor*>& state) override;
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) override;
   double b1_, b2_, eps_, weight_decay_;
-  int64_t t_ = 0;
+  Tensor t_;  // the step count, a float64 device scalar (so a captured step stays valid)
   std::vector<Tensor> m_, v_;
   std::optional<Tensor> inv_c1_, inv_c2_;  // 1 / (1 - beta^t) of the current step
 };

@@ -85,6 +85,18 @@ TEST(Optim, SgdAndAdamMatchReferenceUpdates) {
   }
 }
 
+// A loss read after step() is the loss of the parameters it was built from, as in eager code.
+TEST(Optim, LossReadAfterStepSeesTheOldParameters) {
+  Tensor w = Tensor::from_data({1, 2, 3}, {3}, dtypes::kFloat64);
+  w.requires_grad_();
+  Adam opt({w}, 0.5);
+  Tensor loss = (w * w).sum();
+  loss.backward();
+  opt.step();
+  EXPECT_EQ(loss.to_vector()[0], 14.0);
+  EXPECT_NE(w.to_vector()[0], 1.0);
+}
+
 TEST(Optim, Misuse) {
   Tensor a = Tensor::zeros({2});
   try {
