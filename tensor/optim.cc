@@ -93,6 +93,13 @@ Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& st
   Tensor step = (m * inv_c1_->cast(p.dtype())) / ((v * inv_c2_->cast(p.dtype())).sqrt() + eps_);
   Tensor pd = p.detach();
   if (weight_decay_ != 0) step = step + pd * weight_decay_;
+  if (trust_ratio_) {
+    Tensor pn = (pd * pd).sum().sqrt(), sn = (step * step).sum().sqrt();
+    Tensor zero = Tensor::zeros({}, pn.dtype());
+    Tensor ratio =
+        Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, Tensor::ones({}, pn.dtype()));
+    step = step * ratio;
+  }
   return pd - step * lr;
 }
 

@@ -55,12 +55,30 @@ class Adam : public Optimizer {
        double eps = 1e-8,
        double weight_decay = 0);
 
+ protected:
+  bool trust_ratio_ = false;  // LAMB: scale each update by ||param|| / ||update||
+
  private:
   Tensor update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) override;
   double b1_, b2_, eps_, weight_decay_;
   Tensor t_;  // the step count, a float64 device scalar (so a captured step stays valid)
   std::vector<Tensor> m_, v_;
   std::optional<Tensor> inv_c1_, inv_c2_;  // 1 / (1 - beta^t) of the current step
+};
+
+// LAMB: Adam's update (with decoupled weight decay) scaled per parameter by the trust ratio
+// ||param|| / ||update|| (1 when either norm is 0).
+class LAMB : public Adam {
+ public:
+  LAMB(std::vector<Tensor> params,
+       double lr = 0.001,
+       double b1 = 0.9,
+       double b2 = 0.999,
+       double eps = 1e-6,
+       double weight_decay = 0)
+      : Adam(std::move(params), lr, b1, b2, eps, weight_decay) {
+    trust_ratio_ = true;
+  }
 };
 
 }  // namespace baregrad::tensor

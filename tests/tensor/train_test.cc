@@ -85,6 +85,33 @@ TEST(Optim, SgdAndAdamMatchReferenceUpdates) {
   }
 }
 
+TEST(Optim, LambMatchesReferenceUpdates) {
+  std::vector<double> w0 = {0.5, -1.5, 2}, w = w0, m(3, 0), v(3, 0);
+  Tensor wt = Tensor::from_data(w0, {3}, dtypes::kFloat64);
+  wt.requires_grad_();
+  LAMB opt({wt}, 0.1, 0.9, 0.999, 1e-6, 0.01);
+  for (int t = 1; t <= 3; t++) {
+    opt.zero_grad();
+    (wt * wt * wt).sum().backward();  // gradient 3w^2
+    opt.step();
+    std::vector<double> r(3);
+    double pn = 0, rn = 0;
+    for (int i = 0; i < 3; i++) {
+      double g = 3 * w[i] * w[i];
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.999 * v[i] + 0.001 * g * g;
+      r[i] = (m[i] / (1 - std::pow(0.9, t))) / (std::sqrt(v[i] / (1 - std::pow(0.999, t))) + 1e-6) +
+             0.01 * w[i];
+      pn += w[i] * w[i];
+      rn += r[i] * r[i];
+    }
+    double ratio = std::sqrt(pn) / std::sqrt(rn);
+    for (int i = 0; i < 3; i++) w[i] -= 0.1 * ratio * r[i];
+  }
+  auto got = wt.to_vector();
+  for (int i = 0; i < 3; i++) EXPECT_NEAR(got[i], w[i], 1e-12) << i;
+}
+
 // A loss read after step() is the loss of the parameters it was built from, as in eager code.
 TEST(Optim, LossReadAfterStepSeesTheOldParameters) {
   Tensor w = Tensor::from_data({1, 2, 3}, {3}, dtypes::kFloat64);
