@@ -74,9 +74,44 @@ std::vector<Row> mlp_rows(const Context& ctx) {
   return {r};
 }
 
+// One Adam step of the digits CNN (examples/digits.cc's model) on a batch of 64 8x8 images.
+std::vector<Row> cnn_rows(const Context& ctx) {
+  Tensor::manual_seed(2);
+  tensor::nn::Conv2d c1(1, 16, 3, 1, 1), c2(16, 32, 3, 1, 1);
+  tensor::nn::Linear l(128, 10);
+  std::vector<Tensor> params;
+  for (auto& p : c1.parameters()) params.push_back(p);
+  for (auto& p : c2.parameters()) params.push_back(p);
+  for (auto& p : l.parameters()) params.push_back(p);
+  tensor::Adam opt(params, 1e-2);
+  Tensor x = Tensor::rand({64, 1, 8, 8}).realize();
+  std::vector<double> ys(64);
+  for (int i = 0; i < 64; i++) ys[i] = i % 10;
+  Tensor y = Tensor::from_data(ys, {64}, tensor::dtypes::kInt32);
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor h = c2(c1(x).relu().max_pool2d(2)).relu().max_pool2d(2);
+    Tensor loss = l(h.reshape({64, 128})).sparse_categorical_crossentropy(y);
+    loss.backward();
+    opt.step();
+    loss.realize();
+  };
+  step();
+  double ms = time_median_ms(step, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
+  Row r;
+  r.name = "digits cnn adam step, batch 64";
+  r.device = "CPU";
+  r.metric = "time";
+  r.unit = "ms";
+  r.value = ms;
+  r.note = "conv(1->16)-pool-conv(16->32)-pool-linear on 8x8 images; median";
+  return {r};
+}
+
 }  // namespace
 
 void register_train_benches() {
+  register_bench("cnn step", cnn_rows, "one Adam training step of the digits CNN, batch 64");
   register_bench("mlp step", mlp_rows,
                  "one Adam training step of an MLP 784-512-512-10, batch 128, no JIT yet");
 }
