@@ -184,7 +184,6 @@ Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& paren
 
 namespace {
 using Grads = std::vector<std::optional<Tensor>>;
-Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype()); }
 }  // namespace
 
 Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out) {
@@ -214,7 +213,7 @@ Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType o
     case Op::MAX:
       // The larger input takes the gradient; ties split it evenly.
       fn = [x, y](const Tensor& g) {
-        Tensor xd = x.detach(), yd = y.detach(), z = zeros_like(g), eq = xd.eq(yd);
+        Tensor xd = x.detach(), yd = y.detach(), z = Tensor::zeros_like(g), eq = xd.eq(yd);
         Tensor half = g * 0.5;
         return Grads{Tensor::where(yd.lt(xd), g, Tensor::where(eq, half, z)),
                      Tensor::where(xd.lt(yd), g, Tensor::where(eq, half, z))};
@@ -269,7 +268,7 @@ Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor cb = c2.cast(dtypes::kBool).detach(), xt = x2.cast(t), yt = y2.cast(t);
   return record(lazy_alu(Op::WHERE, {cb.lazy(), xt.lazy(), yt.lazy()}, t), "where", {cb, xt, yt},
                 [cb](const Tensor& g) {
-                  Tensor z = zeros_like(g);
+                  Tensor z = Tensor::zeros_like(g);
                   return Grads{std::nullopt, where(cb, g, z), where(cb, z, g)};
                 });
 }
