@@ -281,6 +281,33 @@ class Tensor {
   // x[i0, i1, ...]: the leading dims picked (negative from the end), the rest kept.
   Tensor index(const std::vector<int64_t>& idx) const;
 
+  // ---- integer, rounding and trig ops (tensor_bits.cc) ----
+  // Bitwise ops of int or bool tensors (broadcasting, promoting); others throw.
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  // ~x for ints, logical not for bools.
+  Tensor bitwise_not() const;
+  // x << n and x >> n (arithmetic for signed) of an int tensor, 0 <= n < bits.
+  Tensor lshift(int n) const;
+  Tensor rshift(int n) const;
+  // Python's //: ints round toward negative infinity (bools count as int32), floats floor(a / b).
+  Tensor idiv(const Tensor& o) const;
+  // Python's %: the result has the divisor's sign; floats a - floor(a / b) * b.
+  Tensor mod(const Tensor& o) const;
+  // Rounding of floats (ints unchanged), gradient 0; round() is half to even.
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  // cos(x) = sin(x + pi / 2), tan = sin / cos; differentiable.
+  Tensor cos() const;
+  Tensor tan() const;
+  // Bool classification; ints are never NaN or infinite.
+  Tensor isnan() const;
+  Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
+  Tensor isfinite() const;
+
   // ---- data ----------------------------------------------------------------------------------
   // Schedules and runs every kernel this tensor needs; returns *this.
   const Tensor& realize() const;

@@ -450,10 +450,20 @@ Expr Writer::load(const UOp* u) {
   const UOp* index = u->src(0).get();
   DType t = u->dtype();
   std::string v = access(index, t);
-  if (t.count > 1 && is_bool(t)) v = "__builtin_convertvector(" + v + ", " + type(t) + ")";
-  if (index->src().size() < 3) return {v, t.count == 1 || is_bool(t)};
+  // Bool vectors live in memory as bytes; clang has no ?: on bool vectors, so a masked one
+  // selects on the bytes and converts after.
+  bool bool_vec = t.count > 1 && is_bool(t);
+  auto to_bool = [&](const std::string& x) {
+    return bool_vec ? "__builtin_convertvector(" + x + ", " + type(t) + ")" : x;
+  };
+  if (index->src().size() < 3) return {to_bool(v), t.count == 1 || is_bool(t)};
   std::string alt = u->src().size() > 1 ? wrap(operand(u->src(1).get())) : literal(t, 0, 0);
-  return compound(wrap(operand(index->src(2).get())) + " ? " + v + " : " + alt);
+  if (bool_vec) {
+    std::string bytes = type(DType{Scalar::kUint8, t.count});
+    alt = u->src().size() > 1 ? "__builtin_convertvector(" + alt + ", " + bytes + ")"
+                              : "(" + bytes + ")(0)";
+  }
+  return compound(to_bool(wrap(operand(index->src(2).get())) + " ? " + v + " : " + alt));
 }
 
 void Writer::statement(const UOp* u) {
