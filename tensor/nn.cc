@@ -48,12 +48,8 @@ Tensor pad_or_crop(const Tensor& x, const std::vector<std::pair<int64_t, int64_t
 }  // namespace
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias)
-    : weight(Tensor::uniform({out, in}, -1 / std::sqrt(double(in)), 1 / std::sqrt(double(in)))) {
-  weight.requires_grad_();
-  if (with_bias) {
-    bias = Tensor::uniform({out}, -1 / std::sqrt(double(in)), 1 / std::sqrt(double(in)));
-    bias->requires_grad_();
-  }
+    : weight(param({out, in}, 1 / std::sqrt(double(in)))) {
+  if (with_bias) bias = param({out}, 1 / std::sqrt(double(in)));
 }
 
 Tensor Linear::operator()(const Tensor& x) const {
@@ -64,11 +60,7 @@ Tensor Linear::operator()(const Tensor& x) const {
   return bias ? y + *bias : y;
 }
 
-std::vector<Tensor> Linear::parameters() const {
-  std::vector<Tensor> p{weight};
-  if (bias) p.push_back(*bias);
-  return p;
-}
+std::vector<Tensor> Linear::parameters() const { return params(weight, bias); }
 
 void Linear::named(NamedTensors& out, const std::string& prefix) const {
   list(out, prefix, weight, bias);
@@ -88,26 +80,18 @@ Conv2d::Conv2d(int64_t in,
       dilation(dilation_),
       groups(groups_) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
-    fail("Conv2d", std::to_string(in) + " -> " + std::to_string(out) +
-                       " channels cannot be split into " + std::to_string(groups) + " groups");
+    fail("Conv2d",
+         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
   double bound = 1 / std::sqrt(double(in / groups * k * k));
-  weight = Tensor::uniform({out, in / groups, k, k}, -bound, bound);
-  weight.requires_grad_();
-  if (with_bias) {
-    bias = Tensor::uniform({out}, -bound, bound);
-    bias->requires_grad_();
-  }
+  weight = param({out, in / groups, k, k}, bound);
+  if (with_bias) bias = param({out}, bound);
 }
 
 Tensor Conv2d::operator()(const Tensor& x) const {
   return x.conv2d(weight, bias, stride, padding, dilation, groups);
 }
 
-std::vector<Tensor> Conv2d::parameters() const {
-  std::vector<Tensor> p{weight};
-  if (bias) p.push_back(*bias);
-  return p;
-}
+std::vector<Tensor> Conv2d::parameters() const { return params(weight, bias); }
 
 void Conv2d::named(NamedTensors& out, const std::string& prefix) const {
   list(out, prefix, weight, bias);
