@@ -10,6 +10,13 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// Throws naming `op` unless `in` and `out` channels split evenly into `groups`.
+void check_groups(const char* op, int64_t in, int64_t out, int64_t groups) {
+  if (groups < 1 || in % groups != 0 || out % groups != 0)
+    fail(op,
+         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
+}
+
 // A float tensor of `shape` drawn from U(-bound, bound) that requires grad.
 Tensor param(Shape shape, double bound) {
   Tensor t = Tensor::uniform(std::move(shape), -bound, bound);
@@ -79,9 +86,7 @@ Conv2d::Conv2d(int64_t in,
       padding(padding_),
       dilation(dilation_),
       groups(groups_) {
-  if (groups < 1 || in % groups != 0 || out % groups != 0)
-    fail("Conv2d",
-         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
+  check_groups("Conv2d", in, out, groups);
   double bound = 1 / std::sqrt(double(in / groups * k * k));
   weight = param({out, in / groups, k, k}, bound);
   if (with_bias) bias = param({out}, bound);
@@ -110,9 +115,7 @@ Conv1d::Conv1d(int64_t in,
       padding(padding_),
       dilation(dilation_),
       groups(groups_) {
-  if (groups < 1 || in % groups != 0 || out % groups != 0)
-    fail("Conv1d",
-         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
+  check_groups("Conv1d", in, out, groups);
   double bound = 1 / std::sqrt(double(in / groups * k));
   weight = param({out, in / groups, k}, bound);
   if (with_bias) bias = param({out}, bound);
@@ -193,9 +196,7 @@ ConvTranspose2d::ConvTranspose2d(int64_t in,
       output_padding(output_padding_),
       dilation(dilation_),
       groups(groups_) {
-  if (groups < 1 || in % groups != 0 || out % groups != 0)
-    fail("ConvTranspose2d",
-         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
+  check_groups("ConvTranspose2d", in, out, groups);
   weight = param({in, out / groups, k, k}, 1 / std::sqrt(double(in * k * k)));
   if (with_bias) bias = param({out}, 1 / std::sqrt(double(in / groups * k * k)));
 }

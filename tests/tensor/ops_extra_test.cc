@@ -107,17 +107,6 @@ TEST(ExtraOps, EinsumMatchesReference) {
   expect_near(Tensor::einsum("ij,j->i", {row, one}).to_vector(), (row * b[6]).sum({1}).to_vector());
 }
 
-// (outer, n, inner) view of shape `s` around `axis`: index of (o, k, i).
-struct Lanes {
-  int64_t outer = 1, n = 1, inner = 1;
-  Lanes(const Shape& s, int axis) {
-    int ax = axis < 0 ? axis + static_cast<int>(s.size()) : axis;
-    for (int d = 0; d < static_cast<int>(s.size()); d++)
-      (d < ax ? outer : d == ax ? n : inner) *= s[d];
-  }
-  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
-};
-
 TEST(ExtraOps, CreationHelpers) {
   EXPECT_EQ(Tensor::eye(3).to_vector(), (Vec{1, 0, 0, 0, 1, 0, 0, 0, 1}));
   Tensor e = Tensor::eye(2, 4, dtypes::kInt32);

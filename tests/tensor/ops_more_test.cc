@@ -23,17 +23,6 @@ Vec ints(size_t n, uint64_t seed, int k) {
   return v;
 }
 
-// A row-major shape seen as (outer, n, inner) around `axis`.
-struct Lanes {
-  int64_t outer = 1, n = 1, inner = 1;
-  Lanes(const Shape& s, int axis) {
-    int ax = axis < 0 ? axis + static_cast<int>(s.size()) : axis;
-    for (int d = 0; d < static_cast<int>(s.size()); d++)
-      (d < ax ? outer : d == ax ? n : inner) *= s[d];
-  }
-  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
-};
-
 // Host reference of a reduction along `axis`: f(values of one lane) per (outer, inner).
 Vec reduce_ref(const Vec& a, const Shape& s, int axis, const std::function<double(Vec)>& f) {
   Lanes l(s, axis);

@@ -92,4 +92,15 @@ inline void check_grad(const char* name,
   }
 }
 
+// A row-major shape seen as (outer, n, inner) around `axis`: index of (o, k, i).
+struct Lanes {
+  int64_t outer = 1, n = 1, inner = 1;
+  Lanes(const Shape& s, int axis) {
+    int ax = axis < 0 ? axis + static_cast<int>(s.size()) : axis;
+    for (int d = 0; d < static_cast<int>(s.size()); d++)
+      (d < ax ? outer : d == ax ? n : inner) *= s[d];
+  }
+  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
+};
+
 }  // namespace baregrad::tensor::test_util
