@@ -2,11 +2,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "base/timer.h"
 #include "bench/bench.h"
+#include "tensor/jit.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
 
@@ -28,50 +31,79 @@ std::optional<double> torch_mlp_ms(int threads) {
   return std::strtod(buf, nullptr);
 }
 
-// One Adam step of an MLP 784-512-512-10 on a batch of 128 (forward, backward, update).
-std::vector<Row> mlp_rows(const Context& ctx) {
-  Tensor::manual_seed(1);
-  tensor::nn::Linear l1(784, 512), l2(512, 512), l3(512, 10);
-  std::vector<Tensor> params;
-  for (auto* l : {&l1, &l2, &l3})
-    for (auto& p : l->parameters()) params.push_back(p);
-  tensor::Adam opt(params, 1e-3);
+// An MLP 784-512-512-10 with Adam on a fixed batch of 128.
+struct Mlp {
+  tensor::nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
+  std::unique_ptr<tensor::Adam> opt;
   Tensor x = Tensor::randn({128, 784}).realize();
-  Tensor y = Tensor::arange(0, 128, 1, tensor::dtypes::kInt32) * 7.0;
-  y = Tensor::from_data(y.to_vector(), {128}, tensor::dtypes::kInt32);
-  std::vector<double> ys = y.to_vector();
-  for (double& v : ys) v = static_cast<int>(v) % 10;
-  y = Tensor::from_data(ys, {128}, tensor::dtypes::kInt32);
-  double loss = 0;
-  auto step = [&] {
-    opt.zero_grad();
-    Tensor l = l3(l2(l1(x).relu()).relu()).sparse_categorical_crossentropy(y);
+  Tensor y = labels();
+  Mlp() {
+    std::vector<Tensor> params;
+    for (auto* l : {&l1, &l2, &l3})
+      for (auto& p : l->parameters()) params.push_back(p);
+    opt = std::make_unique<tensor::Adam>(params, 1e-3);
+  }
+  static Tensor labels() {
+    std::vector<double> ys(128);
+    for (int i = 0; i < 128; i++) ys[i] = (i * 7) % 10;
+    return Tensor::from_data(ys, {128}, tensor::dtypes::kInt32);
+  }
+  // One step (forward, backward, update); returns the loss.
+  Tensor step(const Tensor& xb, const Tensor& yb) {
+    opt->zero_grad();
+    Tensor l = l3(l2(l1(xb).relu()).relu()).sparse_categorical_crossentropy(yb);
     l.backward();
-    opt.step();
-    loss = l.to_vector()[0];
-  };
-  double first_ms = 0;
+    opt->step();
+    return l;
+  }
+};
+
+Row mlp_row(const Context& ctx,
+            const std::string& name,
+            std::optional<double> torch_ms,
+            const std::function<double()>& step) {
+  double first_ms = 0, loss = 0;
   {
     double t0 = now_ms();
-    step();  // includes compiling every kernel (or loading it from the cache)
+    loss = step();  // includes compiling every kernel (or loading it from the cache)
     first_ms = now_ms() - t0;
   }
-  double ms = time_median_ms(step, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
+  double ms = time_median_ms([&] { loss = step(); }, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
   // 2 * (forward + 2 backward) multiply-adds of the three layers.
   double flops = 3 * 2.0 * 128 * (784.0 * 512 + 512.0 * 512 + 512.0 * 10);
   Row r;
-  r.name = "mlp 784-512-512-10 adam step, batch 128";
+  r.name = name;
   r.device = "CPU";
   r.metric = "time";
   r.unit = "ms";
   r.value = ms;
-  if (auto ref = torch_mlp_ms(ctx.threads)) {
+  if (torch_ms) {
     r.ref = "PyTorch";
-    r.ref_value = *ref;
+    r.ref_value = *torch_ms;
   }
   r.note = "median; first step " + std::to_string(first_ms) + " ms; " +
            std::to_string(flops / (ms * 1e6)) + " GFLOP/s; loss " + std::to_string(loss);
-  return {r};
+  return r;
+}
+
+// One Adam step of an MLP 784-512-512-10 on a batch of 128, eager and through TinyJit.
+std::vector<Row> mlp_rows(const Context& ctx) {
+  std::optional<double> torch_ms = torch_mlp_ms(ctx.threads);
+  Tensor::manual_seed(1);
+  Mlp eager;
+  Row e = mlp_row(ctx, "mlp 784-512-512-10 adam step, batch 128", torch_ms,
+                  [&] { return eager.step(eager.x, eager.y).to_vector()[0]; });
+  Tensor::manual_seed(1);
+  Mlp jitted;
+  tensor::TinyJit jit([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{jitted.step(in[0], in[1])};
+  });
+  Row j = mlp_row(ctx, "mlp step, TinyJit replay", torch_ms,
+                  [&] { return jit({jitted.x, jitted.y})[0].to_vector()[0]; });
+  j.note += "; " + std::to_string(jit.kernel_count()) + " kernels; intermediates " +
+            std::to_string(jit.intermediate_bytes() >> 10) + " KiB planned into " +
+            std::to_string(jit.planned_bytes() >> 10) + " KiB";
+  return {e, j};
 }
 
 // One Adam step of the digits CNN (examples/digits.cc's model) on a batch of 64 8x8 images.

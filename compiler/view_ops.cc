@@ -178,8 +178,10 @@ struct Group {
   int64_t origin = 0, first = 0, last = 0;        // coordinates the later view reaches
 };
 
-// `l` (unmasked, > 0 elements) composed with `p` as one view when every dim of `l` steps
-// through a single group of `p` without carrying and `p`'s mask binds at most one dim of `l`.
+// `l` (unmasked, > 0 elements) composed with `p` as one view when the digits of every stride
+// of `l` (in the mixed radix of `p`'s groups) never carry from one group into the next and
+// `p`'s mask binds at most one dim of `l` per group. A stride may span groups: a step of one
+// row plus one column, say, as in sliding windows over a repeated axis.
 std::optional<View> project(const View& p, const View& l) {
   int64_t n = numel(p.shape), mn = l.offset, mx = l.offset;
   for (size_t d = 0; d < l.shape.size(); d++)
@@ -204,14 +206,15 @@ std::optional<View> project(const View& p, const View& l) {
       groups.push_back(std::move(g));
     }
   }
-  for (size_t d = 0; d < l.shape.size(); d++) {
-    int64_t t = l.strides[d];
+  for (size_t d = 0; d < l.shape.size(); d++) {  // |stride| as mixed-radix digits, outer first
+    int64_t t = l.strides[d], rest = std::abs(t);
     if (l.shape[d] == 1 || t == 0) continue;
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.weight <= std::abs(t) && std::abs(t) < g.weight * g.size;
-    });
-    if (g == groups.end() || t % g->weight != 0) return std::nullopt;
-    g->terms.emplace_back(d, t / g->weight);
+    for (Group& g : groups) {
+      int64_t c = rest / g.weight;
+      rest -= c * g.weight;
+      if (c != 0) g.terms.emplace_back(d, t < 0 ? -c : c);
+    }
+    if (rest != 0) return std::nullopt;
   }
   View out{l.shape, std::vector<int64_t>(l.shape.size(), 0), p.offset, ranges_of(l)};
   for (Group& g : groups) {
@@ -219,7 +222,7 @@ std::optional<View> project(const View& p, const View& l) {
     for (auto [d, c] : g.terms) (c < 0 ? g.first : g.last) += (l.shape[d] - 1) * c;
     if (g.first < 0 || g.last >= g.size) return std::nullopt;  // it would carry
     out.offset += g.origin * g.stride;
-    for (auto [d, c] : g.terms) out.strides[d] = c * g.stride;
+    for (auto [d, c] : g.terms) out.strides[d] += c * g.stride;
   }
   for (const Group& g : groups) {
     if (g.first >= g.lo && g.last < g.hi) continue;  // the mask of `p` never binds here

@@ -1,5 +1,6 @@
 #include "tensor/lazy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -47,7 +48,20 @@ double to_dtype(DType t, double v) {
   return static_cast<double>(compiler::wrap_int(t, static_cast<int64_t>(v)));
 }
 
+// Records `b` as a reader of each source base. Dead entries are dropped whenever the list
+// reaches a power of two, so the lists stay proportional to their live readers.
+void register_reader(const std::shared_ptr<LazyBase>& b) {
+  for (auto& s : b->srcs) {
+    auto& r = s.base->readers;
+    if (r.size() >= 16 && (r.size() & (r.size() - 1)) == 0)
+      r.erase(std::remove_if(r.begin(), r.end(), [](const auto& w) { return w.expired(); }),
+              r.end());
+    r.push_back(b);
+  }
+}
+
 Lazy make(std::shared_ptr<LazyBase> b) {
+  register_reader(b);
   Lazy l{std::move(b), {}};
   l.st = ShapeTracker::contiguous(l.base->shape);
   return l;

@@ -54,6 +54,16 @@ struct LazyBase {
   std::vector<Lazy> srcs;
   std::shared_ptr<DeviceBuffer> realized;  // set once computed (any kind)
   std::shared_ptr<runtime::Device> device;
+  // An in-place update: this base's kernel writes into this existing buffer (Tensor::assign).
+  std::shared_ptr<DeviceBuffer> write_into;
+  // The bases built on this one (pruned of dead ones as it grows); assign() finds the lazy work
+  // still reading a buffer through them and realizes it before the buffer is overwritten.
+  std::vector<std::weak_ptr<LazyBase>> readers;
+  // Set when assign() wrote new contents into `realized`: this base's old value is gone, and
+  // reading it throws instead of silently seeing the new one.
+  bool overwritten = false;
+  // Tensor::contiguous(): always a kernel output, never fused into its readers.
+  bool force_kernel = false;
 
   int64_t numel() const;
 };

@@ -18,10 +18,6 @@ void Optimizer::zero_grad() {
   for (auto& p : params_) p.clear_grad();
 }
 
-namespace {
-Tensor as_base(const Tensor& t) { return t.lazy().is_base_view() ? t : t.contiguous(); }
-}  // namespace
-
 void Optimizer::step() {
   std::vector<Tensor> news;
   StateUpdates state;
@@ -30,18 +26,14 @@ void Optimizer::step() {
     if (!g)
       fail("step", "parameter " + std::to_string(i) + " of shape " + shape_str(params_[i].shape()) +
                        " has no gradient (was it used in the loss? call backward() first)");
-    news.push_back(as_base(update(i, params_[i], g->detach(), state).cast(params_[i].dtype())));
+    news.push_back(update(i, params_[i], g->detach(), state).cast(params_[i].dtype()));
   }
-  // NOTE: updates go to new buffers: a lazy tensor still reading the old values (a loss read
-  // after step(), say) must see them, as eager execution would.
-  for (auto& [target, value] : state) value = as_base(value);
-  // One schedule for every update, so shared work is computed once.
-  std::vector<Lazy> targets;
-  for (auto& n : news) targets.push_back(n.lazy());
-  for (auto& [target, value] : state) targets.push_back(value.lazy());
-  run_schedule(create_schedule(targets));
-  for (size_t i = 0; i < params_.size(); i++) params_[i].assign(news[i]);
-  for (auto& [target, value] : state) target->assign(value);
+  // In place, in one schedule: shared work runs once, parameters keep their buffers (which a
+  // TinyJit replay relies on), and a lazy loss read after step() still sees the old values.
+  std::vector<std::pair<Tensor, Tensor>> updates;
+  for (size_t i = 0; i < params_.size(); i++) updates.push_back({params_[i], news[i]});
+  for (auto& [target, value] : state) updates.push_back({*target, value});
+  Tensor::assign_all(updates);
 }
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov)

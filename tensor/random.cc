@@ -1,9 +1,11 @@
 // Counter-based random numbers: element i of the n-th call is a hash of (seed, n, i), so
 // results do not depend on the device or the thread count.
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <numbers>
 
+#include "tensor/jit.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -46,6 +48,19 @@ int64_t count(const Shape& s) {
   for (int64_t d : s) n *= d;
   return n;
 }
+
+// A tensor of `shape` filled from `draw` (which takes the next call of the generator). While a
+// TinyJit captures, the upload is recorded so that every replay draws again, in eager order.
+Tensor drawn(Shape shape, DType dtype, std::function<std::vector<double>()> draw) {
+  Tensor t = Tensor::from_data(draw(), std::move(shape), dtype);
+  if (auto* capture = detail::jit_capture())
+    capture->record_upload(t.lazy().base->realized, [draw = std::move(draw), dtype](
+                                                        runtime::Device& dev, runtime::Buffer b) {
+      std::vector<uint8_t> bytes = detail::encode_values(draw(), dtype);
+      dev.copy_in(b, bytes.data(), bytes.size()).throw_if_error("jit");
+    });
+  return t;
+}
 }  // namespace
 
 void Tensor::manual_seed(uint64_t seed) {
@@ -57,17 +72,22 @@ void Tensor::manual_seed(uint64_t seed) {
 Tensor Tensor::rand(Shape shape, DType dtype) { return uniform(shape, 0, 1, dtype); }
 
 Tensor Tensor::uniform(Shape shape, double lo, double hi, DType dtype) {
-  std::vector<double> v = uniform01(count(shape));
-  for (double& x : v) x = lo + (hi - lo) * x;
-  return from_data(v, std::move(shape), dtype);
+  int64_t n = count(shape);
+  return drawn(std::move(shape), dtype, [n, lo, hi] {
+    std::vector<double> v = uniform01(n);
+    for (double& x : v) x = lo + (hi - lo) * x;
+    return v;
+  });
 }
 
 Tensor Tensor::randn(Shape shape, DType dtype) {
   int64_t n = count(shape);
-  std::vector<double> u = uniform01(2 * n), v(n);
-  for (int64_t i = 0; i < n; i++)  // Box-Muller
-    v[i] = std::sqrt(-2 * std::log(1 - u[2 * i])) * std::cos(2 * std::numbers::pi * u[2 * i + 1]);
-  return from_data(v, std::move(shape), dtype);
+  return drawn(std::move(shape), dtype, [n] {
+    std::vector<double> u = uniform01(2 * n), v(n);
+    for (int64_t i = 0; i < n; i++)  // Box-Muller
+      v[i] = std::sqrt(-2 * std::log(1 - u[2 * i])) * std::cos(2 * std::numbers::pi * u[2 * i + 1]);
+    return v;
+  });
 }
 
 }  // namespace baregrad::tensor

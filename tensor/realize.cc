@@ -2,32 +2,41 @@
 #include "base/check.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "tensor/jit.h"
 #include "tensor/schedule.h"
 
 namespace baregrad::tensor {
 
-void run_schedule(const std::vector<ScheduleItem>& schedule) {
-  for (const ScheduleItem& item : schedule) {
+void run_schedule(std::vector<ScheduleItem> schedule) {
+  for (ScheduleItem& item : schedule) {
     LazyBase* out = item.bufs[0].get();
     auto& dev = out->device;
-    size_t bytes = static_cast<size_t>(out->numel()) * out->dtype.itemsize();
-    auto buf = dev->alloc(bytes);
-    if (!buf.ok()) buf.status().throw_if_error("realize");
-    auto realized = std::make_shared<DeviceBuffer>();
-    realized->device = dev;
-    realized->buffer = *buf;
+    std::shared_ptr<DeviceBuffer> realized = out->write_into;
+    if (!realized) {
+      size_t bytes = static_cast<size_t>(out->numel()) * out->dtype.itemsize();
+      auto buf = dev->alloc(bytes);
+      if (!buf.ok()) buf.status().throw_if_error("realize");
+      realized = std::make_shared<DeviceBuffer>();
+      realized->device = dev;
+      realized->buffer = *buf;
+    }
     if (out->numel() > 0) {
       auto prg = dev->compile(item.ast);
       if (!prg.ok()) prg.status().throw_if_error("realize");
+      std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};
       std::vector<runtime::Buffer> bufs{realized->buffer};
       for (size_t i = 1; i < item.bufs.size(); i++) {
         CHECK(item.bufs[i]->realized) << "realize: input " << i << " was not computed first";
+        owners.push_back(item.bufs[i]->realized);
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
       dev->launch(**prg, bufs).throw_if_error("realize");
+      if (auto* capture = detail::jit_capture()) capture->record_kernel(*prg, std::move(owners));
     }
     out->realized = std::move(realized);
+    out->write_into.reset();
     out->srcs.clear();  // the graph behind a realized buffer is no longer needed
+    item.bufs.clear();  // nor are this kernel's inputs, unless someone else holds them
   }
 }
 

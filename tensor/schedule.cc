@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "compiler/ast.h"
 #include "compiler/view_ops.h"
+#include "tensor/tensor.h"
 
 namespace baregrad::tensor {
 namespace {
@@ -45,14 +46,17 @@ bool has_mask(const ShapeTracker& st) {
 class Scheduler {
  public:
   std::vector<ScheduleItem> run(const std::vector<Lazy>& targets) {
-    for (auto& t : targets) visit(t.base);
+    for (auto& t : targets) {
+      check_not_overwritten(*t.base);
+      visit(t.base);
+    }
     for (auto& t : targets)
       if (!t.base->realized) outputs_.insert(t.base.get());
     decide();
     std::vector<ScheduleItem> items;
     for (LazyBase* b : order_)
       if (outputs_.count(b)) items.push_back(kernel(b));
-    return items;
+    return order_writes_after_reads(std::move(items));
   }
 
  private:
@@ -96,6 +100,7 @@ class Scheduler {
   }
 
   bool must_realize(LazyBase* b) {
+    if (b->force_kernel) return true;
     const auto& uses = uses_[b];
     if (b->kind == LazyKind::kConst)  // padding a constant needs it in memory, masked
       return std::any_of(uses.begin(), uses.end(),
@@ -155,7 +160,10 @@ class Scheduler {
   // The value of `b` read through `st` (which maps the kernel's shape onto b's layout).
   UOpPtr expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
     if (b->kind == LazyKind::kConst && !has_mask(st)) return UOp::cnst(b->dtype, b->value);
-    if (!pending(b) || (!top && outputs_.count(b))) return compiler::load(global_of(k, b), st);
+    if (!pending(b) || (!top && outputs_.count(b))) {
+      check_not_overwritten(*b);
+      return compiler::load(global_of(k, b), st);
+    }
     if (b->kind == LazyKind::kReduce) {
       // Read unchanged (the fusion rule), so the kernel's full shape is the source's shape.
       const Lazy& s = b->srcs[0];
@@ -179,6 +187,57 @@ class Scheduler {
       st = compiler::reshape(st, reduces[0]->shape);
     UOpPtr value = expr(k, out, st, true);
     return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs)};
+  }
+
+  static void check_not_overwritten(const LazyBase& b) {
+    if (b.overwritten)
+      fail("realize", "a tensor of shape " + shape_str(b.shape) + " " + b.dtype.name() +
+                          " reads a buffer that assign() has overwritten since; realize it (or "
+                          "copy it with contiguous().realize()) before the assign");
+  }
+
+  // Orders the kernels so that each runs after the kernels producing its inputs and every
+  // kernel writing into an existing buffer (assign) runs after the kernels reading that buffer's
+  // old contents. Stable: otherwise the order stays the DFS order.
+  static std::vector<ScheduleItem> order_writes_after_reads(std::vector<ScheduleItem> items) {
+    size_t n = items.size();
+    std::unordered_map<const LazyBase*, size_t> producer;
+    std::unordered_map<const DeviceBuffer*, size_t> writer;
+    for (size_t i = 0; i < n; i++) {
+      producer[items[i].bufs[0].get()] = i;
+      if (auto& w = items[i].bufs[0]->write_into) writer[w.get()] = i;
+    }
+    if (writer.empty()) return items;
+    std::vector<std::vector<size_t>> next(n);
+    std::vector<size_t> indegree(n, 0);
+    auto edge = [&](size_t from, size_t to) {
+      next[from].push_back(to);
+      indegree[to]++;
+    };
+    for (size_t i = 0; i < n; i++)
+      for (size_t s = 1; s < items[i].bufs.size(); s++) {
+        const LazyBase* in = items[i].bufs[s].get();
+        if (auto p = producer.find(in); p != producer.end()) edge(p->second, i);
+        if (!in->realized) continue;
+        if (auto w = writer.find(in->realized.get()); w != writer.end() && w->second != i)
+          edge(i, w->second);
+      }
+    std::set<size_t> ready;
+    for (size_t i = 0; i < n; i++)
+      if (indegree[i] == 0) ready.insert(i);
+    std::vector<ScheduleItem> out;
+    while (!ready.empty()) {
+      size_t i = *ready.begin();
+      ready.erase(ready.begin());
+      out.push_back(std::move(items[i]));
+      for (size_t j : next[i])
+        if (--indegree[j] == 0) ready.insert(j);
+    }
+    if (out.size() != n)
+      fail("assign",
+           "a kernel reads both the old and the new value of an assigned buffer; "
+           "realize the reader before the assign");
+    return out;
   }
 
   std::unordered_set<const LazyBase*> seen_;

@@ -21,7 +21,10 @@ struct ScheduleItem {
 std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets);
 
 // Runs `schedule` on each output's device; afterwards every output base is realized and
-// forgets its sources. Throws baregrad::Error("realize") when a device call fails.
-void run_schedule(const std::vector<ScheduleItem>& schedule);
+// forgets its sources. Each item's references are dropped once it ran, so an intermediate
+// buffer is freed right after its last reader (memory planning of eager execution). An output
+// with `write_into` is computed into that buffer. While a TinyJit captures, every launch is
+// recorded. Throws baregrad::Error("realize") when a device call fails.
+void run_schedule(std::vector<ScheduleItem> schedule);
 
 }  // namespace baregrad::tensor

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/error.h"
 #include "compiler/view_ops.h"
+#include "tensor/jit.h"
 #include "tensor/schedule.h"
 
 namespace baregrad::tensor {
@@ -105,6 +106,13 @@ double load_elem(DType t, const uint8_t* p) {
 }
 }  // namespace
 
+std::vector<uint8_t> detail::encode_values(const std::vector<double>& values, DType dtype) {
+  std::vector<uint8_t> bytes(values.size() * dtype.itemsize());
+  for (size_t i = 0; i < values.size(); i++)
+    store_elem(dtype, values[i], bytes.data() + i * dtype.itemsize());
+  return bytes;
+}
+
 // ---- creation ----------------------------------------------------------------------------------
 
 Tensor Tensor::from_data(const std::vector<double>& data,
@@ -115,8 +123,7 @@ Tensor Tensor::from_data(const std::vector<double>& data,
   if (static_cast<int64_t>(data.size()) != n)
     fail("from_data", std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
                           std::to_string(n) + " elements)");
-  std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype.itemsize());
-  for (int64_t i = 0; i < n; i++) store_elem(dtype, data[i], bytes.data() + i * dtype.itemsize());
+  std::vector<uint8_t> bytes = detail::encode_values(data, dtype);
   Tensor t = empty(std::move(shape), dtype, device);
   const auto& db = t.lazy().base->realized;
   db->device->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("from_data");
@@ -348,20 +355,11 @@ std::vector<double> Tensor::to_vector() const {
   return out;
 }
 
-void Tensor::assign(const Tensor& value) {
-  if (value.shape() != shape() || value.dtype() != dtype())
-    fail("assign", "value of shape " + shape_str(value.shape()) + " " + value.dtype().name() +
-                       " for a tensor of shape " + shape_str(shape()) + " " + dtype().name());
-  Tensor v = value.lazy().is_base_view() ? value.detach() : value.detach().contiguous();
-  v.realize();
-  impl_->lazy = v.impl_->lazy;
-  impl_->node.reset();
-}
-
 Tensor Tensor::contiguous() const {
   // A new base whose kernel reads this view and writes it row-major.
-  return record(lazy_contiguous(impl_->lazy, dtype()), "contiguous", {*this},
-                [](const Tensor& g) { return Grads{g}; });
+  Lazy out = lazy_contiguous(impl_->lazy, dtype());
+  out.base->force_kernel = true;
+  return record(out, "contiguous", {*this}, [](const Tensor& g) { return Grads{g}; });
 }
 
 }  // namespace baregrad::tensor

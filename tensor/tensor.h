@@ -19,6 +19,39 @@ namespace dtypes = compiler::dtypes;
 
 std::string shape_str(const Shape& s);
 
+class Tensor;
+
+// One entry of Tensor::operator[]: an integer (picks and drops an axis), a slice (Python's
+// start:stop:step), none() (a new size-1 axis), ellipsis() (the axes not otherwise indexed) or an
+// integer tensor (numpy advanced indexing).
+class Idx {
+ public:
+  enum class Kind { kInt, kSlice, kNone, kEllipsis, kTensor };
+  Idx(int64_t i) : kind_(Kind::kInt), int_(i) {}  // NOLINT: implicit, as x[{1, 2}]
+  Idx(const Tensor& t);                           // NOLINT: implicit, as x[{t, 0}]
+  static Idx none() { return Idx(Kind::kNone); }
+  static Idx ellipsis() { return Idx(Kind::kEllipsis); }
+  // start:stop:step; nullopt takes Python's default for the step's direction.
+  static Idx slice(std::optional<int64_t> start = std::nullopt,
+                   std::optional<int64_t> stop = std::nullopt,
+                   int64_t step = 1);
+
+  Kind kind() const { return kind_; }
+  int64_t value() const { return int_; }  // kInt
+  std::optional<int64_t> start() const { return start_; }
+  std::optional<int64_t> stop() const { return stop_; }
+  int64_t step() const { return step_; }
+  const Tensor& tensor() const { return *tensor_; }  // kTensor
+
+ private:
+  explicit Idx(Kind k) : kind_(k) {}
+  Kind kind_;
+  int64_t int_ = 0;
+  std::optional<int64_t> start_, stop_;
+  int64_t step_ = 1;
+  std::shared_ptr<const Tensor> tensor_;
+};
+
 class Tensor {
  public:
   // ---- creation ------------------------------------------------------------------------------
@@ -65,8 +98,15 @@ class Tensor {
   // The same values with no gradient history.
   Tensor detach() const { return Tensor(impl_->lazy); }
   // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
-  // history; optimizers update parameters this way. Realizes `value`.
+  // history, and realizes it. A tensor that is a whole realized buffer is updated in place
+  // (the buffer keeps its address, which a TinyJit replay relies on); lazy work still reading
+  // the old contents is computed first. See assign_all.
   void assign(const Tensor& value);
+  // Assigns every (target, value) pair in one schedule, so work the values share runs once.
+  // Before a buffer is overwritten, every live unrealized tensor reading it (a loss read after
+  // an optimizer step, say) is realized in the same schedule; a tensor that aliases the buffer
+  // without a kernel of its own (a detach() copy) throws if read afterwards.
+  static void assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates);
   // Forgets the gradient backward() accumulated (optimizers' zero_grad).
   void clear_grad() { impl_->grad.reset(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
@@ -116,7 +156,8 @@ class Tensor {
   Tensor flatten() const { return reshape({numel()}); }
   Tensor unsqueeze(int axis) const;
   Tensor squeeze(int axis) const;
-  // A view-free copy (a kernel that writes this tensor's elements in row-major order).
+  // A view-free copy: always a kernel of its own that writes this tensor row-major (never fused
+  // into its readers), as tinygrad's.
   Tensor contiguous() const;
 
   // ---- reductions ----------------------------------------------------------------------------
@@ -308,6 +349,18 @@ class Tensor {
   Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
   Tensor isfinite() const;
 
+  // ---- indexing (tensor_index.cc) ----
+  // numpy/tinygrad x[...]: ints drop their axis (negative from the end; out of range throws),
+  // slices are views, none() adds an axis, one ellipsis() stands for the remaining axes.
+  // Integer tensors broadcast together and pick elements by one-hot masks (differentiable); their
+  // dims replace the indexed axes when those are adjacent, else lead the result. Ints count as
+  // basic indices there (torch/tinygrad; numpy would treat x[:, t, :, 0] as non-adjacent).
+  // Negative tensor values wrap once; out-of-range ones give 0 (the data is never read). Bool
+  // (mask) index tensors throw: their result shape would depend on the data.
+  Tensor operator[](const std::vector<Idx>& idx) const;
+  Tensor operator[](int64_t i) const;
+  Tensor operator[](const Tensor& t) const;
+
   // ---- data ----------------------------------------------------------------------------------
   // Schedules and runs every kernel this tensor needs; returns *this.
   const Tensor& realize() const;
@@ -322,6 +375,7 @@ class Tensor {
   friend std::vector<Tensor> run_backward(const Tensor& root,
                                           const Tensor& seed,
                                           const std::vector<Tensor>* targets);
+  friend class TinyJit;
   friend Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out);
   Tensor scalar_like(double v) const;
   Tensor unary(Op op) const;

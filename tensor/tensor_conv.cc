@@ -1,6 +1,10 @@
-// Convolution and pooling from sliding-window views (movement ops only, so autograd and the
-// scheduler see ordinary reshapes, pads and shrinks).
+// Convolution and pooling from sliding-window views: movement ops that leave the windows one
+// strided view of their input (o*s + k*d per axis), so kernels index them without decoding a
+// stack of views.
+#include <algorithm>
 #include <numeric>
+#include <optional>
+#include <vector>
 
 #include "base/error.h"
 #include "tensor/tensor.h"
@@ -8,57 +12,125 @@
 namespace baregrad::tensor {
 namespace {
 
-// Replaces axis `a` (size i) of x by two axes (k, o): out[.., j, t, ..] = x[.., j*d + t*s, ..].
-// The axis is tiled into rows of length L + d over a copy padded to L = i + max(s, d), so row j
-// starts j*d into the data; striding is a reshape to (o, s) keeping column 0.
-Tensor windows_1d(const Tensor& x, int a, int64_t k, int64_t s, int64_t d) {
-  const Shape& sh = x.shape();
-  int64_t i = sh[a];
-  int64_t o = (i - d * (k - 1) - 1) / s + 1;
-  int64_t L = i + std::max(s, d), R = L + d;
-  int64_t copies = (k * R + L - 1) / L;
-  std::vector<std::pair<int64_t, int64_t>> pad(sh.size(), {0, 0});
-  pad[a] = {0, L - i};
-  Tensor t = x.pad(pad);  // (.., L, ..)
-  // repeat along the axis: (.., 1, L, ..) -> (.., copies, L, ..) -> (.., copies*L, ..)
-  Shape s1(sh.begin(), sh.begin() + a), rest(sh.begin() + a + 1, sh.end());
-  Shape one = s1, rep = s1, flat = s1;
-  one.push_back(1);
-  one.push_back(L);
-  rep.push_back(copies);
-  rep.push_back(L);
-  flat.push_back(copies * L);
-  for (auto* v : {&one, &rep, &flat}) v->insert(v->end(), rest.begin(), rest.end());
-  t = t.reshape(one).expand(rep).reshape(flat);
-  std::vector<std::pair<int64_t, int64_t>> cut;
-  for (int64_t dim : flat) cut.push_back({0, dim});
-  cut[a] = {0, k * R};
-  t = t.shrink(cut);
-  // rows of R: (.., k, R, ..) -> columns [0, o*s) -> (.., k, o, s, ..) -> s index 0
-  Shape rows = s1;
-  rows.push_back(k);
-  rows.push_back(R);
-  rows.insert(rows.end(), rest.begin(), rest.end());
-  t = t.reshape(rows);
-  std::vector<std::pair<int64_t, int64_t>> cols;
-  for (int64_t dim : rows) cols.push_back({0, dim});
-  cols[a + 1] = {0, o * s};
-  t = t.shrink(cols);
-  Shape split = s1;
-  split.push_back(k);
-  split.push_back(o);
-  split.push_back(s);
-  split.insert(split.end(), rest.begin(), rest.end());
-  t = t.reshape(split);
-  std::vector<std::pair<int64_t, int64_t>> first;
-  for (int64_t dim : split) first.push_back({0, dim});
-  first[a + 2] = {0, 1};
-  Shape out = s1;
-  out.push_back(k);
-  out.push_back(o);
-  out.insert(out.end(), rest.begin(), rest.end());
-  return t.shrink(first).reshape(out);
+using Grads = std::vector<std::optional<Tensor>>;
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+// Windows of size k, stride s and dilation d over the last n axes (sizes i) of a tensor; the
+// axes before them (`lead`) are kept. o is the number of windows per axis.
+struct Windows {
+  Shape lead;
+  std::vector<int64_t> i, o, k, s, d;
+  int n() const { return static_cast<int>(k.size()); }
+  // `lead` followed by f(j) for each window axis j.
+  template <class F>
+  Shape shape(F f) const {
+    Shape out = lead;
+    for (int j = 0; j < n(); j++)
+      for (int64_t v : f(j)) out.push_back(v);
+    return out;
+  }
+  // Full ranges of `lead` followed by f(j) for each window axis j (a shrink's argument).
+  template <class F>
+  Ranges ranges(F f) const {
+    return with_lead(f, true);
+  }
+  // No padding of `lead`, then f(j) for each window axis j (a pad's argument).
+  template <class F>
+  Ranges pads(F f) const {
+    return with_lead(f, false);
+  }
+  template <class F>
+  Ranges with_lead(F f, bool full) const {
+    Ranges out;
+    for (int64_t v : lead) out.emplace_back(0, full ? v : 0);
+    for (int j = 0; j < n(); j++)
+      for (auto r : f(j)) out.push_back(r);
+    return out;
+  }
+  // (.., a0, b0, a1, b1, ..) -> (.., b0, b1, .., a0, a1, ..) when `second_first`, else
+  // (.., a0, a1, .., b0, b1, ..).
+  std::vector<int> order(bool second_first) const {
+    std::vector<int> out(lead.size());
+    std::iota(out.begin(), out.end(), 0);
+    int l = static_cast<int>(lead.size());
+    for (int pass = 0; pass < 2; pass++)
+      for (int j = 0; j < n(); j++) out.push_back(l + 2 * j + ((pass == 0) == second_first));
+    return out;
+  }
+};
+
+// k <= s, d = 1: pad or cut each axis to o*s, split it as (o, s) and keep the first k of s.
+Tensor disjoint_windows(const Tensor& x, const Windows& w) {
+  Tensor t = x.pad(w.pads([&](int j) {
+                return Ranges{{0, std::max<int64_t>(0, w.o[j] * w.s[j] - w.i[j])}};
+              }))
+                 .shrink(w.ranges([&](int j) { return Ranges{{0, w.o[j] * w.s[j]}}; }))
+                 .reshape(w.shape([&](int j) { return Shape{w.o[j], w.s[j]}; }))
+                 .shrink(w.ranges([&](int j) { return Ranges{{0, w.o[j]}, {0, w.k[j]}}; }));
+  return t.permute(w.order(false));
 }
+
+// tinygrad's _pool for overlapping windows: repeat each axis r times and cut it into k rows of
+// R = f*i + d (f >= 1, R >= o*s), so row a starts a*d past a copy boundary and column b*s of it
+// reads x[a*d + b*s] (< i: it never runs into the next copy). Every step splits, shrinks or
+// broadcasts dims, so the result is one strided view (o*s + k*d) of x's view.
+Tensor repeat_windows(const Tensor& x, const Windows& w) {
+  std::vector<int64_t> R(w.n()), r(w.n());
+  for (int j = 0; j < w.n(); j++) {
+    int64_t i = w.i[j], f = std::max<int64_t>(1, (w.o[j] * w.s[j] - w.d[j] + i - 1) / i);
+    R[j] = f * i + w.d[j];
+    r[j] = (w.k[j] * R[j] + i - 1) / i;
+  }
+  Tensor t = x.reshape(w.shape([&](int j) { return Shape{1, w.i[j]}; }))
+                 .expand(w.shape([&](int j) { return Shape{r[j], w.i[j]}; }))
+                 .reshape(w.shape([&](int j) { return Shape{r[j] * w.i[j]}; }))
+                 .shrink(w.ranges([&](int j) { return Ranges{{0, w.k[j] * R[j]}}; }))
+                 .reshape(w.shape([&](int j) { return Shape{w.k[j], R[j]}; }))
+                 .shrink(w.ranges([&](int j) { return Ranges{{0, w.k[j]}, {0, w.o[j] * w.s[j]}}; }))
+                 .reshape(w.shape([&](int j) { return Shape{w.k[j], w.o[j], w.s[j]}; }))
+                 .shrink(w.ranges([&](int j) { return Ranges{{0, w.k[j]}, {0, w.o[j]}, {0, 1}}; }))
+                 .reshape(w.shape([&](int j) { return Shape{w.k[j], w.o[j]}; }));
+  return t.permute(w.order(true));
+}
+
+// The gradient of stride-1 windows: each window position (tap) of `g` (.., o.., k..) shifted
+// back to where it was read and the taps summed. Every tap is one padded view of `g`; the
+// autograd of repeat_windows would instead reduce over the copies through a stack of views.
+Tensor unit_stride_window_grad(const Tensor& g, const Windows& w) {
+  int64_t taps = 1;
+  for (int64_t k : w.k) taps *= k;
+  std::vector<Tensor> terms;
+  for (int64_t t = 0; t < taps; t++) {
+    std::vector<int64_t> a(w.n());
+    for (int64_t j = w.n(), rest = t; j-- > 0; rest /= w.k[j]) a[j] = rest % w.k[j];
+    Ranges cut;
+    for (int64_t v : w.lead) cut.emplace_back(0, v);
+    for (int j = 0; j < w.n(); j++) cut.emplace_back(0, w.o[j]);
+    for (int j = 0; j < w.n(); j++) cut.emplace_back(a[j], a[j] + 1);
+    terms.push_back(
+        g.shrink(cut).reshape(w.shape([&](int j) { return Shape{w.o[j]}; })).pad(w.pads([&](int j) {
+          int64_t before = a[j] * w.d[j];
+          return Ranges{{before, w.i[j] - w.o[j] - before}};
+        })));
+  }
+  while (terms.size() > 1) {  // a balanced sum: a shallow graph
+    std::vector<Tensor> next;
+    for (size_t t = 0; t + 1 < terms.size(); t += 2) next.push_back(terms[t] + terms[t + 1]);
+    if (terms.size() % 2) next.push_back(terms.back());
+    terms = std::move(next);
+  }
+  return terms[0];
+}
+
+// `x` (N, C, H, W) padded by `p` zeros on both spatial axes, written to memory by a kernel of
+// its own. The windows of a masked (padded) view need a second view, since the valid (o, k)
+// pairs of a window axis are not a box, and the kernels would decode every load through it.
+Tensor padded_in_memory(const Tensor& x, int64_t p) {
+  return x.pad({{0, 0}, {0, 0}, {p, p}, {p, p}}).contiguous();
+}
+
+// Above this many taps the stride-1 gradient falls back to the autograd of the movement ops.
+constexpr int64_t kMaxGradTaps = 64;
 
 }  // namespace
 
@@ -68,22 +140,25 @@ Tensor Tensor::pool_windows(const std::vector<int64_t>& kernel,
   int n = static_cast<int>(kernel.size());
   if (n > ndim() || stride.size() != kernel.size() || dilation.size() != kernel.size())
     fail("pool", "kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
-  int lead = ndim() - n;
+  Windows w{Shape(shape().begin(), shape().end() - n), {}, {}, kernel, stride, dilation};
+  bool overlap = false, unit_stride = true;
+  int64_t taps = 1;
   for (int j = 0; j < n; j++) {
-    int64_t i = shape()[lead + j], k = kernel[j], s = stride[j], d = dilation[j];
+    int64_t i = shape()[ndim() - n + j], k = kernel[j], s = stride[j], d = dilation[j];
     if (k < 1 || s < 1 || d < 1 || d * (k - 1) + 1 > i)
       fail("pool", "window " + std::to_string(k) + " (stride " + std::to_string(s) + ", dilation " +
                        std::to_string(d) + ") does not fit axis of size " + std::to_string(i) +
                        " in " + shape_str(shape()));
+    w.i.push_back(i);
+    w.o.push_back((i - d * (k - 1) - 1) / s + 1);
+    overlap |= k > s || d != 1;
+    unit_stride &= s == 1;
+    taps *= k;
   }
-  Tensor t = *this;  // each spatial axis becomes (k, o), in place
-  for (int j = 0; j < n; j++) t = windows_1d(t, lead + 2 * j, kernel[j], stride[j], dilation[j]);
-  // (.., k0, o0, k1, o1, ..) -> (.., o0, o1, .., k0, k1, ..)
-  std::vector<int> order(lead);
-  std::iota(order.begin(), order.end(), 0);
-  for (int j = 0; j < n; j++) order.push_back(lead + 2 * j + 1);
-  for (int j = 0; j < n; j++) order.push_back(lead + 2 * j);
-  return t.permute(order);
+  if (!overlap) return disjoint_windows(*this, w);
+  if (!unit_stride || taps > kMaxGradTaps) return repeat_windows(*this, w);
+  return record(repeat_windows(detach(), w).lazy(), "pool", {*this},
+                [w](const Tensor& g) { return Grads{unit_stride_window_grad(g, w)}; });
 }
 
 Tensor Tensor::conv2d(const Tensor& w,
@@ -104,7 +179,8 @@ Tensor Tensor::conv2d(const Tensor& w,
     fail("conv2d", "bias of shape " + shape_str(bias->shape()) + " for " + std::to_string(o) +
                        " output channels");
   int64_t kh = w.shape()[2], kw = w.shape()[3];
-  Tensor x = pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}});
+  Tensor x = *this;
+  if (padding > 0) x = padded_in_memory(x, padding);
   Tensor win = x.pool_windows({kh, kw}, {stride, stride}, {dilation, dilation});
   int64_t oh = win.shape()[2], ow = win.shape()[3];
   // (N, g, 1, C/g, OH, OW, KH, KW) * (1, g, O/g, C/g, 1, 1, KH, KW), summed over C/g, KH, KW.

@@ -5,6 +5,8 @@
 #include <random>
 
 #include "base/error.h"
+#include "compiler/view_ops.h"
+#include "tensor/schedule.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -165,6 +167,110 @@ TEST(Conv, BadShapesAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[pool] window 9"), std::string::npos) << e.what();
   }
+}
+
+// Per window axis: input size, kernel, stride, dilation.
+struct Axis {
+  int64_t i, k, s, d;
+  int64_t o() const { return (i - d * (k - 1) - 1) / s + 1; }
+};
+
+// Disjoint windows (k <= s, d = 1, with and without a cut or padded tail), overlapping ones
+// with unit stride (their own gradient), with a larger stride, dilated, mixed per axis, and a
+// stride far beyond the axis.
+TEST(Conv, WindowsAndTheirGradientMatchDirectIndexing) {
+  std::vector<std::pair<Axis, Axis>> cases = {
+      {{8, 2, 2, 1}, {6, 3, 3, 1}}, {{8, 2, 3, 1}, {5, 1, 2, 1}},  {{7, 3, 1, 1}, {6, 3, 1, 1}},
+      {{9, 3, 1, 2}, {7, 2, 1, 3}}, {{9, 3, 2, 1}, {8, 3, 2, 1}},  {{7, 3, 1, 1}, {8, 2, 2, 1}},
+      {{9, 3, 2, 2}, {5, 2, 7, 2}}, {{3, 2, 100, 2}, {4, 4, 1, 1}}};
+  for (auto [a0, a1] : cases) {
+    SCOPED_TRACE("axes i,k,s,d " + std::to_string(a0.i) + "," + std::to_string(a0.k) + "," +
+                 std::to_string(a0.s) + "," + std::to_string(a0.d) + " and " +
+                 std::to_string(a1.i) + "," + std::to_string(a1.k) + "," + std::to_string(a1.s) +
+                 "," + std::to_string(a1.d));
+    const int64_t b = 2, o0 = a0.o(), o1 = a1.o();
+    auto xv = rnd(b * a0.i * a1.i, 8), wv = rnd(b * o0 * o1 * a0.k * a1.k, 9);
+    Tensor x = Tensor::from_data(xv, {b, a0.i, a1.i}, kF64).requires_grad_();
+    Tensor win = x.pool_windows({a0.k, a1.k}, {a0.s, a1.s}, {a0.d, a1.d});
+    ASSERT_EQ(win.shape(), (Shape{b, o0, o1, a0.k, a1.k}));
+    Tensor wt = Tensor::from_data(wv, win.shape(), kF64);
+    Tensor gx = (win * wt).sum().gradient({x})[0];
+    std::vector<double> want(wv.size()), want_g(xv.size(), 0);
+    for (int64_t f = 0; f < static_cast<int64_t>(wv.size()); f++) {
+      int64_t q1 = f % a1.k, q0 = f / a1.k % a0.k, y1 = f / (a1.k * a0.k) % o1,
+              y0 = f / (a1.k * a0.k * o1) % o0, n = f / (a1.k * a0.k * o1 * o0);
+      int64_t src = (n * a0.i + y0 * a0.s + q0 * a0.d) * a1.i + y1 * a1.s + q1 * a1.d;
+      want[f] = xv[src];
+      want_g[src] += wv[f];
+    }
+    EXPECT_EQ(win.to_vector(), want);
+    auto got_g = gx.to_vector();
+    for (size_t p = 0; p < got_g.size(); p++) ASSERT_NEAR(got_g[p], want_g[p], 1e-12) << p;
+  }
+}
+
+// Windows of a buffer are one strided view of it (o*s + k*d per window axis), which the
+// kernels load with plain index arithmetic.
+TEST(Conv, WindowsOfABufferAreOneStridedView) {
+  Tensor x = Tensor::rand({2, 3, 9, 8}).realize();
+  auto view_of = [](const Tensor& t) { return compiler::simplify(t.lazy().st); };
+  struct Case {
+    const char* name;
+    Tensor win;
+    std::vector<int64_t> strides;
+  };
+  std::vector<Case> cases = {
+      {"3x3 stride 1", x.pool_windows({3, 3}, {1, 1}, {1, 1}), {216, 72, 8, 1, 8, 1}},
+      {"2x2 stride 2 (max_pool2d)", x.pool_windows({2, 2}, {2, 2}, {1, 1}), {216, 72, 16, 2, 8, 1}},
+      {"3x3 stride 2", x.pool_windows({3, 3}, {2, 2}, {1, 1}), {216, 72, 16, 2, 8, 1}},
+      {"3x3 dilation 2", x.pool_windows({3, 3}, {1, 1}, {2, 2}), {216, 72, 8, 1, 16, 2}},
+      {"2x2 stride 3, padded tail", x.pool_windows({2, 2}, {3, 3}, {1, 1}), {216, 72, 24, 3, 8, 1}},
+      {"3x3 stride 2 dilation 2", x.pool_windows({3, 3}, {2, 2}, {2, 2}), {216, 72, 16, 2, 16, 2}},
+  };
+  for (const Case& c : cases) {
+    compiler::ShapeTracker st = view_of(c.win);
+    ASSERT_EQ(st.views.size(), 1u) << c.name << ": " << st.str();
+    EXPECT_EQ(st.views[0].strides, c.strides) << c.name << ": " << st.str();
+    EXPECT_FALSE(st.views[0].mask) << c.name << ": " << st.str();
+  }
+  // A padded view's windows keep the padding as a view of its own: valid (o, k) pairs satisfy
+  // p <= o*s + k*d < p + i, which no box mask expresses.
+  Tensor padded = x.pad({{0, 0}, {0, 0}, {1, 1}, {1, 1}}).pool_windows({3, 3}, {2, 2}, {1, 1});
+  EXPECT_EQ(view_of(padded).views.size(), 2u) << view_of(padded).str();
+}
+
+// Every load of every kernel: one view (no index decoding through a stack of views).
+size_t multi_view_loads(const std::vector<Tensor>& ts) {
+  std::vector<Lazy> lazies;
+  for (const Tensor& t : ts) lazies.push_back(t.lazy());
+  size_t n = 0;
+  for (const ScheduleItem& item : create_schedule(lazies))
+    for (const compiler::UOp* u : item.ast->toposort())
+      if (u->op() == compiler::Op::LOAD)
+        n += u->src(0)->arg_as<compiler::ShapeTracker>().views.size() > 1;
+  return n;
+}
+
+TEST(Conv, ConvKernelsLoadOneViewEach) {
+  // The digits CNN's forward: conv 3x3 padding 1, relu, 2x2 max pool, twice.
+  Tensor x = Tensor::rand({4, 1, 8, 8}).requires_grad_();
+  Tensor w1 = Tensor::rand({4, 1, 3, 3}).requires_grad_(), b1 = Tensor::rand({4}),
+         w2 = Tensor::rand({8, 4, 3, 3}).requires_grad_();
+  Tensor y = x.conv2d(w1, b1, 1, 1).relu().max_pool2d(2).conv2d(w2, std::nullopt, 1, 1);
+  EXPECT_EQ(multi_view_loads({y.relu().max_pool2d(2).sum()}), 0u);
+  // Its convolutions' backward. (max_pool2d's spreads each window's gradient over the window,
+  // an upsampling h / k that is a second view by nature.)
+  Tensor loss = x.conv2d(w1, b1, 1, 1).relu().conv2d(w2, std::nullopt, 1, 1).sum();
+  EXPECT_EQ(multi_view_loads(loss.gradient({x, w1, w2})), 0u);
+  // 3x3 stride 2 padding 1: forward and weight gradient (the input gradient of stride > 1
+  // windows reduces over repeated copies through a stack of views).
+  Tensor c = x.conv2d(w1, b1, 2, 1);
+  EXPECT_EQ(multi_view_loads({c}), 0u);
+  EXPECT_EQ(multi_view_loads(c.sum().gradient({w1})), 0u);
+  // 3x3 dilation 2 padding 2: forward and both gradients.
+  Tensor d = x.conv2d(w1, b1, 1, 2, 2);
+  EXPECT_EQ(multi_view_loads({d}), 0u);
+  EXPECT_EQ(multi_view_loads(d.sum().gradient({x, w1})), 0u);
 }
 
 }  // namespace

@@ -398,6 +398,26 @@ TEST(ViewOpsTest, SimplifyDropsAContiguousEarlierView) {
   EXPECT_TRUE(is_contiguous(simplify(stack))) << simplify(stack).str();
 }
 
+TEST(ViewOpsTest, SimplifyMergesStridesThatSpanDimsWithoutCarry) {
+  // Sliding windows over a repeated axis (tinygrad's _pool): 3 copies of 4 elements cut into
+  // rows of 5, so row a starts one past a copy boundary. A row step is one copy plus one
+  // element: the windows are the single view x[a + b].
+  ShapeTracker rep = reshape(expand(reshape(ShapeTracker::contiguous({4}), {1, 4}), {3, 4}), {12});
+  ASSERT_EQ(rep.views.size(), 2u);
+  ShapeTracker rows = reshape(shrink(rep, {{0, 10}}), {2, 5});
+  ShapeTracker win = shrink(rows, {{0, 2}, {0, 3}});
+  ASSERT_EQ(win.views.size(), 1u) << win.str();
+  EXPECT_EQ(win.views[0], (View{{2, 3}, {1, 1}, 0, std::nullopt}));
+  // A fourth column runs past the copy into the next one (a carry): the stack stays.
+  ShapeTracker carry = shrink(rows, {{0, 2}, {0, 4}});
+  EXPECT_EQ(carry.views.size(), 2u) << carry.str();
+  EXPECT_EQ(indices(carry), (std::vector<int64_t>{0, 1, 2, 3, 1, 2, 3, 0}));
+  // Reversed, the digits of the step are negated and still merge.
+  ShapeTracker flipped = flip(win, {true, true});
+  ASSERT_EQ(flipped.views.size(), 1u) << flipped.str();
+  EXPECT_EQ(flipped.views[0], (View{{2, 3}, {-1, -1}, 3, std::nullopt}));
+}
+
 TEST(ViewOpsTest, ScalarsReshapeAndBroadcast) {
   ShapeTracker st = expand(reshape(ShapeTracker::contiguous({}), {1, 1}), {3, 2});
   ASSERT_EQ(st.views.size(), 1u);

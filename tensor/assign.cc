@@ -1,0 +1,187 @@
+// Tensor::assign: in-place updates of realized buffers, with realize-before-overwrite.
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "base/error.h"
+#include "tensor/jit.h"
+#include "tensor/schedule.h"
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace {
+using BasePtr = std::shared_ptr<LazyBase>;
+
+// Every unrealized base `roots` depend on, the roots included.
+std::unordered_set<const LazyBase*> ancestors(const std::vector<Lazy>& roots) {
+  std::unordered_set<const LazyBase*> seen;
+  std::vector<const LazyBase*> stack;
+  for (auto& r : roots) stack.push_back(r.base.get());
+  while (!stack.empty()) {
+    const LazyBase* b = stack.back();
+    stack.pop_back();
+    if (b->realized || !seen.insert(b).second) continue;
+    for (auto& s : b->srcs) stack.push_back(s.base.get());
+  }
+  return seen;
+}
+
+// The live, unrealized tensors built on `olds` (directly or not) that nothing live reads and
+// that are not among `exclude`: realizing them computes everything still reading `olds`.
+std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
+                                  const std::unordered_set<const LazyBase*>& exclude) {
+  std::vector<Lazy> tops;
+  std::unordered_set<const LazyBase*> seen;
+  std::vector<BasePtr> stack;
+  auto push_readers = [&](LazyBase* b) {
+    bool any = false;
+    for (auto& w : b->readers) {
+      BasePtr r = w.lock();
+      if (!r || r->realized) continue;
+      any = true;
+      if (seen.insert(r.get()).second) stack.push_back(r);
+    }
+    return any;
+  };
+  for (LazyBase* o : olds) push_readers(o);
+  while (!stack.empty()) {
+    BasePtr b = std::move(stack.back());
+    stack.pop_back();
+    if (!push_readers(b.get()) && !exclude.count(b.get()))
+      tops.push_back(Lazy{b, ShapeTracker::contiguous(b->shape)});
+  }
+  return tops;
+}
+
+// True when every read of `buf` in the unrealized graph of `v` is of the element the kernel
+// writing `v` is writing (identity views down to it, no reduction in between), so the update
+// can overwrite `buf` in place.
+bool reads_in_place(const Lazy& v, const DeviceBuffer* buf) {
+  std::set<std::pair<const LazyBase*, bool>> seen;
+  auto visit = [&](auto& self, const Lazy& l, bool ident) -> bool {
+    ident = ident && l.is_base_view();
+    const LazyBase* b = l.base.get();
+    if (b->realized) return b->realized.get() != buf || ident;
+    if (!seen.insert({b, ident}).second) return true;
+    bool src_ident = ident && b->kind != LazyKind::kReduce;
+    for (auto& s : b->srcs)
+      if (!self(self, s, src_ident)) return false;
+    return true;
+  };
+  return visit(visit, v, true);
+}
+
+// The buffers the unrealized graph of `v` reads.
+std::unordered_set<const DeviceBuffer*> buffers_read(const Lazy& v) {
+  std::unordered_set<const DeviceBuffer*> out;
+  std::unordered_set<const LazyBase*> seen;
+  std::vector<const LazyBase*> stack{v.base.get()};
+  while (!stack.empty()) {
+    const LazyBase* b = stack.back();
+    stack.pop_back();
+    if (!seen.insert(b).second) continue;
+    if (b->realized) {
+      out.insert(b->realized.get());
+      continue;
+    }
+    for (auto& s : b->srcs) stack.push_back(s.base.get());
+  }
+  return out;
+}
+
+bool is_whole_buffer(const Lazy& l) {
+  return l.is_base_view() && l.base->realized && !l.base->overwritten;
+}
+}  // namespace
+
+void Tensor::assign(const Tensor& value) { assign_all({{*this, value}}); }
+
+void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
+  struct Update {
+    Lazy value;
+    std::shared_ptr<DeviceBuffer> buf;  // null: not in place
+    LazyBase* old = nullptr;
+    bool aside = false;  // computed into a temporary first, then copied in
+  };
+  std::vector<Update> ups;
+  std::unordered_set<const TensorImpl*> targets_seen;
+  std::unordered_map<const DeviceBuffer*, size_t> by_buffer;
+  for (auto& [target, value] : updates) {
+    if (value.shape() != target.shape() || value.dtype() != target.dtype())
+      fail("assign", "value of shape " + shape_str(value.shape()) + " " + value.dtype().name() +
+                         " for a tensor of shape " + shape_str(target.shape()) + " " +
+                         target.dtype().name());
+    if (value.lazy().base->device != target.lazy().base->device)
+      fail("assign", "value on " + value.lazy().base->device->name() + " for a tensor on " +
+                         target.lazy().base->device->name());
+    if (!targets_seen.insert(target.impl_.get()).second)
+      fail("assign", "the same tensor of shape " + shape_str(target.shape()) +
+                         " is assigned twice in one assign_all");
+    const Lazy& old = target.lazy();
+    Update u{value.lazy(), nullptr, nullptr, false};
+    if (is_whole_buffer(old)) {
+      u.buf = old.base->realized;
+      u.old = old.base.get();
+      if (!by_buffer.emplace(u.buf.get(), ups.size()).second)
+        fail("assign", "two tensors assigned in one assign_all share one buffer (shape " +
+                           shape_str(target.shape()) + ")");
+      // Reading its own buffer at other elements than it writes: compute it aside.
+      u.aside = !reads_in_place(u.value, u.buf.get());
+    } else if (auto* capture = detail::jit_capture()) {
+      capture->reject("assign to a tensor of shape " + shape_str(target.shape()) +
+                      " that is not a whole realized buffer (a replay could not update it)");
+    }
+    ups.push_back(std::move(u));
+  }
+  // An update reading another's buffer must run before it; those in a cycle go aside.
+  std::vector<std::vector<size_t>> next(ups.size());
+  std::vector<size_t> indegree(ups.size(), 0);
+  for (size_t i = 0; i < ups.size(); i++) {
+    if (!ups[i].buf || ups[i].aside) continue;
+    for (const DeviceBuffer* b : buffers_read(ups[i].value)) {
+      auto j = by_buffer.find(b);
+      if (j == by_buffer.end() || j->second == i) continue;
+      next[i].push_back(j->second);
+      indegree[j->second]++;
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < ups.size(); i++)
+    if (indegree[i] == 0) ready.push_back(i);
+  std::vector<bool> ordered(ups.size(), false);
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    ordered[i] = true;
+    for (size_t j : next[i])
+      if (--indegree[j] == 0) ready.push_back(j);
+  }
+  std::vector<Lazy> news, extra;
+  std::vector<LazyBase*> olds;
+  for (size_t i = 0; i < ups.size(); i++) {
+    Update& u = ups[i];
+    Lazy v = u.value;
+    if (u.buf && (u.aside || !ordered[i])) {
+      v = lazy_contiguous(v, v.dtype());
+      extra.push_back(v);
+    }
+    // Always a new base: the target must never share a buffer with the value's tensor.
+    Lazy n = lazy_contiguous(v, v.dtype());
+    n.base->write_into = u.buf;
+    news.push_back(n);
+    if (u.old) olds.push_back(u.old);
+  }
+  std::vector<Lazy> targets = pending_readers(olds, ancestors(news));
+  targets.insert(targets.end(), extra.begin(), extra.end());
+  targets.insert(targets.end(), news.begin(), news.end());
+  run_schedule(create_schedule(targets));
+  for (LazyBase* o : olds) o->overwritten = true;
+  for (size_t i = 0; i < updates.size(); i++) {
+    TensorImpl& t = *updates[i].first.impl_;
+    t.lazy = news[i];
+    t.node.reset();
+  }
+}
+
+}  // namespace baregrad::tensor

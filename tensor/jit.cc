@@ -1,0 +1,262 @@
+#include "tensor/jit.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "tensor/schedule.h"
+
+namespace baregrad::tensor {
+namespace detail {
+namespace {
+thread_local JitCapture* g_capture = nullptr;
+
+// Installs a capture on this thread for the lifetime of the guard.
+class CaptureScope {
+ public:
+  explicit CaptureScope(JitCapture* c) {
+    if (g_capture) fail("jit", "a TinyJit function called another TinyJit while capturing");
+    g_capture = c;
+  }
+  ~CaptureScope() { g_capture = nullptr; }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+};
+}  // namespace
+
+JitCapture* jit_capture() { return g_capture; }
+
+void JitCapture::record_kernel(std::shared_ptr<runtime::Program> prg,
+                               std::vector<std::shared_ptr<DeviceBuffer>> bufs) {
+  steps_.push_back({std::move(prg), std::move(bufs), nullptr});
+}
+
+void JitCapture::record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen) {
+  steps_.push_back({nullptr, {std::move(buf)}, std::move(regen)});
+}
+
+void JitCapture::reject(std::string why) { rejected_.push_back(std::move(why)); }
+
+}  // namespace detail
+
+struct TinyJit::Captured {
+  struct Step {
+    std::shared_ptr<runtime::Program> prg;  // null for a random upload
+    std::shared_ptr<runtime::Device> device;
+    std::vector<runtime::Buffer> bufs;
+    std::vector<int> input;  // per buffer: the input bound there, or -1
+    detail::JitCapture::Regenerate regen;
+  };
+  struct Input {
+    Shape shape;
+    DType dtype;
+    std::shared_ptr<runtime::Device> device;
+  };
+  struct Output {
+    int input = -1;  // an input returned as is
+    std::shared_ptr<DeviceBuffer> buf;
+    DType dtype;
+    Shape base_shape;
+    ShapeTracker st;
+  };
+  std::vector<Input> inputs;
+  std::vector<Output> outputs;
+  std::vector<Step> steps;
+  std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use
+  size_t kernels = 0, intermediate_bytes = 0, planned_bytes = 0;
+};
+
+namespace {
+// Each tensor as a whole realized buffer (views and lazy values get one), in one schedule.
+std::vector<Tensor> as_buffers(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  std::vector<Lazy> pending;
+  for (const Tensor& t : ts) {
+    const Lazy& l = t.lazy();
+    out.push_back(l.is_base_view() && l.base->realized ? t : t.contiguous());
+    if (!out.back().lazy().base->realized) pending.push_back(out.back().lazy());
+  }
+  run_schedule(create_schedule(pending));
+  return out;
+}
+
+std::string describe(const Shape& s, DType d, const runtime::Device& dev) {
+  return shape_str(s) + " " + d.name() + " on " + dev.name();
+}
+}  // namespace
+
+TinyJit::TinyJit(Fn fn) : fn_(std::move(fn)) {}
+TinyJit::~TinyJit() = default;
+
+size_t TinyJit::kernel_count() const { return captured_ ? captured_->kernels : 0; }
+size_t TinyJit::intermediate_bytes() const { return captured_ ? captured_->intermediate_bytes : 0; }
+size_t TinyJit::planned_bytes() const { return captured_ ? captured_->planned_bytes : 0; }
+
+void TinyJit::reset() {
+  captured_.reset();
+  calls_ = 0;
+}
+
+std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> xs = as_buffers(inputs);
+  calls_++;
+  if (captured_) return replay(xs);
+  if (calls_ == 1) {
+    std::vector<Tensor> outs = as_buffers(fn_(xs));
+    for (auto& o : outs) o = o.detach();
+    return outs;
+  }
+  return capture(xs);
+}
+
+std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs) {
+  detail::JitCapture cap;
+  std::vector<Tensor> outs;
+  {
+    detail::CaptureScope scope(&cap);
+    outs = as_buffers(fn_(xs));
+  }
+  for (auto& o : outs) o = o.detach();  // the history would pin every activation
+  if (!cap.rejected_.empty()) {
+    std::string why;
+    for (auto& r : cap.rejected_) why += (why.empty() ? "" : "; ") + r;
+    fail("jit", "the captured call cannot be replayed: " + why);
+  }
+  auto c = std::make_unique<Captured>();
+  std::unordered_map<const DeviceBuffer*, int> input_of;
+  for (size_t i = 0; i < xs.size(); i++) {
+    const Lazy& l = xs[i].lazy();
+    c->inputs.push_back({l.shape(), l.dtype(), l.base->device});
+    input_of.emplace(l.base->realized.get(), static_cast<int>(i));
+  }
+  for (const Tensor& o : outs) {
+    const Lazy& l = o.lazy();
+    Captured::Output out{-1, l.base->realized, l.dtype(), l.base->shape, l.st};
+    if (auto it = input_of.find(out.buf.get()); it != input_of.end()) {
+      out.input = it->second;
+      out.buf.reset();
+    }
+    c->outputs.push_back(std::move(out));
+  }
+  plan(cap, input_of, *c);
+  captured_ = std::move(c);
+  BG_LOG(1) << "jit: captured " << captured_->kernels << " kernels and "
+            << captured_->steps.size() - captured_->kernels << " random uploads; intermediates "
+            << captured_->intermediate_bytes << " bytes planned into " << captured_->planned_bytes;
+  return outs;
+}
+
+void TinyJit::plan(detail::JitCapture& cap,
+                   const std::unordered_map<const DeviceBuffer*, int>& input_of,
+                   Captured& c) {
+  // A buffer is private to the step when the capture holds its only references and a step
+  // writes it before any reads it; those share memory by liveness, the rest keep theirs.
+  struct Life {
+    size_t first = 0, last = 0, refs = 0;
+    bool written_first = false;
+  };
+  std::unordered_map<const DeviceBuffer*, Life> life;
+  std::vector<const DeviceBuffer*> order;
+  for (size_t i = 0; i < cap.steps_.size(); i++) {
+    auto& st = cap.steps_[i];
+    for (size_t s = 0; s < st.bufs.size(); s++) {
+      auto [it, fresh] = life.try_emplace(st.bufs[s].get());
+      if (fresh) {
+        it->second.first = i;
+        it->second.written_first = s == 0;
+        order.push_back(st.bufs[s].get());
+      }
+      it->second.last = i;
+      it->second.refs++;
+    }
+  }
+  std::unordered_map<const DeviceBuffer*, std::shared_ptr<DeviceBuffer>> owner;
+  for (auto& st : cap.steps_)
+    for (auto& b : st.bufs) owner.emplace(b.get(), b);
+  struct Slot {
+    std::shared_ptr<DeviceBuffer> mem;
+    size_t last;
+  };
+  std::vector<Slot> slots;
+  std::unordered_map<const DeviceBuffer*, runtime::Buffer> placed;
+  for (const DeviceBuffer* db : order) {
+    const Life& l = life[db];
+    // +1: the `owner` map holds one reference too.
+    bool private_buf = l.written_first && !input_of.count(db) &&
+                       static_cast<size_t>(owner[db].use_count()) == l.refs + 1;
+    if (!private_buf) {
+      c.keep.push_back(owner[db]);
+      continue;
+    }
+    size_t bytes = db->buffer.bytes;
+    c.intermediate_bytes += bytes;
+    Slot* best = nullptr;
+    for (Slot& s : slots)
+      if (s.last < l.first && s.mem->device == db->device && s.mem->buffer.bytes >= bytes &&
+          (!best || s.mem->buffer.bytes < best->mem->buffer.bytes))
+        best = &s;
+    if (!best) {
+      auto mem = db->device->alloc(bytes);
+      if (!mem.ok()) mem.status().throw_if_error("jit");
+      auto owned = std::make_shared<DeviceBuffer>();
+      owned->device = db->device;
+      owned->buffer = *mem;
+      slots.push_back({owned, 0});
+      c.keep.push_back(owned);
+      c.planned_bytes += bytes;
+      best = &slots.back();
+    }
+    best->last = l.last;
+    placed[db] = runtime::Buffer{best->mem->buffer.ptr, bytes};
+  }
+  for (auto& st : cap.steps_) {
+    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen)};
+    for (auto& b : st.bufs) {
+      auto p = placed.find(b.get());
+      step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
+      auto in = input_of.find(b.get());
+      step.input.push_back(in != input_of.end() ? in->second : -1);
+    }
+    c.kernels += st.prg != nullptr;
+    c.steps.push_back(std::move(step));
+  }
+}
+
+std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
+  const Captured& c = *captured_;
+  if (xs.size() != c.inputs.size())
+    fail("jit", std::to_string(xs.size()) + " inputs; the captured call had " +
+                    std::to_string(c.inputs.size()));
+  std::vector<runtime::Buffer> in(xs.size());
+  for (size_t i = 0; i < xs.size(); i++) {
+    const Lazy& l = xs[i].lazy();
+    const auto& want = c.inputs[i];
+    if (l.shape() != want.shape || l.dtype() != want.dtype || l.base->device != want.device)
+      fail("jit", "input " + std::to_string(i) + " is " +
+                      describe(l.shape(), l.dtype(), *l.base->device) + "; the captured call had " +
+                      describe(want.shape, want.dtype, *want.device));
+    in[i] = l.base->realized->buffer;
+  }
+  std::vector<runtime::Buffer> bufs;
+  for (const Captured::Step& step : c.steps) {
+    bufs = step.bufs;
+    for (size_t s = 0; s < bufs.size(); s++)
+      if (step.input[s] >= 0) bufs[s] = in[step.input[s]];
+    if (step.prg)
+      step.device->launch(*step.prg, bufs).throw_if_error("jit");
+    else
+      step.regen(*step.device, bufs[0]);
+  }
+  std::vector<Tensor> outs;
+  for (const Captured::Output& o : c.outputs) {
+    if (o.input >= 0) {
+      outs.push_back(Tensor(lazy_view(xs[o.input].lazy(), o.st)));
+    } else {
+      outs.push_back(Tensor(lazy_view(lazy_buffer(o.buf, o.dtype, o.base_shape), o.st)));
+    }
+  }
+  return outs;
+}
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,100 @@
+// TinyJit: runs a step function eagerly once, captures the kernels of its second call, and from
+// the third call on replays them on the new inputs' buffers without building, scheduling or
+// compiling anything. A replay computes bit for bit what an eager call would.
+//
+// What a capture holds, as tinygrad's TinyJit:
+//  - the function's tensor inputs are realized first and bound by position; every call must
+//    pass the same number of inputs with the same shapes, dtypes and devices;
+//  - every other buffer a kernel reads (parameters, optimizer state) is bound by address: state
+//    must be updated with assign(), which writes in place;
+//  - random tensors (rand, randn, dropout, ...) are drawn again on each replay, in the order of
+//    the eager call; other host data made inside the function (from_data, arange, eye) is
+//    captured once as a constant: pass data that changes per call as an input;
+//  - host-side work in the function (to_vector(), reading lr) runs on the eager calls only;
+//  - the returned tensors alias buffers the next replay overwrites: copy what must be kept;
+//  - intermediate buffers that nothing outside the step holds share memory by liveness.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/device.h"
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace detail {
+class JitCapture;
+}  // namespace detail
+
+class TinyJit {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+  explicit TinyJit(Fn fn);
+  ~TinyJit();
+  TinyJit(const TinyJit&) = delete;
+  TinyJit& operator=(const TinyJit&) = delete;
+
+  // Runs (calls 1 and 2) or replays (later calls) the function; the outputs are realized.
+  // Throws Error("[jit] ...") for inputs unlike the captured ones, and when the second call
+  // did something a replay cannot repeat (the message says what).
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+  int calls() const { return calls_; }
+  bool captured() const { return captured_ != nullptr; }
+  // Kernel launches one replay runs (0 before the capture).
+  size_t kernel_count() const;
+  // Bytes of the capture's private intermediate buffers, and what they take after planning.
+  size_t intermediate_bytes() const;
+  size_t planned_bytes() const;
+  // Forgets the capture: the next call runs eagerly again.
+  void reset();
+
+ private:
+  struct Captured;
+  std::vector<Tensor> capture(const std::vector<Tensor>& xs);
+  std::vector<Tensor> replay(const std::vector<Tensor>& xs);
+  static void plan(detail::JitCapture& cap,
+                   const std::unordered_map<const DeviceBuffer*, int>& input_of,
+                   Captured& c);
+
+  Fn fn_;
+  int calls_ = 0;
+  std::unique_ptr<Captured> captured_;
+};
+
+namespace detail {
+
+// Host `values` stored as `dtype`, little-endian, rounded or wrapped like a cast.
+std::vector<uint8_t> encode_values(const std::vector<double>& values, DType dtype);
+
+// What run_schedule, assign and the random generators report while a TinyJit captures.
+class JitCapture {
+ public:
+  // Rewrites a buffer with fresh host data (a random draw) on the device it lives on.
+  using Regenerate = std::function<void(runtime::Device&, runtime::Buffer)>;
+
+  void record_kernel(std::shared_ptr<runtime::Program> prg,
+                     std::vector<std::shared_ptr<DeviceBuffer>> bufs);
+  void record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen);
+  // Marks the capture as not replayable; the JIT throws `why` when the call ends.
+  void reject(std::string why);
+
+ private:
+  friend class baregrad::tensor::TinyJit;
+  struct Step {
+    std::shared_ptr<runtime::Program> prg;            // null for an upload
+    std::vector<std::shared_ptr<DeviceBuffer>> bufs;  // slot order; an upload has one
+    Regenerate regen;
+  };
+  std::vector<Step> steps_;
+  std::vector<std::string> rejected_;
+};
+
+// The capture running on this thread, or null.
+JitCapture* jit_capture();
+
+}  // namespace detail
+}  // namespace baregrad::tensor
