@@ -147,6 +147,7 @@ int run(int argc, char** argv) {
   register_kernel_benches();
   register_train_benches();
   register_gpt2_benches();
+  register_hcq_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);

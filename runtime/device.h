@@ -26,10 +26,11 @@ struct Buffer {
 // A compiled kernel ready to launch.
 struct Program {
   compiler::ProgramSpec spec;
-  std::string source;      // what the renderer produced
-  double compile_ms = 0;   // lowering + rendering + compiling (0 on a cache hit)
-  bool cache_hit = false;  // the binary came from the kernel cache
-  void* entry = nullptr;   // device-specific entry point
+  std::string source;            // what the renderer produced
+  double compile_ms = 0;         // lowering + rendering + compiling (0 on a cache hit)
+  bool cache_hit = false;        // the binary came from the kernel cache
+  void* entry = nullptr;         // device-specific entry point
+  std::shared_ptr<void> handle;  // the device's loaded form (an hcq::Program)
 };
 
 class Device {

@@ -8,12 +8,13 @@
 
 namespace baregrad::runtime {
 
-std::vector<std::string> device_names() { return {"CPU", "CPU:C"}; }
+std::vector<std::string> device_names() { return {"CPU", "CPU:C", "NULL"}; }
 
 Result<std::shared_ptr<Device>> open_device(std::string_view name) {
   std::string n(name.empty() ? std::string_view(options().dev) : name);
   if (n.empty() || n == "CPU") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm));
   if (n == "CPU:C") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kClang));
+  if (n == "NULL") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm, 0, true));
   std::string known;
   for (auto& d : device_names()) known += (known.empty() ? "" : ", ") + d;
   return not_found("no device named '" + n + "' (this build has: " + known + ")");

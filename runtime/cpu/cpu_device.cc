@@ -16,6 +16,8 @@
 #include "compiler/render/llvm_ir.h"
 #include "compiler/target/clang_target.h"
 #include "compiler/target/llvm_target.h"
+#include "drivers/cpu/device.h"
+#include "drivers/null/device.h"
 
 namespace baregrad::runtime {
 
@@ -37,10 +39,20 @@ std::string opts_key(const std::optional<std::vector<Opt>>& opts) {
 }
 }  // namespace
 
-CpuDevice::CpuDevice(CpuBackend backend, int threads)
-    : backend_(backend), pool_(default_threads(threads)) {
+CpuDevice::CpuDevice(CpuBackend backend, int threads, bool null) : backend_(backend), null_(null) {
+  int n = default_threads(threads);
+  if (null) {
+    auto dev = drivers::null::Device::create();
+    if (!dev.ok()) dev.status().throw_if_error("device");
+    hcq_ = std::move(*dev);
+  } else {
+    auto dev = drivers::cpu::Device::create(n);
+    if (!dev.ok()) dev.status().throw_if_error("device");
+    hcq_ = std::move(*dev);
+  }
+  queue_ = hcq_->compute_queue();
   target_.name = backend == CpuBackend::kLlvm ? "cpu-llvm" : "cpu-clang";
-  target_.threads = pool_.threads();
+  target_.threads = n;
   target_.vector_bytes = 64;
   if (backend == CpuBackend::kLlvm) {
     renderer_ = std::make_unique<compiler::LlvmIrRenderer>();
@@ -51,38 +63,67 @@ CpuDevice::CpuDevice(CpuBackend backend, int threads)
   }
 }
 
-CpuDevice::~CpuDevice() = default;
-
-std::string CpuDevice::name() const { return backend_ == CpuBackend::kLlvm ? "CPU" : "CPU:C"; }
-
-Result<Buffer> CpuDevice::alloc(size_t bytes) {
-  // Large buffers sit on 2 MiB boundaries and ask for transparent huge pages: kernels stream
-  // them and strided tiles (matmul panels) touch many pages, so TLB misses cost bandwidth.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  size_t align = bytes >= kHugePage ? kHugePage : 64;
-  size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
-  if (!p) return resource_exhausted("CPU alloc of " + std::to_string(bytes) + " bytes failed");
-  if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // best effort
-  return Buffer{p, bytes};
+CpuDevice::~CpuDevice() {
+  (void)synchronize();
+  queue_.reset();
 }
 
-void CpuDevice::free(Buffer b) { std::free(b.ptr); }
+std::string CpuDevice::name() const {
+  if (null_) return "NULL";
+  return backend_ == CpuBackend::kLlvm ? "CPU" : "CPU:C";
+}
+
+// Memory comes from the HCQ allocator (2 MiB aligned with huge pages from 2 MiB up, reused by
+// size); runtime buffers carry the address, which is the device address on the CPU.
+Result<Buffer> CpuDevice::alloc(size_t bytes) {
+  ASSIGN_OR_RETURN(hcq::Buffer b, hcq_->allocator().alloc(std::max<size_t>(bytes, 1)));
+  return Buffer{reinterpret_cast<void*>(b.va), bytes};
+}
+
+void CpuDevice::free(Buffer b) {
+  if (!b.ptr) return;
+  hcq_->allocator().free(
+      hcq::Buffer{reinterpret_cast<uint64_t>(b.ptr), std::max<size_t>(b.bytes, 1), nullptr, 0, {}});
+}
+
+namespace {
+hcq::Buffer as_hcq(Buffer b) {
+  return hcq::Buffer{reinterpret_cast<uint64_t>(b.ptr), b.bytes, b.ptr, 0, {}};
+}
+}  // namespace
 
 Status CpuDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
   if (bytes > dst.bytes)
     return invalid_argument("copy_in of " + std::to_string(bytes) + " bytes into a buffer of " +
                             std::to_string(dst.bytes));
-  if (bytes > 0) std::memcpy(dst.ptr, src, bytes);
-  return Status();
+  return hcq_->allocator().copy_in(as_hcq(dst), src, bytes);
 }
 
 Status CpuDevice::copy_out(void* dst, Buffer src, size_t bytes) {
   if (bytes > src.bytes)
     return invalid_argument("copy_out of " + std::to_string(bytes) + " bytes from a buffer of " +
                             std::to_string(src.bytes));
-  if (bytes > 0) std::memcpy(dst, src.ptr, bytes);
+  if (null_) {  // nothing was ever computed
+    RETURN_IF_ERROR(hcq_->synchronize());
+    std::memset(dst, 0, bytes);
+    return Status();
+  }
+  return hcq_->allocator().copy_out(dst, as_hcq(src), bytes);
+}
+
+Status CpuDevice::synchronize() {
+  RETURN_IF_ERROR(hcq_->synchronize());
+  std::lock_guard lock(launch_mu_);
+  retire_locked(true);
   return Status();
+}
+
+void CpuDevice::retire_locked(bool all) {
+  while (!in_flight_.empty() &&
+         (all || hcq_->timeline().value() >= in_flight_.front().timeline_value)) {
+    hcq_->allocator().free(in_flight_.front().args_mem);
+    in_flight_.pop_front();
+  }
 }
 
 Result<std::shared_ptr<Program>> CpuDevice::compile(const UOpPtr& ast,
@@ -126,6 +167,11 @@ Result<std::shared_ptr<Program>> CpuDevice::build(const UOpPtr& ast,
   }
   ASSIGN_OR_RETURN(KernelFn fn, loader_.load(object, prg->spec.name));
   prg->entry = reinterpret_cast<void*>(fn);
+  std::vector<size_t> buf_bytes(prg->spec.bufs.size(), 0);
+  for (const auto& b : prg->spec.bufs)
+    buf_bytes.at(b.slot) = static_cast<size_t>(b.size) * b.dtype.itemsize();
+  prg->handle = std::make_shared<drivers::cpu::Program>(prg->spec.name, fn, std::move(buf_bytes),
+                                                        static_cast<int>(prg->spec.vars.size()));
   prg->compile_ms = now_ms() - t0;
   BG_LOG(1) << "compiled " << prg->spec.name << " in " << prg->compile_ms << " ms"
             << (prg->cache_hit ? " (cached binary)" : "");
@@ -151,12 +197,35 @@ Status CpuDevice::launch(const Program& prg,
     return invalid_argument("launch " + spec.name + ": expected " +
                             std::to_string(spec.vars.size()) + " vars, got " +
                             std::to_string(vars.size()));
-  std::vector<void*> ptrs;
-  for (auto& b : bufs) ptrs.push_back(b.ptr);
-  auto fn = reinterpret_cast<KernelFn>(prg.entry);
+  const auto& hp = *static_cast<const drivers::cpu::Program*>(prg.handle.get());
+  size_t args_bytes = 8 * (bufs.size() + vars.size());
+  hcq::BufferSpec args_spec{.host = true, .cpu_access = true};
+  ASSIGN_OR_RETURN(hcq::Buffer mem,
+                   hcq_->allocator().alloc(std::max<size_t>(args_bytes, 8), args_spec));
+  auto args = std::make_unique<hcq::ArgsState>(mem, 0, static_cast<int>(bufs.size()),
+                                               static_cast<int>(vars.size()));
+  for (size_t i = 0; i < bufs.size(); i++)
+    args->set_buf(static_cast<int>(i),
+                  static_cast<int64_t>(reinterpret_cast<uint64_t>(bufs[i].ptr)));
+  for (size_t i = 0; i < vars.size(); i++) args->set_var(static_cast<int>(i), vars[i]);
   double t0 = options().debug >= 1 ? now_ms() : 0;
-  pool_.parallel_for(spec.thread_extent,
-                     [&](int64_t lo, int64_t hi) { fn(ptrs.data(), vars.data(), lo, hi); });
+  uint64_t v;
+  {
+    std::lock_guard lock(launch_mu_);
+    retire_locked(false);
+    auto items = static_cast<uint32_t>(std::max<int64_t>(spec.thread_extent, 1));
+    Result<uint64_t> r = hcq_->submit_on_timeline(
+        *queue_, [&](hcq::HwQueue& q) { q.exec(hp, *args, hcq::Dim3{items, 1, 1}, hcq::Dim3{}); });
+    if (!r.ok()) {
+      hcq_->allocator().free(mem);
+      return r.status();
+    }
+    v = *r;
+    in_flight_.push_back({v, mem, std::move(args)});
+  }
+  // Launches are asynchronous; DEBUG=1 waits for each to time it.
+  if (options().debug < 1) return Status();
+  RETURN_IF_ERROR(hcq_->timeline().wait(v));
   BG_LOG(1) << "launch " << spec.name << ": " << now_ms() - t0 << " ms";
   return Status();
 }

@@ -1,6 +1,9 @@
-// The CPU device: kernels compiled in-process (LLVM) or by clang (C), run on every core.
+// The CPU device: kernels compiled in-process (LLVM) or by clang (C), run on every core by the
+// CPU HCQ device (drivers/cpu): memory, copies and launches all go through its queues. With
+// the NULL executor (DEV=NULL) the same kernels compile and nothing runs.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,9 +11,9 @@
 #include <unordered_map>
 
 #include "compiler/program.h"
+#include "hcq/hcq.h"
 #include "runtime/cpu/object_loader.h"
 #include "runtime/device.h"
-#include "runtime/thread_pool.h"
 
 namespace baregrad::runtime {
 
@@ -18,8 +21,9 @@ enum class CpuBackend { kLlvm, kClang };
 
 class CpuDevice : public Device {
  public:
-  // `threads` <= 0 means every core (or options().threads when set).
-  explicit CpuDevice(CpuBackend backend = CpuBackend::kLlvm, int threads = 0);
+  // `threads` <= 0 means every core (or options().threads when set). Throws baregrad::Error
+  // when the HCQ device cannot start.
+  explicit CpuDevice(CpuBackend backend = CpuBackend::kLlvm, int threads = 0, bool null = false);
   ~CpuDevice() override;
 
   std::string name() const override;
@@ -31,10 +35,14 @@ class CpuDevice : public Device {
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
+  // Asynchronous: returns once submitted (under DEBUG=1 once done, to time it); faults show at
+  // the next synchronize() or copy_out().
   Status launch(const Program& prg,
                 std::span<const Buffer> bufs,
                 std::span<const int64_t> vars = {}) override;
-  Status synchronize() override { return Status(); }
+  Status synchronize() override;
+  // The HCQ device underneath (queues, signals, allocator).
+  hcq::Device& hcq() { return *hcq_; }
 
  private:
   Result<std::shared_ptr<Program>> build(const compiler::UOpPtr& ast,
@@ -45,7 +53,19 @@ class CpuDevice : public Device {
   std::unique_ptr<compiler::Renderer> renderer_;
   std::unique_ptr<compiler::Compiler> compiler_;
   ObjectLoader loader_;
-  ThreadPool pool_;
+  bool null_;
+  std::unique_ptr<hcq::Device> hcq_;
+  // Frees the argument blocks of finished launches (all of them after a synchronize).
+  void retire_locked(bool all);
+
+  std::mutex launch_mu_;
+  std::unique_ptr<hcq::HwQueue> queue_;  // the compute queue, under launch_mu_
+  struct InFlight {
+    uint64_t timeline_value;  // done once the timeline reaches it
+    hcq::Buffer args_mem;
+    std::unique_ptr<hcq::ArgsState> args;
+  };
+  std::deque<InFlight> in_flight_;  // under launch_mu_
   std::mutex mu_;
   // (AST, opts) -> program; the entry holds the AST so its address stays unique.
   std::map<std::pair<const compiler::UOp*, std::string>,

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace baregrad::runtime {
+namespace baregrad {
 
 class ThreadPool {
  public:
@@ -38,4 +38,4 @@ class ThreadPool {
   std::mutex call_mu_;
 };
 
-}  // namespace baregrad::runtime
+}  // namespace baregrad

@@ -1,8 +1,8 @@
-#include "runtime/thread_pool.h"
+#include "base/thread_pool.h"
 
 #include <algorithm>
 
-namespace baregrad::runtime {
+namespace baregrad {
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(threads, 1); i++) workers_.emplace_back([this, i] { worker(i); });
@@ -69,4 +69,4 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   done_cv_.wait(lock, [&] { return pending_ == 0; });
 }
 
-}  // namespace baregrad::runtime
+}  // namespace baregrad

@@ -1,0 +1,58 @@
+// Buffer views, kernel-argument blocks and launch checks.
+#include <cstring>
+
+#include "hcq/hcq.h"
+
+namespace baregrad::hcq {
+
+Buffer Buffer::view(size_t offset, size_t bytes) const {
+  CHECK(offset <= size && bytes <= size - offset)
+      << "view [" << offset << ", " << offset + bytes << ") of a buffer of " << size << " bytes";
+  Buffer b = *this;
+  b.va += offset;
+  b.size = bytes;
+  if (cpu) b.cpu = static_cast<uint8_t*>(cpu) + offset;
+  return b;
+}
+
+ArgsState::ArgsState(Buffer mem, size_t prefix, int num_bufs, int num_vars)
+    : mem_(mem), prefix_(prefix), num_bufs_(num_bufs), num_vars_(num_vars) {
+  CHECK(mem_.cpu) << "kernel arguments need CPU-visible memory";
+  CHECK(mem_.size >= prefix_ + 8 * static_cast<size_t>(num_bufs + num_vars))
+      << "argument block of " << mem_.size << " bytes for " << num_bufs << " buffers and "
+      << num_vars << " scalars";
+}
+
+void ArgsState::put(size_t offset, Value v) {
+  auto* p = static_cast<uint8_t*>(mem_.cpu) + offset;
+  if (v.symbolic()) {
+    patches_.add(offset, v.var, PatchTable::Width::k64);
+  } else {
+    std::memcpy(p, &v.imm, 8);
+  }
+}
+
+void ArgsState::set_buf(int i, Value va) {
+  CHECK(i >= 0 && i < num_bufs_) << "buffer argument " << i << " of " << num_bufs_;
+  put(prefix_ + 8 * static_cast<size_t>(i), va);
+}
+
+void ArgsState::set_var(int i, Value v) {
+  CHECK(i >= 0 && i < num_vars_) << "scalar argument " << i << " of " << num_vars_;
+  put(prefix_ + 8 * static_cast<size_t>(num_bufs_ + i), v);
+}
+
+void ArgsState::apply(std::span<const int64_t> vars) const {
+  patches_.apply(static_cast<uint8_t*>(mem_.cpu), vars);
+}
+
+Status Program::check_launch(Dim3 grid, Dim3 block) const {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+    return invalid_argument("launch of " + name_ + ": empty grid " + std::to_string(grid.x) + "x" +
+                            std::to_string(grid.y) + "x" + std::to_string(grid.z) + " or block " +
+                            std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+                            std::to_string(block.z));
+  return Status();
+}
+
+}  // namespace baregrad::hcq

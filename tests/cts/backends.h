@@ -1,0 +1,140 @@
+// The HCQ conformance suite's harness: the backends it runs on (and what each cannot do), the
+// per-backend fixture, CPU-ABI test kernels and byte-pattern helpers.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "drivers/cpu/device.h"
+#include "hcq/hcq.h"
+
+namespace baregrad::cts {
+
+// A kernel with the CPU ABI (see drivers::cpu::Program): backends that execute run it, the
+// others only record a program of the same arity.
+using KernelFn = drivers::cpu::Program::Fn;
+
+struct Backend {
+  std::string name;
+  std::function<Result<std::unique_ptr<hcq::Device>>()> open;
+  // A program of this backend with `fn`'s behaviour; `buf_bytes[i]` bounds buffer i's use.
+  std::function<std::unique_ptr<hcq::Program>(
+      std::string name, KernelFn fn, std::vector<size_t> buf_bytes, int num_vars)>
+      program;
+  std::map<std::string, std::string> unsupported;  // feature -> why
+};
+
+// Every backend present in this build.
+const std::vector<Backend>& backends();
+void PrintTo(const Backend& b, std::ostream* os);
+
+// ---- status assertions ---------------------------------------------------------------------
+
+#define CTS_ASSERT_OK(expr)                                                \
+  do {                                                                     \
+    ::baregrad::Status cts_status_ = ::baregrad::detail::to_status(expr);  \
+    ASSERT_TRUE(cts_status_.ok()) << #expr << " returned " << cts_status_; \
+  } while (0)
+#define CTS_EXPECT_OK(expr)                                                \
+  do {                                                                     \
+    ::baregrad::Status cts_status_ = ::baregrad::detail::to_status(expr);  \
+    EXPECT_TRUE(cts_status_.ok()) << #expr << " returned " << cts_status_; \
+  } while (0)
+// `lhs` = the value of the Result `expr`, or the test fails and returns.
+#define CTS_ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  CTS_ASSIGN_IMPL(BG_CONCAT(cts_result_, __LINE__), lhs, expr)
+#define CTS_ASSIGN_IMPL(tmp, lhs, expr)                           \
+  auto tmp = (expr);                                              \
+  ASSERT_TRUE(tmp.ok()) << #expr << " returned " << tmp.status(); \
+  lhs = std::move(tmp).value()
+// Skips the test (with the backend's reason) unless the backend supports `feature`.
+#define CTS_REQUIRE(feature)                                                 \
+  if (std::string cts_why_ = unsupported_reason(feature); !cts_why_.empty()) \
+  GTEST_SKIP() << cts_why_
+
+// ---- the fixture ---------------------------------------------------------------------------
+
+// One test on one backend: a fresh device per test; buffers, argument blocks and extra devices
+// made through it are released after the test body (after its queues and signals).
+class Cts : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  hcq::Device& dev() { return *dev_; }
+  // "" when the backend supports `feature`, else "<backend> does not support <feature>: why".
+  std::string unsupported_reason(const std::string& feature) const;
+  // Another device of this backend, alive until the test ends.
+  Result<hcq::Device*> open_another();
+  // Tracks a buffer of `d` so that it is freed when the test ends.
+  Result<hcq::Buffer> alloc(hcq::Device& d, size_t bytes, hcq::BufferSpec spec = {});
+  Result<hcq::Buffer> alloc(size_t bytes, hcq::BufferSpec spec = {}) {
+    return alloc(dev(), bytes, spec);
+  }
+  // A program of this backend (see Backend::program).
+  std::unique_ptr<hcq::Program> program(std::string name,
+                                        KernelFn fn,
+                                        std::vector<size_t> buf_bytes,
+                                        int num_vars);
+  // An argument block for `prg` in CPU-visible memory of `d`, alive until the test ends.
+  Result<hcq::ArgsState*> args_for(hcq::Device& d, const hcq::Program& prg);
+  Result<hcq::ArgsState*> args_for(const hcq::Program& prg) { return args_for(dev(), prg); }
+
+ private:
+  std::unique_ptr<hcq::Device> dev_;
+  std::vector<std::unique_ptr<hcq::Device>> others_;
+  std::vector<std::pair<hcq::Device*, hcq::Buffer>> buffers_;
+  std::deque<hcq::ArgsState> args_;
+};
+
+// Records a launch of `prg` over `items` grid.x items (the CPU ABI's [lo, hi) range).
+void launch(hcq::HwQueue& q, const hcq::Program& prg, const hcq::ArgsState& args, uint32_t items);
+
+// "0x..." for `v`.
+std::string hex(uint64_t v);
+// A buffer's device address as a recorded value.
+int64_t va_of(const hcq::Buffer& b);
+// The copy queue, or the compute queue on a device without a copy engine.
+std::unique_ptr<hcq::HwQueue> copy_or_compute_queue(hcq::Device& d);
+// Checks that every later call on the failed `d` reports `err` (`buf` is a buffer of `d`).
+void expect_sticky(hcq::Device& d, const Status& err, const hcq::Buffer& buf);
+// Checks a copy round trip and `prg` (add_one over 4 int32) with `args` on `d`; `b` is 16 bytes.
+void expect_works(hcq::Device& d, const hcq::Program& prg, hcq::ArgsState& args, hcq::Buffer b);
+
+// ---- test kernels (CPU ABI) ----------------------------------------------------------------
+
+// a[i] += 1 over int32 elements.
+void add_one(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi);
+// dst[i] = src[vars[0] - 1 - i] * 2 over int32 (bufs: dst, src): item i reads what another
+// core wrote in an earlier launch.
+void reverse_double(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi);
+// Appends vars[0] to the int64 log {count, entries...} (grid 1).
+void append_log(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi);
+// out[0] = vars[0] (int64, grid 1).
+void store_var(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi);
+// counter[0] += 1 (int64, grid 1).
+void increment(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi);
+
+// ---- data ----------------------------------------------------------------------------------
+
+// `n` pseudo-random bytes from `seed` (splitmix64), the same on every run.
+std::unique_ptr<uint8_t[]> random_bytes(size_t n, uint64_t seed);
+// Success when a and b hold the same `n` bytes, else the first differing offset and bytes.
+::testing::AssertionResult same_bytes(const void* a, const void* b, size_t n);
+
+using Clock = std::chrono::steady_clock;
+// Milliseconds since `t0`.
+double ms_since(Clock::time_point t0);
+
+}  // namespace baregrad::cts
