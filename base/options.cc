@@ -35,6 +35,13 @@ constexpr Field kFields[] = {
       "C compiler of the CPU:C device (its C source uses clang extensions)"},
      &Options::cc},
     {{"SPEC", "bool", "0", "1 runs the IR verifier between compiler passes"}, &Options::spec},
+    {{"PROFILE", "bool", "0",
+      "1 brackets every launch and copy with device timestamps and writes a Chrome trace "
+      "(one row per queue; open it in Perfetto) when the device closes"},
+     &Options::profile},
+    {{"PROFILE_PATH", "path", "profile.json",
+      "the PROFILE trace; each device writes <stem>.<DEVICE>.json"},
+     &Options::profile_path},
 };
 
 constexpr auto kTable = [] {

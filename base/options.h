@@ -16,6 +16,8 @@ struct Options {
   int threads = 0;             // THREADS: CPU worker threads; 0 means all cores.
   std::string cc;              // CC: C compiler of the C target.
   bool spec = false;           // SPEC: run the IR verifier between compiler passes.
+  bool profile = false;        // PROFILE: record launches and copies into a Chrome trace.
+  std::string profile_path;    // PROFILE_PATH: where the trace goes (device name added).
 };
 
 // The options, read from the environment on first use (thread-safe). Throws baregrad::Error

@@ -9,6 +9,7 @@
 
 #include "bench/bench.h"
 #include "drivers/cpu/device.h"
+#include "hcq/graph.h"
 
 namespace baregrad::bench {
 namespace {
@@ -74,6 +75,29 @@ std::vector<Row> hcq_rows(const Context& ctx) {
   }
   lat.note = "median of " + std::to_string(n) + "; target < 2 us";
 
+  // A graph of 1,000 tiny launches, replayed as one submission.
+  std::vector<hcq::GraphItem> items(1000);
+  for (auto& it : items) {
+    it.prg = &prg;
+    for (int i = 0; i < 3; i++) it.bufs.push_back(static_cast<int64_t>(bufs[i].va));
+    it.writes = {{it.bufs[0], 64}};
+    it.reads = {{it.bufs[1], 64}, {it.bufs[2], 64}};
+  }
+  auto graph = check(hcq::Graph::create(*dev, std::move(items), 0));
+  double replay_ms = time_median_ms(
+      [&] {
+        check(graph->replay({}));
+        check(dev->synchronize());
+      },
+      ctx.quick ? 20 : 100, ctx.quick ? 100 : 500);
+  Row gr;
+  gr.name = "hcq graph replay of 1,000 tiny kernels";
+  gr.device = "CPU";
+  gr.metric = "time";
+  gr.unit = "us/kernel";
+  gr.value = replay_ms * 1000 / 1000;
+  gr.note = "median replay (one submission, bound queue) / 1000; target < 0.5 us";
+
   // Host copies through the staging buffers and the copy engine.
   size_t bytes = ctx.quick ? (64 << 20) : (256 << 20);
   hcq::Buffer big = check(alloc.alloc(bytes));
@@ -96,7 +120,7 @@ std::vector<Row> hcq_rows(const Context& ctx) {
     r.note = std::to_string(bytes >> 20) + " MiB in 2 MiB staging chunks; median";
     return r;
   };
-  std::vector<Row> rows{lat, bw("hcq copy-in (host -> device)", in_ms),
+  std::vector<Row> rows{lat, gr, bw("hcq copy-in (host -> device)", in_ms),
                         bw("hcq copy-out (device -> host)", out_ms)};
   alloc.free(big);
   alloc.free(mem);

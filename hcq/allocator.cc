@@ -62,6 +62,7 @@ void Allocator::free(const Buffer& b) {
   {
     std::lock_guard lock(mu_);
     mapped_.erase(b_freed.va);
+    unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   raw_free(b_freed);
 }
@@ -81,6 +82,7 @@ Status Allocator::clear_cache() {
     {
       std::lock_guard lock(mu_);
       mapped_.erase(b.va);
+      unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
     }
     raw_free(b);
   }
@@ -152,10 +154,14 @@ Status Allocator::copy_in(const Buffer& dst, const void* src, size_t bytes) {
     RETURN_IF_ERROR(wait_staging(st));
     std::memcpy(st.buf.cpu, static_cast<const uint8_t*>(src) + off, n);
     st.epoch = dev_.timeline_epoch();
-    ASSIGN_OR_RETURN(st.free_after, dev_.submit_on_timeline(*q, [&](HwQueue& hq) {
-      hq.copy(static_cast<int64_t>(dst.va + off), static_cast<int64_t>(st.buf.va),
-              static_cast<int64_t>(n));
-    }));
+    ASSIGN_OR_RETURN(st.free_after, dev_.submit_on_timeline(
+                                        *q,
+                                        [&](HwQueue& hq) {
+                                          hq.copy(static_cast<int64_t>(dst.va + off),
+                                                  static_cast<int64_t>(st.buf.va),
+                                                  static_cast<int64_t>(n));
+                                        },
+                                        {}, "copy_in"));
   }
   return Status();
 }
@@ -175,10 +181,14 @@ Status Allocator::copy_out(void* dst, const Buffer& src, size_t bytes) {
     size_t off = issued * kStagingBytes, n = std::min(kStagingBytes, bytes - off);
     Staging& st = staging_[issued % staging_.size()];
     st.epoch = dev_.timeline_epoch();
-    ASSIGN_OR_RETURN(st.free_after, dev_.submit_on_timeline(*q, [&](HwQueue& hq) {
-      hq.copy(static_cast<int64_t>(st.buf.va), static_cast<int64_t>(src.va + off),
-              static_cast<int64_t>(n));
-    }));
+    ASSIGN_OR_RETURN(st.free_after, dev_.submit_on_timeline(
+                                        *q,
+                                        [&](HwQueue& hq) {
+                                          hq.copy(static_cast<int64_t>(st.buf.va),
+                                                  static_cast<int64_t>(src.va + off),
+                                                  static_cast<int64_t>(n));
+                                        },
+                                        {}, "copy_out"));
     issued++;
     return Status();
   };

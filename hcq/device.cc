@@ -164,16 +164,53 @@ Status Device::synchronize(std::chrono::milliseconds timeout) {
   return Status();
 }
 
-Result<uint64_t> Device::submit_on_timeline(HwQueue& q, const std::function<void(HwQueue&)>& body) {
+Result<uint64_t> Device::submit_on_timeline(HwQueue& q,
+                                            const std::function<void(HwQueue&)>& body,
+                                            std::span<const int64_t> vars,
+                                            std::string_view label) {
   RETURN_IF_ERROR(error());
+  std::unique_ptr<Signal> start, end;
+  if (profiling()) {
+    ASSIGN_OR_RETURN(start, new_signal("profile start"));
+    ASSIGN_OR_RETURN(end, new_signal("profile end"));
+  }
   std::lock_guard lock(submit_mu_);
   uint64_t v = timeline_value_.fetch_add(1);
   q.reset();
   q.wait(timeline(), v - 1);
+  if (start) q.timestamp(*start);
   body(q);
+  if (end) q.timestamp(*end);
   q.signal(timeline(), v);
-  if (Status s = q.submit(); !s.ok()) {
+  if (Status s = q.submit(vars); !s.ok()) {
     timeline_value_ = v;  // nothing was published: hand the value out again
+    return s;
+  }
+  if (start)
+    pending_events_.push_back({label.empty() ? "submission" : std::string(label), q.engine(),
+                               std::move(start), std::move(end)});
+  return v;
+}
+
+Result<std::vector<Device::ProfileEvent>> Device::take_profile() {
+  RETURN_IF_ERROR(synchronize());
+  std::vector<PendingEvent> pending;
+  {
+    std::lock_guard lock(submit_mu_);
+    pending.swap(pending_events_);
+  }
+  std::vector<ProfileEvent> out;
+  for (auto& e : pending)
+    out.push_back({std::move(e.name), e.engine, e.start->timestamp_ns(), e.end->timestamp_ns()});
+  return out;
+}
+
+Result<uint64_t> Device::submit_with_timeline(const std::function<Status(uint64_t v)>& submit) {
+  RETURN_IF_ERROR(error());
+  std::lock_guard lock(submit_mu_);
+  uint64_t v = timeline_value_.fetch_add(1);
+  if (Status s = submit(v); !s.ok()) {
+    timeline_value_ = v;
     return s;
   }
   return v;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -85,6 +86,8 @@ class Allocator {
   std::optional<Buffer> find(uint64_t va) const;
   size_t used_bytes() const;
   size_t cached_bytes() const;
+  // Counts unmappings: a range find() returned stays mapped while this is unchanged.
+  uint64_t unmap_generation() const { return unmap_generation_.load(std::memory_order_acquire); }
 
   static constexpr size_t kStagingBytes = 2 << 20;  // one staging chunk
   static constexpr int kStagingCount = 4;
@@ -111,6 +114,7 @@ class Allocator {
   std::map<uint64_t, Buffer> live_;    // in use, by va
   std::map<uint64_t, Buffer> mapped_;  // in use or cached, by va
   size_t cached_bytes_ = 0, used_bytes_ = 0;
+  std::atomic<uint64_t> unmap_generation_{0};
   std::vector<Staging> staging_;
   size_t next_staging_ = 0;
 };
@@ -230,12 +234,27 @@ class HwQueue {
   // Patches the symbolic values that changed, then publishes the commands: reserve ring space,
   // write them (or a reference), release fence, write pointer, doorbell. Can be repeated.
   virtual Status submit(std::span<const int64_t> vars = {}) = 0;
-  // Forgets the recorded commands.
+  // Forgets the recorded commands (and a refusal).
   virtual void reset() = 0;
+
+  // OK, or why a command was refused when it was recorded (an exec on a copy queue, a copy
+  // past a buffer's end, a full command buffer, a signal outside the device's peer group).
+  // submit() returns it and publishes nothing.
+  const Status& refusal() const { return refused_; }
+
+ protected:
+  // Refuses the command being recorded; the first refusal stands until reset().
+  void refuse(Status s) {
+    if (refused_.ok()) refused_ = std::move(s);
+  }
+  void clear_refusal() { refused_ = Status(); }
+  // Refuses a signal whose memory this device's queues cannot reach; true when usable.
+  bool check_signal(const Signal& s, const char* what);
 
  private:
   Device& dev_;
   Engine engine_;
+  Status refused_;
 };
 
 // ---- devices -------------------------------------------------------------------------------
@@ -255,6 +274,8 @@ class Device {
   virtual void progress() {}
   // Whether queues execute what they record (DEV=NULL does not).
   virtual bool executes() const { return true; }
+  // Devices whose signals and memory each other's queues can reach share a peer group.
+  virtual std::string peer_group() const { return name_; }
 
   // A signal from the device's pool, initially `initial`.
   Result<std::unique_ptr<Signal>> new_signal(std::string name, uint64_t initial = 0);
@@ -279,11 +300,29 @@ class Device {
 
   // Resets `q`, records q.wait(timeline, v - 1), `body`, q.signal(timeline, v) for the next
   // timeline value v and submits it, holding the device's submit lock so that concurrent
-  // submitters reach the rings in timeline order. Returns v.
-  Result<uint64_t> submit_on_timeline(HwQueue& q, const std::function<void(HwQueue&)>& body);
+  // submitters reach the rings in timeline order; `vars` are the symbolic values. Returns v.
+  Result<uint64_t> submit_on_timeline(HwQueue& q,
+                                      const std::function<void(HwQueue&)>& body,
+                                      std::span<const int64_t> vars = {},
+                                      std::string_view label = {});
+
+  // ---- profiling: while on, every submit_on_timeline body is bracketed with timestamps ----
+  struct ProfileEvent {
+    std::string name;  // the submission's label
+    Engine engine;
+    uint64_t start_ns, end_ns;  // device clock
+  };
+  void set_profiling(bool on) { profiling_.store(on); }
+  bool profiling() const { return profiling_.load(); }
+  // The recorded events, oldest first (synchronizes first), and forgets them.
+  Result<std::vector<ProfileEvent>> take_profile();
 
   // The name of the live signal whose value is at `va` ("?" when none), for reports.
   std::string signal_name(uint64_t va) const;
+
+  // Takes the next timeline value v under the submit lock and calls submit(v), which publishes
+  // work that signals v (a graph's queues, say); when it fails, v is handed out again.
+  Result<uint64_t> submit_with_timeline(const std::function<Status(uint64_t v)>& submit);
 
   // Test hook: pretends `v - 1` timeline values were already used (idle device only).
   Status set_timeline_for_test(uint64_t v);
@@ -310,8 +349,21 @@ class Device {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> failed_{false};
   std::atomic<int> waiters_{0};
+  std::atomic<bool> profiling_{false};
+  struct PendingEvent {
+    std::string name;
+    Engine engine;
+    std::unique_ptr<Signal> start, end;
+  };
+  std::vector<PendingEvent> pending_events_;  // under submit_mu_
   Status error_;
   std::mutex submit_mu_;
 };
+
+// Writes `events` of each (device name, events) as a Chrome trace (JSON) that Perfetto opens:
+// a process per device, a thread per queue, complete events in microseconds.
+Status write_chrome_trace(
+    const std::string& path,
+    const std::vector<std::pair<std::string, std::vector<Device::ProfileEvent>>>& devices);
 
 }  // namespace baregrad::hcq

@@ -46,6 +46,14 @@ void ArgsState::apply(std::span<const int64_t> vars) const {
   patches_.apply(static_cast<uint8_t*>(mem_.cpu), vars);
 }
 
+bool HwQueue::check_signal(const Signal& s, const char* what) {
+  if (&s.device() == &dev_ || s.device().peer_group() == dev_.peer_group()) return true;
+  refuse(invalid_argument(std::string(what) + " on a queue of " + dev_.name() + ": signal '" +
+                          s.name() + "' belongs to " + s.device().name() + " (peer group " +
+                          s.device().peer_group() + "), outside peer group " + dev_.peer_group()));
+  return false;
+}
+
 Status Program::check_launch(Dim3 grid, Dim3 block) const {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
     return invalid_argument("launch of " + name_ + ": empty grid " + std::to_string(grid.x) + "x" +

@@ -33,6 +33,22 @@ struct Program {
   std::shared_ptr<void> handle;  // the device's loaded form (an hcq::Program)
 };
 
+// A recorded sequence of launches replayed as one submission (an HCQ graph on HCQ devices).
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  // Runs every launch with input i bound to inputs[i]; asynchronous like Device::launch.
+  virtual Status replay(std::span<const Buffer> inputs) = 0;
+  // Launches per replay.
+  virtual size_t size() const = 0;
+};
+
+struct GraphLaunch {
+  std::shared_ptr<Program> prg;
+  std::vector<Buffer> bufs;  // slot order; slot 0 is written, the others read
+  std::vector<int> input;    // per slot: the input bound there (bufs ignored), or -1
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -58,6 +74,14 @@ class Device {
                         std::span<const int64_t> vars = {}) = 0;
   // Waits for every launch and copy issued so far.
   virtual Status synchronize() = 0;
+  // Records `launches` (with `num_inputs` inputs bound per replay) as a graph; Unimplemented
+  // on devices without graphs.
+  virtual Result<std::unique_ptr<Graph>> make_graph(const std::vector<GraphLaunch>& launches,
+                                                    size_t num_inputs) {
+    (void)launches;
+    (void)num_inputs;
+    return unimplemented(name() + " has no graphs");
+  }
 };
 
 // Opens a device by name ("CPU", "CPU:C"); an empty name means options().dev, then the best

@@ -65,6 +65,9 @@ struct TinyJit::Captured {
   std::vector<Step> steps;
   std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use
   size_t kernels = 0, intermediate_bytes = 0, planned_bytes = 0;
+  // The steps as one device graph (one submission per replay), when the device has graphs and
+  // the capture has no random uploads between its kernels.
+  std::unique_ptr<runtime::Graph> graph;
 };
 
 namespace {
@@ -92,6 +95,7 @@ TinyJit::~TinyJit() = default;
 size_t TinyJit::kernel_count() const { return captured_ ? captured_->kernels : 0; }
 size_t TinyJit::intermediate_bytes() const { return captured_ ? captured_->intermediate_bytes : 0; }
 size_t TinyJit::planned_bytes() const { return captured_ ? captured_->planned_bytes : 0; }
+bool TinyJit::uses_graph() const { return captured_ && captured_->graph; }
 
 void TinyJit::reset() {
   captured_.reset();
@@ -221,6 +225,22 @@ void TinyJit::plan(detail::JitCapture& cap,
     c.kernels += st.prg != nullptr;
     c.steps.push_back(std::move(step));
   }
+  make_graph(c, input_of.size());
+}
+
+void TinyJit::make_graph(Captured& c, size_t num_inputs) {
+  if (c.steps.empty()) return;
+  std::vector<runtime::GraphLaunch> launches;
+  for (const Captured::Step& st : c.steps) {
+    if (!st.prg || st.device != c.steps[0].device) return;
+    launches.push_back({st.prg, st.bufs, st.input});
+  }
+  auto g = c.steps[0].device->make_graph(launches, num_inputs);
+  if (g.ok()) {
+    c.graph = std::move(*g);
+  } else {
+    BG_LOG(1) << "jit: replaying launch by launch: " << g.status().message();
+  }
 }
 
 std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
@@ -238,6 +258,10 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
                       describe(want.shape, want.dtype, *want.device));
     in[i] = l.base->realized->buffer;
   }
+  if (c.graph) {
+    c.graph->replay(in).throw_if_error("jit");
+    return outputs(xs);
+  }
   std::vector<runtime::Buffer> bufs;
   for (const Captured::Step& step : c.steps) {
     bufs = step.bufs;
@@ -248,6 +272,11 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
     else
       step.regen(*step.device, bufs[0]);
   }
+  return outputs(xs);
+}
+
+std::vector<Tensor> TinyJit::outputs(const std::vector<Tensor>& xs) const {
+  const Captured& c = *captured_;
   std::vector<Tensor> outs;
   for (const Captured::Output& o : c.outputs) {
     if (o.input >= 0) {

@@ -12,7 +12,9 @@
 //    captured once as a constant: pass data that changes per call as an input;
 //  - host-side work in the function (to_vector(), reading lr) runs on the eager calls only;
 //  - the returned tensors alias buffers the next replay overwrites: copy what must be kept;
-//  - intermediate buffers that nothing outside the step holds share memory by liveness.
+//  - intermediate buffers that nothing outside the step holds share memory by liveness;
+//  - on devices with graphs (HCQ devices) a replay is one graph submission, unless random
+//    uploads sit between the kernels.
 #pragma once
 
 #include <functional>
@@ -46,6 +48,8 @@ class TinyJit {
   bool captured() const { return captured_ != nullptr; }
   // Kernel launches one replay runs (0 before the capture).
   size_t kernel_count() const;
+  // Whether replays run as one device graph submission (else launch by launch).
+  bool uses_graph() const;
   // Bytes of the capture's private intermediate buffers, and what they take after planning.
   size_t intermediate_bytes() const;
   size_t planned_bytes() const;
@@ -59,6 +63,9 @@ class TinyJit {
   static void plan(detail::JitCapture& cap,
                    const std::unordered_map<const DeviceBuffer*, int>& input_of,
                    Captured& c);
+  static void make_graph(Captured& c, size_t num_inputs);
+  // The captured outputs as tensors over this replay's buffers.
+  std::vector<Tensor> outputs(const std::vector<Tensor>& xs) const;
 
   Fn fn_;
   int calls_ = 0;

@@ -68,33 +68,70 @@ class Queue : public hcq::HwQueue {
   }
 
   hcq::HwQueue& wait(const hcq::Signal& s, hcq::Value v) override {
-    emit_wait(cs_, static_cast<int64_t>(s.va()), v);
+    if (check_signal(s, "wait") && fits(5)) emit_wait(cs_, static_cast<int64_t>(s.va()), v);
     return *this;
   }
   hcq::HwQueue& signal(const hcq::Signal& s, hcq::Value v) override {
-    emit_signal(cs_, static_cast<int64_t>(s.va()), v);
+    if (check_signal(s, "signal") && fits(5)) emit_signal(cs_, static_cast<int64_t>(s.va()), v);
     return *this;
   }
   hcq::HwQueue& timestamp(const hcq::Signal& s) override {
-    emit_timestamp(cs_, static_cast<int64_t>(s.va()));
+    if (check_signal(s, "timestamp") && fits(3)) emit_timestamp(cs_, static_cast<int64_t>(s.va()));
     return *this;
   }
   hcq::HwQueue& memory_barrier() override {
-    emit_barrier(cs_);
+    if (fits(1)) emit_barrier(cs_);
     return *this;
   }
   hcq::HwQueue& exec(const hcq::Program& prg,
                      const hcq::ArgsState& args,
                      hcq::Dim3 grid,
                      hcq::Dim3 block) override {
-    CHECK(engine() == hcq::Engine::kCompute) << "exec of " << prg.name() << " on " << cs_.name();
+    if (engine() != hcq::Engine::kCompute) {
+      refuse(invalid_argument("exec of '" + prg.name() + "' on the " + cs_.name() +
+                              ": only compute queues run kernels"));
+      return *this;
+    }
+    if (args.num_bufs() != prg.num_bufs() || args.num_vars() != prg.num_vars()) {
+      refuse(invalid_argument("exec of '" + prg.name() + "' on the " + cs_.name() + ": " +
+                              std::to_string(args.num_bufs()) + " buffers and " +
+                              std::to_string(args.num_vars()) + " scalars for a kernel of " +
+                              std::to_string(prg.num_bufs()) + " and " +
+                              std::to_string(prg.num_vars())));
+      return *this;
+    }
+    if (Status s = prg.check_launch(grid, block); !s.ok()) {
+      refuse(std::move(s));
+      return *this;
+    }
+    if (!fits(11)) return *this;
     emit_exec(cs_, reinterpret_cast<uint64_t>(&prg), static_cast<int64_t>(args.mem().va), grid,
               block);
     args_.push_back(&args);
     return *this;
   }
   hcq::HwQueue& copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) override {
-    emit_copy(cs_, dst, src, bytes);
+    // Constant ranges are checked now; symbolic ones when the engine runs the copy.
+    if (!dst.symbolic() && !src.symbolic() && !bytes.symbolic()) {
+      for (auto [what, va] : {std::pair{"destination", dst.imm}, std::pair{"source", src.imm}}) {
+        auto n = static_cast<uint64_t>(bytes.imm);
+        auto owner = dev_.allocator().find(static_cast<uint64_t>(va));
+        if (!owner) {
+          refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + cs_.name() +
+                                  ": " + what + " " + hex(static_cast<uint64_t>(va)) +
+                                  " is in no allocation of " + dev_.name()));
+          return *this;
+        }
+        if (static_cast<uint64_t>(va) + n > owner->va + owner->size) {
+          refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + cs_.name() +
+                                  ": " + what + " " + hex(static_cast<uint64_t>(va)) +
+                                  " runs past the end of the buffer at " + hex(owner->va) + " (" +
+                                  std::to_string(owner->size) + " bytes)"));
+          return *this;
+        }
+      }
+    }
+    if (fits(7)) emit_copy(cs_, dst, src, bytes);
     return *this;
   }
   Status bind() override {
@@ -105,6 +142,7 @@ class Queue : public hcq::HwQueue {
     return Status();
   }
   Status submit(std::span<const int64_t> vars) override {
+    RETURN_IF_ERROR(refusal());
     RETURN_IF_ERROR(dev_.error());
     cs_.apply(vars);
     for (const hcq::ArgsState* a : args_) a->apply(vars);
@@ -118,9 +156,18 @@ class Queue : public hcq::HwQueue {
     CHECK(!bound_.size) << cs_.name() << ": reset of a bound queue";
     cs_.clear();
     args_.clear();
+    clear_refusal();
   }
 
  private:
+  // Whether `words` more fit in the command buffer (refusing the command when not).
+  bool fits(size_t words) {
+    if (cs_.size() + words <= cs_.capacity()) return true;
+    refuse(resource_exhausted(cs_.name() + ": the command buffer of " +
+                              std::to_string(cs_.capacity()) + " words is full"));
+    return false;
+  }
+
   Device& dev_;
   hcq::CmdStream cs_;
   std::vector<const hcq::ArgsState*> args_;
@@ -141,7 +188,9 @@ Engine::~Engine() {
 }
 
 Status Engine::publish(std::span<const uint32_t> words) {
-  CHECK(words.size() <= ring_.size()) << name_ << ": " << words.size() << " words submitted";
+  if (words.size() > ring_.size())
+    return resource_exhausted(name_ + ": a submission of " + std::to_string(words.size()) +
+                              " words cannot fit the ring of " + std::to_string(ring_.size()));
   std::lock_guard lock(publish_mu_);
   uint64_t w = wptr_.load(std::memory_order_relaxed);
   auto t0 = std::chrono::steady_clock::now();
@@ -207,6 +256,20 @@ bool Engine::fault(Status s) {
   return false;
 }
 
+bool Engine::mapped(uint64_t va, uint64_t bytes, std::optional<hcq::Buffer>* owner) {
+  uint64_t gen = dev_.allocator().unmap_generation();
+  if (gen != recent_gen_) {
+    for (Range& r : recent_) r = {};
+    recent_gen_ = gen;
+  }
+  for (const Range& r : recent_)
+    if (r.end > r.va && va >= r.va && va + bytes <= r.end) return true;
+  *owner = dev_.allocator().find(va);
+  if (!*owner || va + bytes > (*owner)->va + (*owner)->size) return false;
+  recent_[recent_next_++ % 8] = {(*owner)->va, (*owner)->va + (*owner)->size};
+  return true;
+}
+
 bool Engine::execute(const uint32_t* words, size_t n, bool indirect) {
   for (size_t i = 0; i < n;) {
     uint32_t h = words[i];
@@ -265,8 +328,8 @@ bool Engine::execute(const uint32_t* words, size_t n, bool indirect) {
         for (int b = 0; b < prg->num_bufs(); b++) {
           uint64_t va = reinterpret_cast<uint64_t>(bufs[b]);
           size_t need = prg->buf_bytes()[b];
-          auto owner = dev_.allocator().find(va);
-          if (need && (!owner || va + need > owner->va + owner->size))
+          std::optional<hcq::Buffer> owner;
+          if (need && !mapped(va, need, &owner))
             return fault(
                 internal("MMU fault: " + name_ + ": kernel '" + prg->name() + "' buffer " +
                          std::to_string(b) + " at " + hex(va) + " (" + std::to_string(need) +
@@ -276,15 +339,19 @@ bool Engine::execute(const uint32_t* words, size_t n, bool indirect) {
                                 : "")));
         }
         uint32_t items = p[4];
-        dev_.pool().parallel_for(items,
-                                 [&](int64_t lo, int64_t hi) { prg->fn()(bufs, vars, lo, hi); });
+        if (items <= 1) {
+          prg->fn()(bufs, vars, 0, items);
+        } else {
+          dev_.pool().parallel_for(items,
+                                   [&](int64_t lo, int64_t hi) { prg->fn()(bufs, vars, lo, hi); });
+        }
         break;
       }
       case Opcode::kCopy: {
         uint64_t dst = u64(p), src = u64(p + 2), bytes = u64(p + 4);
         for (auto [what, va] : {std::pair{"destination", dst}, std::pair{"source", src}}) {
-          auto owner = dev_.allocator().find(va);
-          if (!owner || va + bytes > owner->va + owner->size)
+          std::optional<hcq::Buffer> owner;
+          if (!mapped(va, bytes, &owner))
             return fault(internal("MMU fault: " + name_ + ": copy of " + std::to_string(bytes) +
                                   " bytes with " + what + " " + hex(va) +
                                   " outside every allocation"));

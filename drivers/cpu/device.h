@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,7 +42,8 @@ class Engine {
  public:
   Engine(Device& dev, std::string name);
   ~Engine();
-  // Appends `words` to the ring (waiting for room) and rings the doorbell.
+  // Appends `words` to the ring (waiting for room, up to the queue timeout) and rings the
+  // doorbell; ResourceExhausted when they could never fit.
   Status publish(std::span<const uint32_t> words);
   const std::string& name() const { return name_; }
 
@@ -50,6 +52,10 @@ class Engine {
   // Executes packets in [words, words + n); false after a fault.
   bool execute(const uint32_t* words, size_t n, bool indirect);
   bool fault(Status s);
+  // Whether [va, va + bytes) lies in one mapped allocation; the allocation found last is kept
+  // while nothing was unmapped, so replays of bound queues skip the lookup. On failure `owner`
+  // is the allocation holding va, if any.
+  bool mapped(uint64_t va, uint64_t bytes, std::optional<hcq::Buffer>* owner);
 
   Device& dev_;
   std::string name_;
@@ -58,6 +64,12 @@ class Engine {
   std::atomic<uint32_t> doorbell_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> fence_{0};  // the barrier packet's full fence
+  struct Range {
+    uint64_t va = 0, end = 0;
+  };
+  Range recent_[8];  // allocations found by mapped(), valid in generation recent_gen_
+  uint64_t recent_gen_ = ~0ull;
+  unsigned recent_next_ = 0;
   std::mutex publish_mu_;
   std::thread worker_;
 };
@@ -71,6 +83,8 @@ class Device : public hcq::Device {
   hcq::Allocator& allocator() override { return *allocator_; }
   std::unique_ptr<hcq::HwQueue> compute_queue() override;
   std::unique_ptr<hcq::HwQueue> copy_queue() override;
+  // Every CPU device's memory is host memory: their queues reach each other's signals.
+  std::string peer_group() const override { return "host"; }
 
   // How long a queue's wait may go without progress before the device faults.
   void set_queue_timeout(std::chrono::milliseconds t) { queue_timeout_ = t; }

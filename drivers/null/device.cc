@@ -32,22 +32,33 @@ class NullAllocator : public hcq::Allocator {
 class Queue : public hcq::HwQueue {
  public:
   using hcq::HwQueue::HwQueue;
-  hcq::HwQueue& wait(const hcq::Signal&, hcq::Value) override { return *this; }
+  hcq::HwQueue& wait(const hcq::Signal& s, hcq::Value) override {
+    check_signal(s, "wait");
+    return *this;
+  }
   hcq::HwQueue& signal(const hcq::Signal& s, hcq::Value v) override {
-    ops_.push_back({&s, v, false});
+    if (check_signal(s, "signal")) ops_.push_back({&s, v, false});
     return *this;
   }
   hcq::HwQueue& timestamp(const hcq::Signal& s) override {
-    ops_.push_back({&s, 0, true});
+    if (check_signal(s, "timestamp")) ops_.push_back({&s, 0, true});
     return *this;
   }
   hcq::HwQueue& memory_barrier() override { return *this; }
-  hcq::HwQueue& exec(const hcq::Program&, const hcq::ArgsState&, hcq::Dim3, hcq::Dim3) override {
+  hcq::HwQueue& exec(const hcq::Program& prg,
+                     const hcq::ArgsState&,
+                     hcq::Dim3 grid,
+                     hcq::Dim3 block) override {
+    if (engine() != hcq::Engine::kCompute)
+      refuse(invalid_argument("exec of '" + prg.name() + "' on a copy queue of NULL"));
+    else if (Status s = prg.check_launch(grid, block); !s.ok())
+      refuse(std::move(s));
     return *this;
   }
   hcq::HwQueue& copy(hcq::Value, hcq::Value, hcq::Value) override { return *this; }
   Status bind() override { return Status(); }
   Status submit(std::span<const int64_t> vars) override {
+    RETURN_IF_ERROR(refusal());
     RETURN_IF_ERROR(device().error());
     for (const Op& op : ops_) {
       auto* slot = reinterpret_cast<hcq::SignalSlot*>(op.sig->va());
@@ -63,7 +74,10 @@ class Queue : public hcq::HwQueue {
     }
     return Status();
   }
-  void reset() override { ops_.clear(); }
+  void reset() override {
+    ops_.clear();
+    clear_refusal();
+  }
 
  private:
   struct Op {

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "compiler/target/llvm_target.h"
 #include "drivers/cpu/device.h"
 #include "drivers/null/device.h"
+#include "hcq/graph.h"
 
 namespace baregrad::runtime {
 
@@ -51,6 +54,7 @@ CpuDevice::CpuDevice(CpuBackend backend, int threads, bool null) : backend_(back
     hcq_ = std::move(*dev);
   }
   queue_ = hcq_->compute_queue();
+  hcq_->set_profiling(options().profile);
   target_.name = backend == CpuBackend::kLlvm ? "cpu-llvm" : "cpu-clang";
   target_.threads = n;
   target_.vector_bytes = 64;
@@ -66,6 +70,24 @@ CpuDevice::CpuDevice(CpuBackend backend, int threads, bool null) : backend_(back
 CpuDevice::~CpuDevice() {
   (void)synchronize();
   queue_.reset();
+  if (hcq_->profiling()) write_profile();
+}
+
+void CpuDevice::write_profile() {
+  std::string path = options().profile_path;
+  std::string dev = name();
+  std::replace(dev.begin(), dev.end(), ':', '_');
+  size_t dot = path.rfind(".json");
+  path = dot == std::string::npos ? path + "." + dev + ".json"
+                                  : path.substr(0, dot) + "." + dev + ".json";
+  auto events = hcq_->take_profile();
+  Status s = events.ok() ? hcq::write_chrome_trace(path, {{name(), *events}}) : events.status();
+  if (s.ok()) {
+    std::fprintf(stderr, "profile: %zu events of %s in %s (open it in https://ui.perfetto.dev)\n",
+                 events->size(), name().c_str(), path.c_str());
+  } else {
+    std::fprintf(stderr, "profile: %s\n", s.to_string().c_str());
+  }
 }
 
 std::string CpuDevice::name() const {
@@ -116,6 +138,56 @@ Status CpuDevice::synchronize() {
   std::lock_guard lock(launch_mu_);
   retire_locked(true);
   return Status();
+}
+
+namespace {
+// An hcq::Graph behind the runtime interface; inputs are the graph's first variables.
+class CpuGraph : public Graph {
+ public:
+  CpuGraph(std::unique_ptr<hcq::Graph> g, std::vector<std::shared_ptr<Program>> keep)
+      : graph_(std::move(g)), keep_(std::move(keep)) {}
+  Status replay(std::span<const Buffer> inputs) override {
+    vars_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); i++)
+      vars_[i] = static_cast<int64_t>(reinterpret_cast<uint64_t>(inputs[i].ptr));
+    return graph_->replay(vars_);
+  }
+  size_t size() const override { return graph_->size(); }
+
+ private:
+  std::unique_ptr<hcq::Graph> graph_;
+  std::vector<std::shared_ptr<Program>> keep_;  // the programs the graph's execs point to
+  std::vector<int64_t> vars_;
+};
+}  // namespace
+
+Result<std::unique_ptr<Graph>> CpuDevice::make_graph(const std::vector<GraphLaunch>& launches,
+                                                     size_t num_inputs) {
+  std::vector<hcq::GraphItem> items;
+  std::vector<std::shared_ptr<Program>> keep;
+  for (const GraphLaunch& l : launches) {
+    const auto& spec = l.prg->spec;
+    if (l.bufs.size() != spec.bufs.size() || l.input.size() != l.bufs.size() || !spec.vars.empty())
+      return invalid_argument("graph of " + spec.name + ": " + std::to_string(l.bufs.size()) +
+                              " buffers for " + std::to_string(spec.bufs.size()) + " slots" +
+                              (spec.vars.empty() ? "" : " (symbolic kernels are not supported)"));
+    hcq::GraphItem it;
+    it.prg = static_cast<const drivers::cpu::Program*>(l.prg->handle.get());
+    it.grid = hcq::Dim3{static_cast<uint32_t>(std::max<int64_t>(spec.thread_extent, 1)), 1, 1};
+    for (size_t s = 0; s < l.bufs.size(); s++) {
+      hcq::Value va =
+          l.input[s] >= 0
+              ? hcq::Value::sym(l.input[s])
+              : hcq::Value(static_cast<int64_t>(reinterpret_cast<uint64_t>(l.bufs[s].ptr)));
+      it.bufs.push_back(va);
+      (s == 0 ? it.writes : it.reads).push_back({va, l.bufs[s].bytes});
+    }
+    items.push_back(std::move(it));
+    keep.push_back(l.prg);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<hcq::Graph> g,
+                   hcq::Graph::create(*hcq_, std::move(items), static_cast<int>(num_inputs)));
+  return std::unique_ptr<Graph>(new CpuGraph(std::move(g), std::move(keep)));
 }
 
 void CpuDevice::retire_locked(bool all) {
@@ -215,7 +287,8 @@ Status CpuDevice::launch(const Program& prg,
     retire_locked(false);
     auto items = static_cast<uint32_t>(std::max<int64_t>(spec.thread_extent, 1));
     Result<uint64_t> r = hcq_->submit_on_timeline(
-        *queue_, [&](hcq::HwQueue& q) { q.exec(hp, *args, hcq::Dim3{items, 1, 1}, hcq::Dim3{}); });
+        *queue_, [&](hcq::HwQueue& q) { q.exec(hp, *args, hcq::Dim3{items, 1, 1}, hcq::Dim3{}); },
+        {}, spec.name);
     if (!r.ok()) {
       hcq_->allocator().free(mem);
       return r.status();

@@ -41,6 +41,8 @@ class CpuDevice : public Device {
                 std::span<const Buffer> bufs,
                 std::span<const int64_t> vars = {}) override;
   Status synchronize() override;
+  Result<std::unique_ptr<Graph>> make_graph(const std::vector<GraphLaunch>& launches,
+                                            size_t num_inputs) override;
   // The HCQ device underneath (queues, signals, allocator).
   hcq::Device& hcq() { return *hcq_; }
 
@@ -57,6 +59,8 @@ class CpuDevice : public Device {
   std::unique_ptr<hcq::Device> hcq_;
   // Frees the argument blocks of finished launches (all of them after a synchronize).
   void retire_locked(bool all);
+  // PROFILE=1: the device's Chrome trace to PROFILE_PATH with the device name added.
+  void write_profile();
 
   std::mutex launch_mu_;
   std::unique_ptr<hcq::HwQueue> queue_;  // the compute queue, under launch_mu_

@@ -35,7 +35,10 @@ const std::vector<Backend>& backends() {
                 std::move(name), static_cast<int>(buf_bytes.size()), num_vars);
           },
           .unsupported = {{"execution",
-                           "NULL executes no command: waits, copies and kernels are no-ops"}},
+                           "NULL executes no command: waits, copies and kernels are no-ops"},
+                          {"address checks",
+                           "NULL device memory is address space only; copies are not checked"},
+                          {"command buffer", "NULL records no command words"}},
       },
   };
   return all;

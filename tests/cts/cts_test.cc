@@ -529,8 +529,10 @@ TEST_P(CtsFault, CopyFromAnUnmappedAddressFailsTheDeviceForever) {
   auto prg = program("add_one", add_one, {16}, 0);
   CTS_ASSERT_OK_AND_ASSIGN(hcq::ArgsState * args2, args_for(*dev2, *prg));
   auto q = copy_or_compute_queue(dev());
+  // A symbolic source: a constant one would be refused when recorded (CtsBadInput).
+  std::vector<int64_t> vars{static_cast<int64_t>(kUnmapped)};
   CTS_ASSERT_OK(dev().submit_on_timeline(
-      *q, [&](hcq::HwQueue& hq) { hq.copy(va_of(dst), static_cast<int64_t>(kUnmapped), 64); }));
+      *q, [&](hcq::HwQueue& hq) { hq.copy(va_of(dst), hcq::Value::sym(0), 64); }, vars));
   Status err = dev().synchronize(5000ms);
   ASSERT_FALSE(err.ok());
   EXPECT_THAT(err.message(), HasSubstr("MMU fault"));
@@ -546,8 +548,9 @@ TEST_P(CtsFault, CopyFromAFreedBufferFaults) {
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer gone, dev().allocator().alloc(4096, {.nolru = true}));
   dev().allocator().free(gone);
   auto q = copy_or_compute_queue(dev());
+  std::vector<int64_t> vars{va_of(gone)};
   CTS_ASSERT_OK(dev().submit_on_timeline(
-      *q, [&](hcq::HwQueue& hq) { hq.copy(va_of(dst), va_of(gone), 4096); }));
+      *q, [&](hcq::HwQueue& hq) { hq.copy(va_of(dst), hcq::Value::sym(0), 4096); }, vars));
   Status err = dev().synchronize(5000ms);
   ASSERT_FALSE(err.ok());
   EXPECT_THAT(err.message(), HasSubstr("MMU fault"));

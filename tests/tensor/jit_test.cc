@@ -150,6 +150,7 @@ TEST(Jit, TrainingStepReplaysBitForBitLikeEager) {
   EXPECT_EQ(traced, 2);  // calls 3.. replay without running the function
   EXPECT_TRUE(jit.captured());
   EXPECT_GT(jit.kernel_count(), 5u);
+  EXPECT_FALSE(jit.uses_graph());  // dropout's random uploads sit between the kernels
 }
 
 TEST(Jit, RandomTensorsAreDrawnAgainOnEachReplay) {
@@ -184,6 +185,7 @@ TEST(Jit, PlansIntermediateMemoryAndStaysExact) {
       for (double& v : want) v = std::exp2(v * 0.5 - 0.25);
     expect_near(jit({Tensor::from_data(x, {1024}, kF64)})[0].to_vector(), want, 1e-12, 1e-12);
   }
+  EXPECT_TRUE(jit.uses_graph());  // one device graph submission per replay
   // Five private intermediates of 8 KiB, at most two alive at once.
   EXPECT_EQ(jit.intermediate_bytes(), 5u * 8192);
   EXPECT_EQ(jit.planned_bytes(), 2u * 8192);

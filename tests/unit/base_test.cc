@@ -205,11 +205,12 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
     names.emplace_back(info.name);
     EXPECT_FALSE(info.help.empty()) << info.name;
   }
-  EXPECT_THAT(names,
-              ::testing::UnorderedElementsAre("DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE",
-                                              "THREADS", "CPU_CC", "SPEC"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("DEV", "DEBUG", "CACHE_DIR",
+                                                     "DISABLE_COMPILER_CACHE", "THREADS", "CPU_CC",
+                                                     "SPEC", "PROFILE", "PROFILE_PATH"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
+  EXPECT_EQ(options().profile_path, "profile.json");
 }
 
 int side_effects = 0;

@@ -1,0 +1,100 @@
+// Bad input to the HCQ contract: refused when recorded, with a Status saying what and where;
+// the device stays healthy and the timeline keeps no hole.
+#include <gmock/gmock.h>
+
+#include "tests/cts/backends.h"
+
+namespace baregrad::cts {
+namespace {
+
+using ::testing::HasSubstr;
+using CtsBadInput = Cts;
+
+TEST_P(CtsBadInput, ExecOnACopyQueueIsRefusedWhenRecorded) {
+  std::unique_ptr<hcq::HwQueue> q = dev().copy_queue();
+  if (!q) GTEST_SKIP() << GetParam().name << " has no copy queue";
+  auto prg = program("add_one", add_one, {16}, 0);
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::ArgsState * args, args_for(*prg));
+  uint64_t before = dev().timeline_value();
+  Result<uint64_t> r =
+      dev().submit_on_timeline(*q, [&](hcq::HwQueue& hq) { launch(hq, *prg, *args, 4); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("exec of 'add_one'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("copy queue"));
+  EXPECT_EQ(dev().timeline_value(), before);  // the value was not used up
+  EXPECT_FALSE(dev().failed());
+  CTS_EXPECT_OK(dev().synchronize());
+  q->reset();
+  EXPECT_TRUE(q->refusal().ok());
+}
+
+TEST_P(CtsBadInput, CopyPastABuffersEndIsRefusedWhenRecorded) {
+  CTS_REQUIRE("address checks");
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(64));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer b, alloc(64));
+  auto q = copy_or_compute_queue(dev());
+  q->copy(va_of(a) + 32, va_of(b), 64);
+  ASSERT_FALSE(q->refusal().ok());
+  EXPECT_THAT(q->refusal().message(), HasSubstr("copy of 64 bytes"));
+  EXPECT_THAT(q->refusal().message(),
+              HasSubstr("destination " + hex(a.va + 32) + " runs past the end of the buffer at " +
+                        hex(a.va) + " (64 bytes)"));
+  Status s = q->submit();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  q->reset();
+  q->copy(va_of(a), 0x10, 8);
+  EXPECT_THAT(q->refusal().message(), HasSubstr("source 0x10 is in no allocation"));
+  EXPECT_FALSE(dev().failed());
+}
+
+TEST_P(CtsBadInput, AFullCommandBufferIsRefusedNotOverrun) {
+  CTS_REQUIRE("command buffer");
+  auto q = dev().compute_queue();
+  for (int i = 0; i < 100000 && q->refusal().ok(); i++) q->memory_barrier();
+  ASSERT_FALSE(q->refusal().ok());
+  EXPECT_EQ(q->refusal().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(q->refusal().message(), HasSubstr("words is full"));
+  EXPECT_EQ(q->submit().code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(dev().failed());
+}
+
+TEST_P(CtsBadInput, ASignalOutsideThePeerGroupIsRefused) {
+  // A device of another backend: its signals live in memory this device's queues need not see.
+  const Backend* other = nullptr;
+  for (const Backend& b : backends())
+    if (b.name != GetParam().name) other = &b;
+  if (!other) GTEST_SKIP() << "only one backend in this build";
+  CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Device> foreign, other->open());
+  {
+    CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Signal> s, foreign->new_signal("foreign"));
+    auto q = dev().compute_queue();
+    q->wait(*s, 1);
+    ASSERT_FALSE(q->refusal().ok());
+    EXPECT_THAT(q->refusal().message(),
+                HasSubstr("wait on a queue of " + dev().name() + ": signal 'foreign' belongs to " +
+                          foreign->name()));
+    EXPECT_EQ(q->submit().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(dev().failed());
+}
+
+TEST_P(CtsBadInput, ASubmissionLargerThanTheRingIsRefused) {
+  auto* cpu = dynamic_cast<drivers::cpu::Device*>(&dev());
+  if (!cpu) GTEST_SKIP() << GetParam().name << " has no software ring";
+  std::vector<uint32_t> words(1 << 17, 0x04000000);  // barriers
+  Status s = cpu->engine(hcq::Engine::kCompute).publish(words);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("131072 words cannot fit the ring of 65536"));
+  EXPECT_FALSE(dev().failed());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backend,
+                         CtsBadInput,
+                         ::testing::ValuesIn(backends()),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace baregrad::cts
