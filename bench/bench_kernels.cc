@@ -85,7 +85,11 @@ class Runner {
     if (!prg.ok()) prg.status().throw_if_error("bench compile");
     return {*prg, std::move(bufs)};
   }
-  void run(const Kernel& k) { dev_.launch(*k.prg, k.bufs).throw_if_error("bench launch"); }
+  // Launches are asynchronous: the time of a run includes waiting for the kernel to finish.
+  void run(const Kernel& k) {
+    dev_.launch(*k.prg, k.bufs).throw_if_error("bench launch");
+    dev_.synchronize().throw_if_error("bench synchronize");
+  }
   std::vector<float> read(Buffer b) {
     std::vector<float> out(b.bytes / 4);
     dev_.copy_out(out.data(), b, b.bytes).throw_if_error("bench copy_out");

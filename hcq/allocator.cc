@@ -1,12 +1,36 @@
 // LRU reuse of device memory and host copies through staging buffers on the copy queue.
 #include <cstring>
+#include <set>
 
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
 
+namespace {
+// The allocators alive, so that unmapping a buffer from its peers skips closed ones.
+struct LiveAllocators {
+  std::mutex mu;
+  std::set<const Allocator*> all;
+};
+LiveAllocators& live_allocators() {
+  static LiveAllocators live;
+  return live;
+}
+}  // namespace
+
+Allocator::Allocator(Device& dev) : dev_(dev) {
+  std::lock_guard lock(live_allocators().mu);
+  live_allocators().all.insert(this);
+}
+
 // NOTE: drivers call clear_cache() before destroying their allocator (raw_free is theirs).
-Allocator::~Allocator() = default;
+Allocator::~Allocator() {
+  std::vector<uint64_t> mapped_out;
+  for (auto& [va, peers] : peers_) mapped_out.push_back(va);
+  for (uint64_t va : mapped_out) unmap_from_peers(va);  // peers must not validate our memory
+  std::lock_guard lock(live_allocators().mu);
+  live_allocators().all.erase(this);
+}
 
 Result<Buffer> Allocator::alloc(size_t bytes, BufferSpec spec) {
   if (bytes == 0) return invalid_argument("alloc of 0 bytes on " + dev_.name());
@@ -64,6 +88,7 @@ void Allocator::free(const Buffer& b) {
     mapped_.erase(b_freed.va);
     unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
+  unmap_from_peers(b_freed.va);
   raw_free(b_freed);
 }
 
@@ -84,6 +109,7 @@ Status Allocator::clear_cache() {
       mapped_.erase(b.va);
       unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
     }
+    unmap_from_peers(b.va);
     raw_free(b);
   }
   return Status();
@@ -97,11 +123,50 @@ void Allocator::release_staging() {
 
 std::optional<Buffer> Allocator::find(uint64_t va) const {
   std::lock_guard lock(mu_);
-  auto it = mapped_.upper_bound(va);
-  if (it == mapped_.begin()) return std::nullopt;
-  --it;
-  if (va >= it->second.va + it->second.size) return std::nullopt;
-  return it->second;
+  for (const auto* m : {&mapped_, &foreign_}) {
+    auto it = m->upper_bound(va);
+    if (it == m->begin()) continue;
+    --it;
+    if (va < it->second.va + it->second.size) return it->second;
+  }
+  return std::nullopt;
+}
+
+Status Allocator::map_into(const Buffer& b, Device& peer) {
+  if (&peer == &dev_) return Status();
+  if (peer.peer_group() != dev_.peer_group())
+    return unimplemented("map of a buffer of " + dev_.name() + " (peer group " + dev_.peer_group() +
+                         ") into " + peer.name() + " (peer group " + peer.peer_group() + ")");
+  {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(b.va);
+    if (it == live_.end() || it->second.size != b.size)
+      return invalid_argument("map into " + peer.name() + " of " + std::to_string(b.size) +
+                              " bytes that are not an allocation of " + dev_.name());
+    peers_[b.va].push_back(&peer.allocator());
+  }
+  Allocator& other = peer.allocator();
+  std::lock_guard lock(other.mu_);
+  other.foreign_[b.va] = b;
+  return Status();
+}
+
+void Allocator::unmap_from_peers(uint64_t va) {
+  std::vector<Allocator*> peers;
+  {
+    std::lock_guard lock(mu_);
+    auto it = peers_.find(va);
+    if (it == peers_.end()) return;
+    peers.swap(it->second);
+    peers_.erase(it);
+  }
+  std::lock_guard live(live_allocators().mu);  // a peer closes only after we are done here
+  for (Allocator* p : peers) {
+    if (!live_allocators().all.count(p)) continue;
+    std::lock_guard lock(p->mu_);
+    p->foreign_.erase(va);
+    p->unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
 }
 
 size_t Allocator::used_bytes() const {

@@ -61,7 +61,7 @@ struct Buffer {
 // Device memory with LRU reuse by (size, spec) and host copies through staging buffers.
 class Allocator {
  public:
-  explicit Allocator(Device& dev) : dev_(dev) {}
+  explicit Allocator(Device& dev);
   virtual ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -81,9 +81,13 @@ class Allocator {
   Status copy_in(const Buffer& dst, const void* src, size_t bytes);
   // Device -> host; synchronizes first and returns with `dst` filled.
   Status copy_out(void* dst, const Buffer& src, size_t bytes);
-  // The allocation holding device address `va` (in use or cached: both are mapped), for
-  // address checks and fault reports.
+  // The allocation holding device address `va` (in use or cached: both are mapped, and so are
+  // buffers of other devices mapped in with map_into), for address checks and fault reports.
   std::optional<Buffer> find(uint64_t va) const;
+  // Makes `b`, an allocation of this device, usable by `peer`'s queues (same address). Fails
+  // with Unimplemented when the devices share no peer group. Freeing `b` unmaps it from every
+  // peer still open.
+  Status map_into(const Buffer& b, Device& peer);
   size_t used_bytes() const;
   size_t cached_bytes() const;
   // Counts unmappings: a range find() returned stays mapped while this is unchanged.
@@ -111,8 +115,12 @@ class Allocator {
   std::mutex copy_mu_;  // one host copy at a time owns the staging buffers
   mutable std::mutex mu_;
   std::multimap<std::pair<size_t, BufferSpec>, Buffer> cache_;
-  std::map<uint64_t, Buffer> live_;    // in use, by va
-  std::map<uint64_t, Buffer> mapped_;  // in use or cached, by va
+  std::map<uint64_t, Buffer> live_;     // in use, by va
+  std::map<uint64_t, Buffer> mapped_;   // in use or cached, by va
+  std::map<uint64_t, Buffer> foreign_;  // other devices' buffers mapped into this one
+  std::map<uint64_t, std::vector<Allocator*>> peers_;  // our buffers mapped into others
+  // Drops every peer mapping of our buffer at `va` (it is being unmapped).
+  void unmap_from_peers(uint64_t va);
   size_t cached_bytes_ = 0, used_bytes_ = 0;
   std::atomic<uint64_t> unmap_generation_{0};
   std::vector<Staging> staging_;

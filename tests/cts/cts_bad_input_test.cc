@@ -89,6 +89,53 @@ TEST_P(CtsBadInput, ASubmissionLargerThanTheRingIsRefused) {
   EXPECT_FALSE(dev().failed());
 }
 
+using CtsPeer = Cts;
+
+TEST_P(CtsPeer, ABufferMappedIntoAPeerIsUsableByItsQueuesUntilFreed) {
+  CTS_REQUIRE("execution");
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer mine, alloc(64));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer theirs, alloc(*peer, 64));
+  auto bytes = random_bytes(64, 7);
+  CTS_ASSERT_OK(dev().allocator().copy_in(mine, bytes.get(), 64));
+  CTS_ASSERT_OK(dev().synchronize());
+  auto q = copy_or_compute_queue(*peer);
+  q->copy(va_of(theirs), va_of(mine), 64);  // not mapped into the peer yet
+  EXPECT_THAT(q->refusal().message(), HasSubstr("is in no allocation of"));
+  CTS_ASSERT_OK(dev().allocator().map_into(mine, *peer));
+  CTS_ASSERT_OK(peer->submit_on_timeline(
+      *q, [&](hcq::HwQueue& hq) { hq.copy(va_of(theirs), va_of(mine), 64); }));
+  uint8_t got[64];
+  CTS_ASSERT_OK(peer->allocator().copy_out(got, theirs, 64));
+  EXPECT_TRUE(same_bytes(got, bytes.get(), 64));
+  EXPECT_TRUE(peer->allocator().find(mine.va).has_value());
+  // Freed for real (nolru), a mapped buffer leaves the peer too.
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer brief, dev().allocator().alloc(64, {.nolru = true}));
+  CTS_ASSERT_OK(dev().allocator().map_into(brief, *peer));
+  EXPECT_TRUE(peer->allocator().find(brief.va).has_value());
+  dev().allocator().free(brief);
+  EXPECT_FALSE(peer->allocator().find(brief.va).has_value());
+}
+
+TEST_P(CtsPeer, MappingOutsideThePeerGroupIsUnimplemented) {
+  const Backend* other = nullptr;
+  for (const Backend& b : backends())
+    if (b.name != GetParam().name) other = &b;
+  if (!other) GTEST_SKIP() << "only one backend in this build";
+  CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Device> foreign, other->open());
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer mine, alloc(64));
+  Status s = dev().allocator().map_into(mine, *foreign);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("into " + foreign->name()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backend,
+                         CtsPeer,
+                         ::testing::ValuesIn(backends()),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return info.param.name;
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Backend,
                          CtsBadInput,
                          ::testing::ValuesIn(backends()),

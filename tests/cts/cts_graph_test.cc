@@ -93,6 +93,33 @@ TEST_P(CtsGraph, ReplayChecksItsVariables) {
   EXPECT_EQ(got, 42);
 }
 
+TEST_P(CtsGraph, CopySizesAndAddressesCanBeSymbolic) {
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer src, alloc(4096));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer dst, alloc(4096));
+  hcq::GraphItem it;
+  it.kind = hcq::GraphItem::Kind::kCopy;
+  it.dst = va_of(dst);
+  it.src = hcq::Value::sym(0);  // the source address and the size change per replay
+  it.bytes = hcq::Value::sym(1);
+  it.reads = {{it.src, 4096}};
+  it.writes = {{it.dst, 4096}};
+  CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Graph> g, hcq::Graph::create(dev(), {it}, 2));
+  auto pattern = random_bytes(4096, 11);
+  CTS_ASSERT_OK(dev().allocator().copy_in(src, pattern.get(), 4096));
+  auto zeros = std::make_unique<uint8_t[]>(4096);
+  std::memset(zeros.get(), 0, 4096);
+  CTS_ASSERT_OK(dev().allocator().copy_in(dst, zeros.get(), 4096));
+  for (int64_t n : {1, 17, 1000}) {
+    CTS_ASSERT_OK(g->replay(std::vector<int64_t>{va_of(src) + 3, n}));
+    CTS_ASSERT_OK(dev().synchronize());
+    CTS_REQUIRE("execution");
+    auto got = std::make_unique<uint8_t[]>(4096);
+    CTS_ASSERT_OK(dev().allocator().copy_out(got.get(), dst, 4096));
+    EXPECT_TRUE(same_bytes(got.get(), pattern.get() + 3, static_cast<size_t>(n))) << n;
+    EXPECT_EQ(got[n], 0) << n;  // nothing past n was copied (sizes only grow here)
+  }
+}
+
 using CtsProfile = Cts;
 
 TEST_P(CtsProfile, SubmissionsAreBracketedWithTimestampsAndWrittenAsAChromeTrace) {
