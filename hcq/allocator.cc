@@ -12,9 +12,11 @@ struct LiveAllocators {
   std::mutex mu;
   std::set<const Allocator*> all;
 };
+// NOTE: never destroyed: devices held by static registries close during exit, after a
+// function-local static constructed later would already be gone.
 LiveAllocators& live_allocators() {
-  static LiveAllocators live;
-  return live;
+  static auto* live = new LiveAllocators;
+  return *live;
 }
 }  // namespace
 

@@ -152,9 +152,10 @@ class Signal {
   const std::string& name() const { return name_; }
   Device& device() const { return dev_; }
 
-  // Waits on the CPU until value() >= v. The timeout restarts whenever the value changes; each
-  // round calls the device's progress(). DeadlineExceeded names the signal, the expected and
-  // the seen value; a device in the error state returns its error at once.
+  // Waits on the CPU until value() >= v: spins briefly, yields for up to 2 ms, then sleeps on a
+  // futex 1 ms at a time, calling the device's progress() between sleeps. The timeout restarts
+  // whenever the value changes. DeadlineExceeded names the signal, the expected and the seen
+  // value; a device in the error state returns its error at once.
   Status wait(uint64_t v, std::chrono::milliseconds timeout = kDefaultTimeout) const;
   // Wakes CPU threads sleeping in wait() on `slot` (software devices call it after a write).
   static void wake_waiters(const SignalSlot* slot);
