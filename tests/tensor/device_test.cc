@@ -16,10 +16,10 @@ hcq::Device& hcq_of(const Tensor& t) {
 }
 
 TEST(HcqRealize, CopiesAndKernelsRunOnTheDeviceTimeline) {
-  Tensor a = Tensor::from_data({1, 2, 3}, {3}, kF64);
+  Tensor a = Tensor::from_data({1, 2, 3}, {3}, kF64, "CPU");  // whatever DEV says
   hcq::Device& dev = hcq_of(a);
   uint64_t before = dev.timeline_value();
-  Tensor b = Tensor::from_data({10, 20, 30}, {3}, kF64);  // one copy submission
+  Tensor b = Tensor::from_data({10, 20, 30}, {3}, kF64, "CPU");  // one copy submission
   EXPECT_EQ(dev.timeline_value(), before + 1);
   Tensor c = (a * b + 1).realize();  // one fused kernel
   EXPECT_EQ(dev.timeline_value(), before + 2);
