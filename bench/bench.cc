@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <utility>
 
@@ -191,6 +192,18 @@ std::string json_line(const Row& row) {
   append_json_number(out, row.ref_value);
   out += '}';
   return out;
+}
+
+std::optional<double> python_reference(const std::string& script, const std::string& args) {
+  std::string cmd =
+      "/usr/bin/python3 " + script + (args.empty() ? "" : " " + args) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return std::nullopt;
+  char buf[64] = {};
+  bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
+  int rc = pclose(p);
+  if (!got || rc != 0) return std::nullopt;
+  return std::strtod(buf, nullptr);
 }
 
 }  // namespace baregrad::bench

@@ -77,6 +77,10 @@ void register_hcq_benches();
 // min_total_ms in total; returns the median of the timed runs in milliseconds.
 double time_median_ms(const std::function<void()>& fn, int min_reps, double min_total_ms);
 
+// Runs `script` (a path under bench/ref/) with Debian's /usr/bin/python3 and `args`, and parses
+// the one number it prints; nullopt when Python, its module (python3-torch) or the run fails.
+std::optional<double> python_reference(const std::string& script, const std::string& args = {});
+
 // As time_median_ms, but returns the fastest timed run in milliseconds.
 double time_best_ms(const std::function<void()>& fn, int min_reps, double min_total_ms);
 

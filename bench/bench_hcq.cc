@@ -22,16 +22,6 @@ void add16(void* const* bufs, const int64_t*, int64_t lo, int64_t hi) {
   for (int64_t i = lo * 16; i < hi * 16; i++) out[i] = a[i] + b[i];
 }
 
-std::optional<double> torch_add_us() {
-  FILE* p = popen("/usr/bin/python3 " BARE_SOURCE_DIR "/bench/ref/torch_add.py 2>/dev/null", "r");
-  if (!p) return std::nullopt;
-  char buf[64] = {};
-  bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
-  int rc = pclose(p);
-  if (!got || rc != 0) return std::nullopt;
-  return std::strtod(buf, nullptr);
-}
-
 void check(const Status& s) { s.throw_if_error("bench hcq"); }
 template <class T>
 T check(Result<T> r) {
@@ -69,7 +59,7 @@ std::vector<Row> hcq_rows(const Context& ctx) {
   lat.metric = "time";
   lat.unit = "us";
   lat.value = us[n / 2];
-  if (auto ref = torch_add_us()) {
+  if (auto ref = python_reference(BARE_SOURCE_DIR "/bench/ref/torch_add.py")) {
     lat.ref = "PyTorch add of 16 floats";
     lat.ref_value = *ref;
   }

@@ -17,20 +17,6 @@ namespace baregrad::bench {
 namespace {
 using tensor::Tensor;
 
-// PyTorch's median step time for the same MLP (bench/ref/torch_mlp.py), when Debian's
-// python3-torch is installed; nullopt otherwise.
-std::optional<double> torch_mlp_ms(int threads) {
-  std::string cmd = "/usr/bin/python3 " BARE_SOURCE_DIR "/bench/ref/torch_mlp.py " +
-                    std::to_string(threads) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return std::nullopt;
-  char buf[64] = {};
-  bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
-  int rc = pclose(p);
-  if (!got || rc != 0) return std::nullopt;
-  return std::strtod(buf, nullptr);
-}
-
 // An MLP 784-512-512-10 with Adam on a fixed batch of 128.
 struct Mlp {
   tensor::nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
@@ -88,7 +74,9 @@ Row mlp_row(const Context& ctx,
 
 // One Adam step of an MLP 784-512-512-10 on a batch of 128, eager and through TinyJit.
 std::vector<Row> mlp_rows(const Context& ctx) {
-  std::optional<double> torch_ms = torch_mlp_ms(ctx.threads);
+  // PyTorch's median step time for the same MLP (bench/ref/torch_mlp.py), if torch is there.
+  std::optional<double> torch_ms =
+      python_reference(BARE_SOURCE_DIR "/bench/ref/torch_mlp.py", std::to_string(ctx.threads));
   Tensor::manual_seed(1);
   Mlp eager;
   Row e = mlp_row(ctx, "mlp 784-512-512-10 adam step, batch 128", torch_ms,

@@ -144,6 +144,12 @@ void Device::free_signal_pages() {
   free_slots_.clear();
 }
 
+void Device::release_memory() {
+  allocator().release_staging();
+  (void)allocator().clear_cache();
+  free_signal_pages();
+}
+
 Status Device::synchronize(std::chrono::milliseconds timeout) {
   RETURN_IF_ERROR(error());
   std::lock_guard lock(submit_mu_);

@@ -342,6 +342,9 @@ class Device {
   Status init_timeline();
   // Returns the signal pages to the allocator; drivers call it before destroying the allocator.
   void free_signal_pages();
+  // Frees the staging buffers, the allocator's cache and the signal pages, in that order:
+  // drivers call it in their destructor once their queues are idle and their engines stopped.
+  void release_memory();
 
  private:
   friend class Signal;

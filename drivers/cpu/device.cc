@@ -389,9 +389,7 @@ Device::~Device() {
   (void)synchronize(std::chrono::milliseconds(5000));
   compute_.reset();
   copy_.reset();
-  allocator_->release_staging();
-  (void)allocator_->clear_cache();
-  free_signal_pages();
+  release_memory();
 }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {

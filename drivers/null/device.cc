@@ -97,11 +97,7 @@ Result<std::unique_ptr<Device>> Device::create() {
   return dev;
 }
 
-Device::~Device() {
-  allocator_->release_staging();
-  (void)allocator_->clear_cache();
-  free_signal_pages();
-}
+Device::~Device() { release_memory(); }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
   return std::make_unique<Queue>(*this, hcq::Engine::kCompute);

@@ -63,6 +63,12 @@ void PrintTo(const Backend& b, std::ostream* os);
   if (std::string cts_why_ = unsupported_reason(feature); !cts_why_.empty()) \
   GTEST_SKIP() << cts_why_
 
+// Instantiates `suite` (a fixture derived from Cts) on every backend, named after it.
+#define CTS_INSTANTIATE(suite)                         \
+  INSTANTIATE_TEST_SUITE_P(                            \
+      Backend, suite, ::testing::ValuesIn(backends()), \
+      [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; })
+
 // ---- the fixture ---------------------------------------------------------------------------
 
 // One test on one backend: a fresh device per test; buffers, argument blocks and extra devices

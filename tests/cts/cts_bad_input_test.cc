@@ -129,19 +129,9 @@ TEST_P(CtsPeer, MappingOutsideThePeerGroupIsUnimplemented) {
   EXPECT_THAT(s.message(), HasSubstr("into " + foreign->name()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backend,
-                         CtsPeer,
-                         ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return info.param.name;
-                         });
+CTS_INSTANTIATE(CtsPeer);
 
-INSTANTIATE_TEST_SUITE_P(Backend,
-                         CtsBadInput,
-                         ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return info.param.name;
-                         });
+CTS_INSTANTIATE(CtsBadInput);
 
 }  // namespace
 }  // namespace baregrad::cts

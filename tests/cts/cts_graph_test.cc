@@ -161,19 +161,9 @@ TEST_P(CtsProfile, SubmissionsAreBracketedWithTimestampsAndWrittenAsAChromeTrace
   EXPECT_TRUE(events.empty());  // taken
 }
 
-INSTANTIATE_TEST_SUITE_P(Backend,
-                         CtsProfile,
-                         ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return info.param.name;
-                         });
+CTS_INSTANTIATE(CtsProfile);
 
-INSTANTIATE_TEST_SUITE_P(Backend,
-                         CtsGraph,
-                         ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return info.param.name;
-                         });
+CTS_INSTANTIATE(CtsGraph);
 
 }  // namespace
 }  // namespace baregrad::cts

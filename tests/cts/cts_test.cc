@@ -860,10 +860,6 @@ TEST_P(CtsAllocator, FindReturnsTheMappedAllocationHoldingAnAddress) {
   EXPECT_FALSE(al.find(gone.va + 1).has_value()) << "a freed nolru buffer is unmapped";
 }
 
-#define CTS_INSTANTIATE(suite)                         \
-  INSTANTIATE_TEST_SUITE_P(                            \
-      Backend, suite, ::testing::ValuesIn(backends()), \
-      [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; })
 CTS_INSTANTIATE(CtsDeathTest);
 CTS_INSTANTIATE(CtsSignal);
 CTS_INSTANTIATE(CtsQueue);
