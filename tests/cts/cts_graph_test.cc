@@ -120,6 +120,130 @@ TEST_P(CtsGraph, CopySizesAndAddressesCanBeSymbolic) {
   }
 }
 
+// Builders of graph items for the tests below.
+hcq::GraphItem exec_item(hcq::Device* d, const hcq::Program& prg, hcq::Value buf) {
+  hcq::GraphItem it;
+  it.dev = d;
+  it.prg = &prg;
+  it.bufs = {buf};
+  it.grid = {4, 1, 1};
+  it.reads = it.writes = {{buf, 16}};
+  return it;
+}
+hcq::GraphItem copy_item(hcq::Device* d, hcq::Value dst, hcq::Value src) {
+  hcq::GraphItem it;
+  it.kind = hcq::GraphItem::Kind::kCopy;
+  it.dev = d;
+  it.dst = dst;
+  it.src = src;
+  it.bytes = 16;
+  it.reads = {{src, 16}};
+  it.writes = {{dst, 16}};
+  return it;
+}
+
+// add_one over A (on dev); copy A -> B (on the peer); add_one over B (peer); copy B -> input 0
+// (on dev). Every hop crosses a queue, two of them cross devices.
+TEST_P(CtsGraph, SpansTwoDevicesWithCrossDeviceWaits) {
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer b, alloc(*peer, 16));
+  std::vector<hcq::Buffer> inputs;
+  for (int i = 0; i < 2; i++) {
+    CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer in, alloc(16));
+    inputs.push_back(in);
+  }
+  CTS_ASSERT_OK(dev().allocator().map_into(a, *peer));
+  CTS_ASSERT_OK(peer->allocator().map_into(b, dev()));
+  auto mine = program("add_one", add_one, {16}, 0);
+  auto theirs = program("add_one", add_one, {16}, 0);
+  int32_t zero[4] = {0, 0, 0, 0};
+  CTS_ASSERT_OK(dev().allocator().copy_in(a, zero, 16));
+  CTS_ASSERT_OK(peer->allocator().copy_in(b, zero, 16));
+  hcq::Value in = hcq::Value::sym(0);
+  std::vector<hcq::GraphItem> items{
+      exec_item(nullptr, *mine, va_of(a)), copy_item(peer, va_of(b), va_of(a)),
+      exec_item(peer, *theirs, va_of(b)), copy_item(&dev(), in, va_of(b))};
+  CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Graph> g,
+                           hcq::Graph::create(dev(), std::move(items), 1));
+  ASSERT_EQ(g->devices().size(), 2u);
+  EXPECT_EQ(g->devices()[0], &dev());
+  EXPECT_EQ(g->devices()[1], peer);
+  // dev: compute (+ copy); peer: copy or compute, + compute.
+  EXPECT_EQ(g->queues(), dev().copy_queue() ? 4u : 2u);
+  // Three hops cross queues (two without copy engines); B -> input also conflicts with A -> B,
+  // which the wait for add_one over B already covers. NULL's devices reuse addresses, which
+  // only adds waits.
+  if (a.va + 16 <= b.va || b.va + 16 <= a.va) {
+    EXPECT_EQ(g->dependencies(), dev().copy_queue() ? 3u : 2u);
+  }
+  uint64_t mine_before = dev().timeline_value(), theirs_before = peer->timeline_value();
+  for (int r = 0; r < 5; r++) CTS_ASSERT_OK(g->replay(std::vector<int64_t>{va_of(inputs[r % 2])}));
+  EXPECT_EQ(dev().timeline_value(), mine_before + 5);  // one value per replay on each device
+  EXPECT_EQ(peer->timeline_value(), theirs_before + 5);
+  // The creating device's timeline covers the whole graph: the peer's work is done too.
+  CTS_ASSERT_OK(dev().synchronize());
+  CTS_REQUIRE("execution");
+  EXPECT_GE(peer->timeline().value(), theirs_before + 4);
+  int32_t got[4];
+  CTS_ASSERT_OK(dev().allocator().copy_out(got, a, 16));
+  EXPECT_EQ(got[0], 5);
+  CTS_ASSERT_OK(peer->allocator().copy_out(got, b, 16));
+  EXPECT_EQ(got[1], 6);  // the last replay: A was 5, its copy + 1
+  CTS_ASSERT_OK(dev().allocator().copy_out(got, inputs[0], 16));
+  EXPECT_EQ(got[2], 6);  // bound on replay 5
+  CTS_ASSERT_OK(dev().allocator().copy_out(got, inputs[1], 16));
+  EXPECT_EQ(got[3], 5);  // bound on replay 4
+}
+
+TEST_P(CtsGraph, ASpanOutsideThePeerGroupIsUnimplemented) {
+  const Backend* other = nullptr;
+  for (const Backend& b : backends())
+    if (b.name != GetParam().name) other = &b;
+  if (!other) GTEST_SKIP() << "only one backend in this build";
+  CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Device> foreign, other->open());
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
+  auto prg = program("add_one", add_one, {16}, 0);
+  auto r = hcq::Graph::create(dev(), {copy_item(foreign.get(), va_of(a), va_of(a))}, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("with items on " + foreign->name() + " (peer group " +
+                        foreign->peer_group() + "): a graph spans one peer group"));
+}
+
+// The graph's commands name the timeline signal; once synchronize() wraps the timeline into its
+// shadow, the next replay records them again instead of signalling the retired one.
+TEST_P(CtsGraph, KeepsReplayingAcrossATimelineWrap) {
+  constexpr uint64_t kWrap = 1ull << 31;
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
+  CTS_ASSERT_OK(dev().set_timeline_for_test(kWrap - 2));
+  CTS_ASSERT_OK(peer->set_timeline_for_test(kWrap - 1));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
+  CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer b, alloc(*peer, 16));
+  CTS_ASSERT_OK(dev().allocator().map_into(a, *peer));
+  int32_t zero[4] = {0, 0, 0, 0};
+  CTS_ASSERT_OK(dev().allocator().copy_in(a, zero, 16));
+  auto prg = program("add_one", add_one, {16}, 0);
+  CTS_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<hcq::Graph> g,
+      hcq::Graph::create(
+          dev(), {exec_item(nullptr, *prg, va_of(a)), copy_item(peer, va_of(b), va_of(a))}, 0));
+  uint64_t epoch = dev().timeline_epoch(), peer_epoch = peer->timeline_epoch();
+  for (int r = 0; r < 6; r++) {
+    CTS_ASSERT_OK(g->replay({}));
+    CTS_ASSERT_OK(dev().synchronize());  // wraps once the value passes 2^31
+    CTS_ASSERT_OK(peer->synchronize());
+  }
+  EXPECT_EQ(dev().timeline_epoch(), epoch + 1);
+  EXPECT_EQ(peer->timeline_epoch(), peer_epoch + 1);
+  EXPECT_LT(dev().timeline_value(), 16u);
+  CTS_REQUIRE("execution");
+  int32_t got[4];
+  CTS_ASSERT_OK(peer->allocator().copy_out(got, b, 16));
+  EXPECT_EQ(got[0], 6);
+}
+
 using CtsProfile = Cts;
 
 TEST_P(CtsProfile, SubmissionsAreBracketedWithTimestampsAndWrittenAsAChromeTrace) {
