@@ -15,9 +15,12 @@ std::string bracketed(std::string_view op, std::string_view message) {
 
 }  // namespace
 
-Error::Error(std::string_view op, std::string_view message)
-    : std::runtime_error(bracketed(op, message)), op_(op), message_(message) {}
+Error::Error(std::string_view op, std::string_view message, ErrorKind kind)
+    : std::runtime_error(bracketed(op, message)), op_(op), message_(message), kind_(kind) {}
 
 void fail(std::string_view op, std::string_view message) { throw Error(op, message); }
+void fail(std::string_view op, std::string_view message, ErrorKind kind) {
+  throw Error(op, message, kind);
+}
 
 }  // namespace baregrad

@@ -120,11 +120,29 @@ const Options& options() { return storage(); }
 
 std::span<const OptionInfo> option_table() { return kTable; }
 
-void set_option_for_test(std::string_view name, std::string_view value) {
+void set_option(std::string_view name, std::string_view value) {
   for (const Field& field : kFields) {
     if (field.info.name == name) return apply(storage(), field, value);
   }
-  fail("options", "unknown option '" + std::string(name) + "'");
+  fail("options", "unknown option '" + std::string(name) + "'", ErrorKind::kValue);
 }
+
+std::string option_value(std::string_view name) {
+  for (const Field& field : kFields) {
+    if (field.info.name != name) continue;
+    return std::visit(
+        [](auto member) -> std::string {
+          const auto& slot = storage().*member;
+          using T = std::remove_cvref_t<decltype(slot)>;
+          if constexpr (std::is_same_v<T, int>) return std::to_string(slot);
+          if constexpr (std::is_same_v<T, bool>) return slot ? "1" : "0";
+          if constexpr (std::is_same_v<T, std::string>) return slot;
+        },
+        field.member);
+  }
+  fail("options", "unknown option '" + std::string(name) + "'", ErrorKind::kValue);
+}
+
+void set_option_for_test(std::string_view name, std::string_view value) { set_option(name, value); }
 
 }  // namespace baregrad

@@ -33,9 +33,16 @@ struct OptionInfo {
 };
 std::span<const OptionInfo> option_table();
 
-// Tests only: re-parses the option `name` (an environment variable name) from `value` into
-// options(); "" restores the default. Throws baregrad::Error on an unknown name or a bad value,
-// leaving the option unchanged. Not synchronized with concurrent readers.
+// Re-parses the option `name` (an environment variable name) from `value` into options(); ""
+// restores the default. For scoped overrides such as Python's Context(DEBUG=2). Throws
+// baregrad::Error on an unknown name or a bad value, leaving the option unchanged. Not
+// synchronized with concurrent readers.
+void set_option(std::string_view name, std::string_view value);
+// The current value of option `name` as set_option() parses it ("1"/"0" for bools). Throws
+// baregrad::Error on an unknown name.
+std::string option_value(std::string_view name);
+
+// Tests only: set_option().
 void set_option_for_test(std::string_view name, std::string_view value);
 
 }  // namespace baregrad

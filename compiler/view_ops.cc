@@ -271,8 +271,10 @@ ShapeTracker with_last(const ShapeTracker& st, View v) {
 void check_rank(std::string_view op, std::string_view what, size_t n, const ShapeTracker& st) {
   CHECK(!st.views.empty()) << "a ShapeTracker without views";
   if (n != st.shape().size())
-    fail(op, std::string(what) + " has " + std::to_string(n) + " entries for the " +
-                 std::to_string(st.shape().size()) + " axes of " + fmt(st.shape()));
+    fail(op,
+         std::string(what) + " has " + std::to_string(n) + " entries for the " +
+             std::to_string(st.shape().size()) + " axes of " + fmt(st.shape()),
+         ErrorKind::kValue);
 }
 
 }  // namespace
@@ -281,10 +283,12 @@ ShapeTracker reshape(const ShapeTracker& st, const std::vector<int64_t>& shape) 
   CHECK(!st.views.empty()) << "a ShapeTracker without views";
   std::string what = "cannot reshape " + fmt(st.shape()) + " to " + fmt(shape);
   if (std::any_of(shape.begin(), shape.end(), [](int64_t s) { return s < 0; }))
-    fail("reshape", what + ": negative size");
+    fail("reshape", what + ": negative size", ErrorKind::kValue);
   if (numel(st.shape()) != numel(shape))
-    fail("reshape", what + ": " + std::to_string(numel(st.shape())) + " elements vs " +
-                        std::to_string(numel(shape)));
+    fail("reshape",
+         what + ": " + std::to_string(numel(st.shape())) + " elements vs " +
+             std::to_string(numel(shape)),
+         ErrorKind::kValue);
   if (st.shape() == shape) return st;
   const View& v = st.views.back();
   if (numel(shape) == 0) return ShapeTracker::contiguous(shape);
@@ -300,7 +304,8 @@ ShapeTracker permute(const ShapeTracker& st, const std::vector<int>& order) {
   std::vector<bool> seen(order.size(), false);
   for (int o : order) {
     if (o < 0 || o >= static_cast<int>(order.size()) || seen[o])
-      fail("permute", fmt(order) + " is not a permutation of the axes of " + fmt(st.shape()));
+      fail("permute", fmt(order) + " is not a permutation of the axes of " + fmt(st.shape()),
+           ErrorKind::kValue);
     seen[o] = true;
   }
   const View& v = st.views.back();
@@ -319,9 +324,11 @@ ShapeTracker expand(const ShapeTracker& st, const std::vector<int64_t>& shape) {
   for (size_t d = 0; d < shape.size(); d++) {
     if (shape[d] == v.shape[d]) continue;
     if (v.shape[d] != 1 || shape[d] < 0)
-      fail("expand", "cannot expand " + fmt(st.shape()) + " to " + fmt(shape) + ": axis " +
-                         std::to_string(d) + " has size " + std::to_string(v.shape[d]) +
-                         (shape[d] < 0 ? ", the target is negative" : ", not 1"));
+      fail("expand",
+           "cannot expand " + fmt(st.shape()) + " to " + fmt(shape) + ": axis " +
+               std::to_string(d) + " has size " + std::to_string(v.shape[d]) +
+               (shape[d] < 0 ? ", the target is negative" : ", not 1"),
+           ErrorKind::kValue);
     v.shape[d] = shape[d];
     v.strides[d] = 0;
     if (v.mask) {
@@ -337,8 +344,10 @@ ShapeTracker pad(const ShapeTracker& st,
   check_rank("pad", "padding", before_after.size(), st);
   for (size_t d = 0; d < before_after.size(); d++)
     if (before_after[d].first < 0 || before_after[d].second < 0)
-      fail("pad", "negative padding " + fmt(before_after[d]) + " on axis " + std::to_string(d) +
-                      " of " + fmt(st.shape()));
+      fail("pad",
+           "negative padding " + fmt(before_after[d]) + " on axis " + std::to_string(d) + " of " +
+               fmt(st.shape()),
+           ErrorKind::kValue);
   if (std::all_of(before_after.begin(), before_after.end(),
                   [](auto p) { return p.first == 0 && p.second == 0; }))
     return st;
@@ -353,9 +362,10 @@ ShapeTracker shrink(const ShapeTracker& st,
   for (size_t d = 0; d < ranges.size(); d++) {
     auto [lo, hi] = ranges[d];
     if (lo < 0 || lo > hi || hi > v.shape[d])
-      fail("shrink", "range " + fmt(ranges[d]) + " on axis " + std::to_string(d) + " of " +
-                         fmt(st.shape()) + " is not within [0, " + std::to_string(v.shape[d]) +
-                         "] with lo <= hi");
+      fail("shrink",
+           "range " + fmt(ranges[d]) + " on axis " + std::to_string(d) + " of " + fmt(st.shape()) +
+               " is not within [0, " + std::to_string(v.shape[d]) + "] with lo <= hi",
+           ErrorKind::kValue);
     v.offset += lo * v.strides[d];
     v.shape[d] = hi - lo;
     m[d] = {std::clamp<int64_t>(m[d].first - lo, 0, hi - lo),

@@ -54,6 +54,8 @@ class Device {
   virtual ~Device() = default;
   // The DEV= name, e.g. "CPU".
   virtual std::string name() const = 0;
+  // Whether Buffer::ptr is host memory the CPU may read in place once synchronize() returns.
+  virtual bool host_addressable() const { return false; }
   // The codegen target this device compiles for.
   virtual const compiler::TargetInfo& target() const = 0;
   // Allocates `bytes` (64-byte aligned); ResourceExhausted when memory runs out.

@@ -67,7 +67,8 @@ std::vector<Tensor> run_backward(const Tensor& root,
   if (targets) {
     for (const Tensor& t : *targets) {
       auto it = grads.find(t.impl_.get());
-      out.push_back(it != grads.end() ? it->second : Tensor::zeros(t.shape(), t.dtype()));
+      out.push_back(it != grads.end() ? it->second
+                                      : Tensor::full(t.shape(), 0, t.dtype(), t.device()));
     }
     return out;
   }
@@ -93,7 +94,7 @@ Tensor seed_for(const Tensor& root, const std::optional<Tensor>& grad_out, const
   if (root.numel() != 1)
     fail(op, "called on a non-scalar tensor of shape " + shape_str(root.shape()) +
                  " without a gradient of that shape");
-  return Tensor::ones(root.shape(), root.dtype());
+  return Tensor::full(root.shape(), 1, root.dtype(), root.device());
 }
 }  // namespace
 

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "tensor/counters.h"
 #include "tensor/schedule.h"
 
 namespace baregrad::tensor {
@@ -203,9 +204,7 @@ void TinyJit::plan(detail::JitCapture& cap,
     if (!best) {
       auto mem = db->device->alloc(bytes);
       if (!mem.ok()) mem.status().throw_if_error("jit");
-      auto owned = std::make_shared<DeviceBuffer>();
-      owned->device = db->device;
-      owned->buffer = *mem;
+      auto owned = std::make_shared<DeviceBuffer>(db->device, *mem);
       slots.push_back({owned, 0});
       c.keep.push_back(owned);
       c.planned_bytes += bytes;
@@ -258,6 +257,8 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
                       describe(want.shape, want.dtype, *want.device));
     in[i] = l.base->realized->buffer;
   }
+  for (const Captured::Step& step : c.steps)
+    if (step.prg) counters().count_kernel(step.prg->spec);
   if (c.graph) {
     c.graph->replay(in).throw_if_error("jit");
     return outputs(xs);

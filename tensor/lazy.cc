@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "compiler/view_ops.h"
+#include "tensor/counters.h"
 
 namespace baregrad::tensor {
 
@@ -27,7 +28,13 @@ int64_t LazyBase::numel() const {
   return n;
 }
 
+DeviceBuffer::DeviceBuffer(std::shared_ptr<runtime::Device> dev, runtime::Buffer buf)
+    : device(std::move(dev)), buffer(buf) {
+  counters().mem_used.fetch_add(static_cast<int64_t>(buffer.bytes), std::memory_order_relaxed);
+}
+
 DeviceBuffer::~DeviceBuffer() {
+  counters().mem_used.fetch_sub(static_cast<int64_t>(buffer.bytes), std::memory_order_relaxed);
   if (device) device->free(buffer);
 }
 

@@ -29,11 +29,16 @@ struct Lazy {
   bool is_base_view() const;
 };
 
-// Device memory holding a realized base; freed with the last reference.
+// Device memory holding a realized base; freed with the last reference. Its bytes count in
+// counters().mem_used while it lives.
 struct DeviceBuffer {
+  DeviceBuffer(std::shared_ptr<runtime::Device> dev, runtime::Buffer buf);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
   std::shared_ptr<runtime::Device> device;
   runtime::Buffer buffer;
-  ~DeviceBuffer();
 };
 
 enum class LazyKind : uint8_t {

@@ -14,7 +14,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 void check_groups(const char* op, int64_t in, int64_t out, int64_t groups) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
     fail(op,
-         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups");
+         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups",
+         ErrorKind::kValue);
 }
 
 // A float tensor of `shape` drawn from U(-bound, bound) that requires grad.
@@ -61,8 +62,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
 
 Tensor Linear::operator()(const Tensor& x) const {
   if (x.ndim() < 1 || x.shape().back() != weight.shape()[1])
-    fail("Linear", "input of shape " + shape_str(x.shape()) + " for a layer with " +
-                       std::to_string(weight.shape()[1]) + " input features");
+    fail("Linear",
+         "input of shape " + shape_str(x.shape()) + " for a layer with " +
+             std::to_string(weight.shape()[1]) + " input features",
+         ErrorKind::kValue);
   Tensor y = x.matmul(weight.transpose());
   return bias ? y + *bias : y;
 }
@@ -122,7 +125,9 @@ Conv1d::Conv1d(int64_t in,
 }
 
 Tensor Conv1d::operator()(const Tensor& x) const {
-  if (x.ndim() != 3) fail("Conv1d", "input of shape " + shape_str(x.shape()) + " is not (N, C, L)");
+  if (x.ndim() != 3)
+    fail("Conv1d", "input of shape " + shape_str(x.shape()) + " is not (N, C, L)",
+         ErrorKind::kValue);
   // NOTE: conv2d pads both spatial axes, so the length axis is padded here and H stays 1.
   Tensor xp = x.pad({{0, 0}, {0, 0}, {padding, padding}}).unsqueeze(2);
   return xp.conv2d(weight.unsqueeze(2), bias, stride, 0, dilation, groups).squeeze(2);
@@ -143,26 +148,31 @@ Tensor conv_transpose2d(const Tensor& x,
                         int64_t d,
                         int64_t g) {
   if (x.ndim() != 4 || w.ndim() != 4)
-    fail("conv_transpose2d", "input " + shape_str(x.shape()) + " and weight " +
-                                 shape_str(w.shape()) +
-                                 " must both be 4-D (N, C, H, W) and (C, O/groups, KH, KW)");
+    fail("conv_transpose2d",
+         "input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
+             " must both be 4-D (N, C, H, W) and (C, O/groups, KH, KW)",
+         ErrorKind::kValue);
   int64_t c = w.shape()[0], og = w.shape()[1], kh = w.shape()[2], kw = w.shape()[3];
   if (g < 1 || x.shape()[1] != c || c % g != 0)
-    fail("conv_transpose2d", "input " + shape_str(x.shape()) + " and weight " +
-                                 shape_str(w.shape()) + " with groups=" + str(g) +
-                                 ": channels do not match");
+    fail("conv_transpose2d",
+         "input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
+             " with groups=" + str(g) + ": channels do not match",
+         ErrorKind::kValue);
   if (s < 1 || d < 1 || p < 0 || op < 0 || op >= std::max(s, d))
-    fail("conv_transpose2d", "stride " + str(s) + ", padding " + str(p) + ", output_padding " +
-                                 str(op) + ", dilation " + str(d) +
-                                 ": need stride, dilation >= 1 and output_padding < "
-                                 "max(stride, dilation)");
+    fail("conv_transpose2d",
+         "stride " + str(s) + ", padding " + str(p) + ", output_padding " + str(op) +
+             ", dilation " + str(d) +
+             ": need stride, dilation >= 1 and output_padding < "
+             "max(stride, dilation)",
+         ErrorKind::kValue);
   int64_t n = x.shape()[0], h = x.shape()[2], wd = x.shape()[3];
   int64_t oh = (h - 1) * s - 2 * p + d * (kh - 1) + op + 1;
   int64_t ow = (wd - 1) * s - 2 * p + d * (kw - 1) + op + 1;
   if (oh < 1 || ow < 1)
-    fail("conv_transpose2d", "input " + shape_str(x.shape()) + " with weight " +
-                                 shape_str(w.shape()) + " gives an empty output (" + str(oh) +
-                                 ", " + str(ow) + ")");
+    fail("conv_transpose2d",
+         "input " + shape_str(x.shape()) + " with weight " + shape_str(w.shape()) +
+             " gives an empty output (" + str(oh) + ", " + str(ow) + ")",
+         ErrorKind::kValue);
   // Zeros between input pixels: (H, W) -> (H, 1, W, 1) -> pad to (H, s, W, s) -> crop the tail.
   Tensor xd = x;
   if (s > 1) {
@@ -218,8 +228,10 @@ Embedding::Embedding(int64_t vocab, int64_t dim)
 
 Tensor Embedding::operator()(const Tensor& idx) const {
   if (!dtypes::is_int(idx.dtype()))
-    fail("Embedding", "indices of shape " + shape_str(idx.shape()) + " must be integers, not " +
-                          idx.dtype().name());
+    fail("Embedding",
+         "indices of shape " + shape_str(idx.shape()) + " must be integers, not " +
+             idx.dtype().name(),
+         ErrorKind::kType);
   return idx.one_hot(vocab_size).cast(weight.dtype()).matmul(weight);
 }
 

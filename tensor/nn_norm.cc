@@ -46,8 +46,10 @@ Tensor per_channel(const Tensor& t, int ndim) {
 
 void check_channels(const char* op, const Tensor& x, int64_t c) {
   if (x.ndim() < 2 || x.shape()[1] != c)
-    fail(op, "input of shape " + shape_str(x.shape()) + " for a layer of " + str(c) +
-                 " channels (need (N, " + str(c) + ", ...))");
+    fail(op,
+         "input of shape " + shape_str(x.shape()) + " for a layer of " + str(c) +
+             " channels (need (N, " + str(c) + ", ...))",
+         ErrorKind::kValue);
 }
 
 }  // namespace
@@ -74,8 +76,10 @@ Tensor BatchNorm::operator()(const Tensor& x) {
     for (int a = 2; a < nd; a++) axes.push_back(a);
     int64_t count = x.numel() / c;
     if (count < 2)
-      fail("BatchNorm", "training needs more than one value per channel, got input of shape " +
-                            shape_str(x.shape()));
+      fail("BatchNorm",
+           "training needs more than one value per channel, got input of shape " +
+               shape_str(x.shape()),
+           ErrorKind::kValue);
     Tensor mean = x.mean(axes);
     // NOTE: d(var)/d(mean) is 0, so the mean is detached inside the variance as tinygrad does.
     Tensor var = (x - per_channel(mean.detach(), nd)).square().mean(axes);
@@ -103,7 +107,7 @@ void BatchNorm::named(NamedTensors& out, const std::string& prefix) const {
 
 LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
     : normalized_shape(std::move(shape)), eps(eps_) {
-  if (normalized_shape.empty()) fail("LayerNorm", "normalized_shape is empty");
+  if (normalized_shape.empty()) fail("LayerNorm", "normalized_shape is empty", ErrorKind::kValue);
   if (affine) {
     weight = param(normalized_shape, 1);
     bias = param(normalized_shape, 0);
@@ -114,8 +118,10 @@ Tensor LayerNorm::operator()(const Tensor& x) const {
   int k = static_cast<int>(normalized_shape.size());
   if (x.ndim() < k ||
       !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
-    fail("LayerNorm", "input of shape " + shape_str(x.shape()) + " does not end in " +
-                          shape_str(normalized_shape));
+    fail("LayerNorm",
+         "input of shape " + shape_str(x.shape()) + " does not end in " +
+             shape_str(normalized_shape),
+         ErrorKind::kValue);
   std::vector<int> axes(k);
   std::iota(axes.begin(), axes.end(), x.ndim() - k);
   Tensor y = normalize(x, axes, eps);
@@ -135,7 +141,8 @@ RMSNorm::RMSNorm(int64_t dim_, double eps_, bool affine) : dim(dim_), eps(eps_) 
 
 Tensor RMSNorm::operator()(const Tensor& x) const {
   if (x.ndim() < 1 || x.shape().back() != dim)
-    fail("RMSNorm", "input of shape " + shape_str(x.shape()) + " for a layer of dim " + str(dim));
+    fail("RMSNorm", "input of shape " + shape_str(x.shape()) + " for a layer of dim " + str(dim),
+         ErrorKind::kValue);
   Tensor y = x * (x.square().mean({-1}, true) + eps).pow(-0.5);
   return weight ? y * *weight : y;
 }
@@ -149,7 +156,8 @@ void RMSNorm::named(NamedTensors& out, const std::string& prefix) const {
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine)
     : num_groups(groups), num_channels(channels), eps(eps_) {
   if (groups < 1 || channels % groups != 0)
-    fail("GroupNorm", str(channels) + " channels cannot be split into " + str(groups) + " groups");
+    fail("GroupNorm", str(channels) + " channels cannot be split into " + str(groups) + " groups",
+         ErrorKind::kValue);
   if (affine) {
     weight = param({channels}, 1);
     bias = param({channels}, 0);

@@ -18,7 +18,7 @@ std::string joined(const std::vector<std::string>& items) {
 
 StateDict& StateDict::add_tensor(const std::string& name, const Tensor& t) {
   for (const auto& [n, _] : entries_)
-    if (n == name) fail("StateDict", "duplicate name \"" + name + "\"");
+    if (n == name) fail("StateDict", "duplicate name \"" + name + "\"", ErrorKind::kValue);
   entries_.emplace_back(name, t);
   return *this;
 }
@@ -64,7 +64,7 @@ void load_state_dict(const StateDict& sd,
   }
   section("shape mismatches", shapes);
   section("dtype mismatches", types);
-  if (!msg.empty()) fail("load_state_dict", msg);
+  if (!msg.empty()) fail("load_state_dict", msg, ErrorKind::kValue);
   for (const auto& [name, t] : sd.entries()) {
     auto it = loaded.find(name);
     if (it != loaded.end()) Tensor(t).assign(it->second);

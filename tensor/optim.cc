@@ -10,8 +10,10 @@ namespace baregrad::tensor {
 Optimizer::Optimizer(std::vector<Tensor> params, double lr_) : lr(lr_), params_(std::move(params)) {
   for (size_t i = 0; i < params_.size(); i++)
     if (!params_[i].requires_grad())
-      fail("optimizer", "parameter " + std::to_string(i) + " of shape " +
-                            shape_str(params_[i].shape()) + " does not require grad");
+      fail("optimizer",
+           "parameter " + std::to_string(i) + " of shape " + shape_str(params_[i].shape()) +
+               " does not require grad",
+           ErrorKind::kValue);
 }
 
 void Optimizer::zero_grad() {

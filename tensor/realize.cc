@@ -2,6 +2,7 @@
 #include "base/check.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "tensor/counters.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
 
@@ -16,9 +17,7 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       size_t bytes = static_cast<size_t>(out->numel()) * out->dtype.itemsize();
       auto buf = dev->alloc(bytes);
       if (!buf.ok()) buf.status().throw_if_error("realize");
-      realized = std::make_shared<DeviceBuffer>();
-      realized->device = dev;
-      realized->buffer = *buf;
+      realized = std::make_shared<DeviceBuffer>(dev, *buf);
     }
     if (out->numel() > 0) {
       auto prg = dev->compile(item.ast);
@@ -31,6 +30,7 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
       dev->launch(**prg, bufs).throw_if_error("realize");
+      counters().count_kernel((*prg)->spec);
       if (auto* capture = detail::jit_capture()) capture->record_kernel(*prg, std::move(owners));
     }
     out->realized = std::move(realized);

@@ -518,44 +518,23 @@ Header parse_header(const std::string& path, const uint8_t* file, size_t file_si
 
 Tensor tensor_from_bytes(
     const void* data, size_t bytes, Shape shape, DType dtype, std::string_view device) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n))
-      fail("tensor_from_bytes", "invalid shape " + shape_str(shape));
-  if (dtype.ptr || dtype.count != 1 || dtype == dtypes::kVoid)
-    fail("tensor_from_bytes", "unsupported dtype " + dtype.name());
-  if (static_cast<uint64_t>(n) * dtype.itemsize() != bytes)
-    fail("tensor_from_bytes", str(bytes) + " bytes for shape " + shape_str(shape) + " of " +
-                                  dtype.name() + " (" + str(n * dtype.itemsize()) + " needed)");
-  Tensor t = Tensor::empty(std::move(shape), dtype, device);
-  if (bytes == 0) return t;
-  const auto& db = t.lazy().base->realized;
-  db->device->copy_in(db->buffer, data, bytes).throw_if_error("tensor_from_bytes");
-  return t;
+  return Tensor::from_bytes(data, bytes, std::move(shape), dtype, device);
 }
 
-std::vector<uint8_t> tensor_to_bytes(const Tensor& t) {
-  Tensor c = t.lazy().is_base_view() ? t.detach() : t.detach().contiguous();
-  c.realize();
-  const auto& db = c.lazy().base->realized;
-  if (!db) fail("tensor_to_bytes", "tensor was not realized");
-  std::vector<uint8_t> out(static_cast<size_t>(t.numel()) * t.dtype().itemsize());
-  if (!out.empty())
-    db->device->copy_out(out.data(), db->buffer, out.size()).throw_if_error("tensor_to_bytes");
-  return out;
-}
+std::vector<uint8_t> tensor_to_bytes(const Tensor& t) { return t.to_bytes(); }
 
 std::string safetensors_dtype(DType t) {
   for (const auto& [code, dt] : kCodes)
     if (dt == t) return code;
-  fail("safe_save", "dtype " + t.name() + " has no safetensors code");
+  fail("safe_save", "dtype " + t.name() + " has no safetensors code", ErrorKind::kType);
 }
 
 void safe_save(const std::map<std::string, Tensor>& tensors,
                const std::string& path,
                const std::map<std::string, std::string>& metadata) {
   auto check_utf8 = [&](const std::string& s, const char* what) {
-    if (!utf8_valid(s)) fail("safe_save", path + ": " + what + " " + quote(s) + " is not UTF-8");
+    if (!utf8_valid(s))
+      fail("safe_save", path + ": " + what + " " + quote(s) + " is not UTF-8", ErrorKind::kValue);
   };
   std::string header = "{";
   if (!metadata.empty()) {
@@ -570,7 +549,8 @@ void safe_save(const std::map<std::string, Tensor>& tensors,
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__") fail("safe_save", path + ": \"__metadata__\" cannot name a tensor");
+    if (name == "__metadata__")
+      fail("safe_save", path + ": \"__metadata__\" cannot name a tensor", ErrorKind::kValue);
     check_utf8(name, "tensor name");
     std::string dims;
     for (int64_t d : t.shape()) dims += (dims.empty() ? "" : ",") + std::to_string(d);

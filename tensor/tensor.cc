@@ -31,7 +31,7 @@ std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {
 int64_t numel_of(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) {
-    if (d < 0) fail("shape", "negative dimension in " + shape_str(s));
+    if (d < 0) fail("shape", "negative dimension in " + shape_str(s), ErrorKind::kValue);
     n *= d;
   }
   return n;
@@ -121,8 +121,10 @@ Tensor Tensor::from_data(const std::vector<double>& data,
                          std::string_view device) {
   int64_t n = numel_of(shape);
   if (static_cast<int64_t>(data.size()) != n)
-    fail("from_data", std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
-                          std::to_string(n) + " elements)");
+    fail("from_data",
+         std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
+             std::to_string(n) + " elements)",
+         ErrorKind::kValue);
   std::vector<uint8_t> bytes = detail::encode_values(data, dtype);
   Tensor t = empty(std::move(shape), dtype, device);
   const auto& db = t.lazy().base->realized;
@@ -135,9 +137,7 @@ Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   auto dev = device_or_throw(device);
   auto buf = dev->alloc(static_cast<size_t>(n) * dtype.itemsize());
   if (!buf.ok()) buf.status().throw_if_error("empty");
-  auto db = std::make_shared<DeviceBuffer>();
-  db->device = dev;
-  db->buffer = *buf;
+  auto db = std::make_shared<DeviceBuffer>(dev, *buf);
   return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
 }
 
@@ -147,7 +147,7 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, std::string_view dev
 }
 
 Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
-  if (step == 0) fail("arange", "step is 0");
+  if (step == 0) fail("arange", "step is 0", ErrorKind::kValue);
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
@@ -164,7 +164,7 @@ std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tenso
     int64_t da = i < n - sa.size() ? 1 : sa[i - (n - sa.size())];
     int64_t db = i < n - sb.size() ? 1 : sb[i - (n - sb.size())];
     if (da != db && da != 1 && db != 1)
-      fail(op, "cannot broadcast " + shape_str(sa) + " and " + shape_str(sb));
+      fail(op, "cannot broadcast " + shape_str(sa) + " and " + shape_str(sb), ErrorKind::kValue);
     out[i] = da == 1 ? db : da;
   }
   auto to = [&](const Tensor& t) {
@@ -252,7 +252,7 @@ Tensor Tensor::operator-(double v) const { return *this - scalar_like(v); }
 Tensor Tensor::operator*(double v) const { return *this * scalar_like(v); }
 Tensor Tensor::operator/(double v) const { return *this / scalar_like(v); }
 Tensor Tensor::operator-() const {
-  if (dtypes::is_bool(dtype())) fail("neg", "negation of a bool tensor");
+  if (dtypes::is_bool(dtype())) fail("neg", "negation of a bool tensor", ErrorKind::kType);
   return unary(Op::NEG);
 }
 Tensor Tensor::maximum(const Tensor& o) const { return binary("maximum", Op::MAX, *this, o, {}); }
@@ -323,7 +323,9 @@ Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.d
 }  // namespace
 
 Tensor Tensor::relu() const {
-  return maximum(Tensor(lazy_const(impl_->lazy.base->device, dtype(), 0, {})));
+  // where(0 < x, x, 0), not maximum(x, 0): the gradient at 0 is 0 (torch, tinygrad), not 1/2.
+  Tensor zero(lazy_const(impl_->lazy.base->device, dtype(), 0, {}));
+  return where(zero.lt(*this), *this, zero);
 }
 Tensor Tensor::exp2() const { return as_float(*this).unary(Op::EXP2); }
 Tensor Tensor::log2() const { return as_float(*this).unary(Op::LOG2); }
@@ -332,7 +334,13 @@ Tensor Tensor::log() const { return log2() * std::numbers::ln2; }
 Tensor Tensor::sqrt() const { return as_float(*this).unary(Op::SQRT); }
 Tensor Tensor::sin() const { return as_float(*this).unary(Op::SIN); }
 Tensor Tensor::reciprocal() const { return as_float(*this).unary(Op::RECIP); }
-Tensor Tensor::sigmoid() const { return ((-as_float(*this)).exp() + 1.0).reciprocal(); }
+Tensor Tensor::sigmoid() const {
+  // The gradient s * (1 - s) is recorded directly: through exp and reciprocal it is 0 * inf = NaN
+  // where exp(-x) overflows (x < -88 in float32).
+  Tensor x = as_float(*this), s = ((-x.detach()).exp() + 1.0).reciprocal();
+  return record(s.lazy(), "sigmoid", {x},
+                [s](const Tensor& g) { return Grads{g * s * (-s + 1.0)}; });
+}
 
 // ---- data --------------------------------------------------------------------------------------
 

@@ -367,6 +367,32 @@ class Tensor {
   // The elements in row-major order, converted to double (realizes first).
   std::vector<double> to_vector() const;
 
+  // ---- host data (tensor_host.cc) ----
+  // A new realized tensor on `device` holding a copy of `bytes` raw little-endian elements of
+  // `dtype` (exact for every dtype); `bytes` must equal numel(shape) * dtype.itemsize().
+  static Tensor from_bytes(
+      const void* data, size_t bytes, Shape shape, DType dtype, std::string_view device = {});
+  // The elements in row-major order as their exact raw bytes (realizes first).
+  std::vector<uint8_t> to_bytes() const;
+  // This tensor's elements read in place from host-addressable device memory.
+  struct HostView {
+    std::shared_ptr<const DeviceBuffer> owner;  // keeps the memory alive
+    const void* data = nullptr;                 // element [0, 0, ...]
+    Shape shape;
+    std::vector<int64_t> strides;  // in elements; 0 for broadcast dims, negative for flips
+  };
+  // Realizes this tensor and waits for its device; returns its elements in place when the
+  // device's memory is host-addressable (CPU) and the tensor is one strided window of its
+  // buffer (no padding); nullopt otherwise (use to_bytes()). A later assign() into the buffer
+  // shows through the view once the device has run it (host_view() again waits for that).
+  std::optional<HostView> host_view() const;
+  // The name of the device this tensor lives on, e.g. "CPU".
+  std::string device() const;
+  // A copy on `device` (this tensor when it is there already); the gradient flows back.
+  Tensor to(std::string_view device) const;
+  // Replaces the gradient backward() accumulated; nullopt clears it.
+  void set_grad(const std::optional<Tensor>& g);
+
  private:
   explicit Tensor(Lazy l) : impl_(std::make_shared<TensorImpl>()) { impl_->lazy = std::move(l); }
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}

@@ -22,25 +22,30 @@ bool int_or_bool(DType t) { return dtypes::is_int(t) || dtypes::is_bool(t); }
 // Throws unless both operands are int or bool tensors.
 void check_bitwise(const char* op, const Tensor& a, const Tensor& b) {
   if (!int_or_bool(a.dtype()) || !int_or_bool(b.dtype()))
-    fail(op, std::string("needs int or bool tensors, got ") + a.dtype().name() + " and " +
-                 b.dtype().name());
+    fail(op,
+         std::string("needs int or bool tensors, got ") + a.dtype().name() + " and " +
+             b.dtype().name(),
+         ErrorKind::kType);
 }
 
 // Throws unless `a` is an int tensor and 0 <= n < its bit width.
 void check_shift(const char* op, const Tensor& a, int n) {
   if (!dtypes::is_int(a.dtype()))
-    fail(op, std::string("needs an int tensor, got ") + a.dtype().name());
+    fail(op, std::string("needs an int tensor, got ") + a.dtype().name(), ErrorKind::kType);
   int bits = a.dtype().itemsize() * 8;
   if (n < 0 || n >= bits)
-    fail(op, "shift " + std::to_string(n) + " out of range [0, " + std::to_string(bits) + ") for " +
-                 a.dtype().name());
+    fail(op,
+         "shift " + std::to_string(n) + " out of range [0, " + std::to_string(bits) + ") for " +
+             a.dtype().name(),
+         ErrorKind::kValue);
 }
 
 // The promoted dtype of an integer division; bools divide as int32.
 DType div_dtype(const char* op, const Tensor& a, const Tensor& b) {
   DType t = least_upper_dtype(a.dtype(), b.dtype());
   if (!dtypes::is_float(t) && !int_or_bool(t))
-    fail(op, std::string("unsupported dtypes ") + a.dtype().name() + " and " + b.dtype().name());
+    fail(op, std::string("unsupported dtypes ") + a.dtype().name() + " and " + b.dtype().name(),
+         ErrorKind::kType);
   return dtypes::is_bool(t) ? dtypes::kInt32 : t;
 }
 }  // namespace

@@ -139,16 +139,19 @@ Tensor Tensor::pool_windows(const std::vector<int64_t>& kernel,
                             const std::vector<int64_t>& dilation) const {
   int n = static_cast<int>(kernel.size());
   if (n > ndim() || stride.size() != kernel.size() || dilation.size() != kernel.size())
-    fail("pool", "kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
+    fail("pool", "kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()),
+         ErrorKind::kValue);
   Windows w{Shape(shape().begin(), shape().end() - n), {}, {}, kernel, stride, dilation};
   bool overlap = false, unit_stride = true;
   int64_t taps = 1;
   for (int j = 0; j < n; j++) {
     int64_t i = shape()[ndim() - n + j], k = kernel[j], s = stride[j], d = dilation[j];
     if (k < 1 || s < 1 || d < 1 || d * (k - 1) + 1 > i)
-      fail("pool", "window " + std::to_string(k) + " (stride " + std::to_string(s) + ", dilation " +
-                       std::to_string(d) + ") does not fit axis of size " + std::to_string(i) +
-                       " in " + shape_str(shape()));
+      fail("pool",
+           "window " + std::to_string(k) + " (stride " + std::to_string(s) + ", dilation " +
+               std::to_string(d) + ") does not fit axis of size " + std::to_string(i) + " in " +
+               shape_str(shape()),
+           ErrorKind::kValue);
     w.i.push_back(i);
     w.o.push_back((i - d * (k - 1) - 1) / s + 1);
     overlap |= k > s || d != 1;
@@ -168,16 +171,22 @@ Tensor Tensor::conv2d(const Tensor& w,
                       int64_t dilation,
                       int64_t groups) const {
   if (ndim() != 4 || w.ndim() != 4)
-    fail("conv2d", "input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) +
-                       " must both be 4-D (N, C, H, W) and (O, C/groups, KH, KW)");
+    fail("conv2d",
+         "input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) +
+             " must both be 4-D (N, C, H, W) and (O, C/groups, KH, KW)",
+         ErrorKind::kValue);
   int64_t n = shape()[0], c = shape()[1], o = w.shape()[0], cg = w.shape()[1];
   if (groups < 1 || c % groups != 0 || o % groups != 0 || cg * groups != c)
-    fail("conv2d", "input " + shape_str(shape()) + " has " + std::to_string(c) +
-                       " channels; weight " + shape_str(w.shape()) + " with groups=" +
-                       std::to_string(groups) + " expects " + std::to_string(cg * groups));
+    fail("conv2d",
+         "input " + shape_str(shape()) + " has " + std::to_string(c) + " channels; weight " +
+             shape_str(w.shape()) + " with groups=" + std::to_string(groups) + " expects " +
+             std::to_string(cg * groups),
+         ErrorKind::kValue);
   if (bias && bias->shape() != Shape{o})
-    fail("conv2d", "bias of shape " + shape_str(bias->shape()) + " for " + std::to_string(o) +
-                       " output channels");
+    fail("conv2d",
+         "bias of shape " + shape_str(bias->shape()) + " for " + std::to_string(o) +
+             " output channels",
+         ErrorKind::kValue);
   int64_t kh = w.shape()[2], kw = w.shape()[3];
   Tensor x = *this;
   if (padding > 0) x = padded_in_memory(x, padding);

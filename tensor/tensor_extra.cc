@@ -47,14 +47,14 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
   if (m < 0) m = n;
-  if (n < 0) fail("eye", "negative size " + str(n));
+  if (n < 0) fail("eye", "negative size " + str(n), ErrorKind::kValue);
   Tensor i = arange(0, static_cast<double>(n)).reshape({n, 1});
   return i.eq(arange(0, static_cast<double>(m)).reshape({1, m})).cast(dtype);
 }
 
 Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype) {
-  if (steps < 0) fail("linspace", "steps " + str(steps) + " is negative");
-  if (dtypes::is_bool(dtype)) fail("linspace", "bool dtype is not supported");
+  if (steps < 0) fail("linspace", "steps " + str(steps) + " is negative", ErrorKind::kValue);
+  if (dtypes::is_bool(dtype)) fail("linspace", "bool dtype is not supported", ErrorKind::kValue);
   std::vector<double> v(steps);
   double delta = steps > 1 ? (stop - start) / static_cast<double>(steps - 1) : 0;
   for (int64_t i = 0; i < steps; i++) v[i] = start + static_cast<double>(i) * delta;
@@ -70,13 +70,16 @@ Tensor Tensor::full_like(const Tensor& t, double value) {
 
 Tensor Tensor::rand_like(const Tensor& t) {
   if (!dtypes::is_float(t.dtype()))
-    fail("rand_like", "needs a float tensor, got " + t.dtype().name() + " " + shape_str(t.shape()));
+    fail("rand_like", "needs a float tensor, got " + t.dtype().name() + " " + shape_str(t.shape()),
+         ErrorKind::kValue);
   return on_device_of(rand(t.shape(), t.dtype()), t);
 }
 
 Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
-  if (!dtypes::is_int(dtype)) fail("randint", "dtype must be an integer, got " + dtype.name());
-  if (low >= high) fail("randint", "empty range [" + str(low) + ", " + str(high) + ")");
+  if (!dtypes::is_int(dtype))
+    fail("randint", "dtype must be an integer, got " + dtype.name(), ErrorKind::kType);
+  if (low >= high)
+    fail("randint", "empty range [" + str(low) + ", " + str(high) + ")", ErrorKind::kValue);
   // floor(u * (high - low)) < high - low for u < 1 in float64; the minimum guards rounding.
   auto span = static_cast<double>(high - low);
   Tensor k = (rand(std::move(shape), dtypes::kFloat64) * span).cast(dtypes::kInt64);
@@ -85,14 +88,16 @@ Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
 }
 
 Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
-  if (!dtypes::is_float(dtype)) fail("normal", "dtype must be a float, got " + dtype.name());
+  if (!dtypes::is_float(dtype))
+    fail("normal", "dtype must be a float, got " + dtype.name(), ErrorKind::kType);
   return randn(std::move(shape), dtype) * std + mean;
 }
 
 // ---- elementwise -------------------------------------------------------------------------------
 
 Tensor Tensor::dropout(double p, bool training) const {
-  if (!(p >= 0 && p <= 1)) fail("dropout", "p = " + std::to_string(p) + " is not in [0, 1]");
+  if (!(p >= 0 && p <= 1))
+    fail("dropout", "p = " + std::to_string(p) + " is not in [0, 1]", ErrorKind::kValue);
   if (!training || p == 0) return *this;
   if (p == 1) return *this * 0.0;  // keeps the (zero) gradient path
   Tensor u = on_device_of(rand(shape()), *this);
@@ -109,13 +114,16 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
   std::string shapes = "index " + shape_str(index.shape()) + ", src " + shape_str(src.shape()) +
                        " into " + shape_str(shape());
   if (!dtypes::is_int(index.dtype()))
-    fail("scatter", "index must be an integer tensor, got " + index.dtype().name());
+    fail("scatter", "index must be an integer tensor, got " + index.dtype().name(),
+         ErrorKind::kType);
   if (src.dtype() != dtype())
-    fail("scatter", "src dtype " + src.dtype().name() + " differs from " + dtype().name());
-  if (index.ndim() != ndim() || src.ndim() != ndim()) fail("scatter", shapes + ": ndims differ");
+    fail("scatter", "src dtype " + src.dtype().name() + " differs from " + dtype().name(),
+         ErrorKind::kType);
+  if (index.ndim() != ndim() || src.ndim() != ndim())
+    fail("scatter", shapes + ": ndims differ", ErrorKind::kValue);
   for (int d = 0; d < ndim(); d++)
     if (index.shape()[d] > src.shape()[d] || (d != ax && index.shape()[d] > shape()[d]))
-      fail("scatter", shapes + ": index exceeds dim " + str(d));
+      fail("scatter", shapes + ": index exceeds dim " + str(d), ErrorKind::kValue);
   int64_t n = shape()[ax], m = index.shape()[ax];
   if (index.numel() == 0) return *this;
   // A new last axis j runs over index positions along `axis`; `axis` itself becomes the target k.
@@ -152,8 +160,8 @@ Tensor Tensor::flatten(int start, int end) const {
   }
   int s = norm_axis("flatten", start, ndim()), e = norm_axis("flatten", end, ndim());
   if (s > e)
-    fail("flatten",
-         "start " + str(start) + " after end " + str(end) + " for " + shape_str(shape()));
+    fail("flatten", "start " + str(start) + " after end " + str(end) + " for " + shape_str(shape()),
+         ErrorKind::kValue);
   Shape out(shape().begin(), shape().begin() + s);
   int64_t merged = 1;
   for (int d = s; d <= e; d++) merged *= shape()[d];
@@ -168,8 +176,10 @@ Tensor Tensor::unflatten(int axis, const Shape& sizes) const {
   for (int64_t v : sizes) v == -1 ? infer++ : known *= v;
   bool ok = infer == 0 ? known == shape()[ax] : infer == 1 && known > 0 && shape()[ax] % known == 0;
   if (!ok || std::any_of(sizes.begin(), sizes.end(), [](int64_t v) { return v < -1; }))
-    fail("unflatten", "sizes " + shape_str(sizes) + " do not split axis " + str(axis) + " of " +
-                          shape_str(shape()));
+    fail("unflatten",
+         "sizes " + shape_str(sizes) + " do not split axis " + str(axis) + " of " +
+             shape_str(shape()),
+         ErrorKind::kValue);
   Shape out(shape().begin(), shape().begin() + ax);
   out.insert(out.end(), sizes.begin(), sizes.end());
   out.insert(out.end(), shape().begin() + ax + 1, shape().end());
@@ -180,17 +190,20 @@ Tensor Tensor::pad_mode(Pads before_after, std::string_view mode, double value) 
   bool constant = mode == "constant";
   if (!constant && mode != "reflect" && mode != "replicate" && mode != "circular")
     fail("pad_mode",
-         "unknown mode '" + std::string(mode) + "' (constant, reflect, replicate or circular)");
+         "unknown mode '" + std::string(mode) + "' (constant, reflect, replicate or circular)",
+         ErrorKind::kValue);
   if (static_cast<int>(before_after.size()) != ndim())
     fail("pad_mode",
-         str(before_after.size()) + " (before, after) pairs for shape " + shape_str(shape()));
+         str(before_after.size()) + " (before, after) pairs for shape " + shape_str(shape()),
+         ErrorKind::kValue);
   Pads crop, grow;
   for (int d = 0; d < ndim(); d++) {
     auto [b, a] = before_after[d];
     int64_t lo = std::max<int64_t>(-b, 0), hi = shape()[d] - std::max<int64_t>(-a, 0);
     if (lo > hi)
       fail("pad_mode",
-           "negative padding crops more than dim " + str(d) + " of " + shape_str(shape()));
+           "negative padding crops more than dim " + str(d) + " of " + shape_str(shape()),
+           ErrorKind::kValue);
     crop.push_back({lo, hi});
     grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
   }
@@ -213,15 +226,16 @@ Tensor Tensor::pad_mode(Pads before_after, std::string_view mode, double value) 
     };
     std::vector<Tensor> parts;
     if (mode == "reflect") {
-      if (b >= n || a >= n) fail("pad_mode", what + ": needs padding < size");
+      if (b >= n || a >= n) fail("pad_mode", what + ": needs padding < size", ErrorKind::kValue);
       parts = {part(1, b + 1).flip({d}), x, part(n - 1 - a, n - 1).flip({d})};
     } else if (mode == "replicate") {
-      if (n == 0) fail("pad_mode", what + ": nothing to replicate");
+      if (n == 0) fail("pad_mode", what + ": nothing to replicate", ErrorKind::kValue);
       Shape sb = x.shape(), sa = x.shape();
       sb[d] = b, sa[d] = a;
       parts = {part(0, 1).expand(sb), x, part(n - 1, n).expand(sa)};
     } else {
-      if (b > n || a > n) fail("pad_mode", what + ": wraps around more than once");
+      if (b > n || a > n)
+        fail("pad_mode", what + ": wraps around more than once", ErrorKind::kValue);
       parts = {part(n - b, n), x, part(0, a)};
     }
     x = cat(parts, d);
@@ -255,11 +269,13 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key,
   const char* op = "scaled_dot_product_attention";
   std::string shapes = "query " + shape_str(shape()) + ", key " + shape_str(key.shape()) +
                        ", value " + shape_str(value.shape());
-  if (ndim() < 2 || key.ndim() < 2 || value.ndim() < 2) fail(op, shapes + ": need >= 2 dims");
-  if (shape().back() != key.shape().back()) fail(op, shapes + ": query and key dims differ");
+  if (ndim() < 2 || key.ndim() < 2 || value.ndim() < 2)
+    fail(op, shapes + ": need >= 2 dims", ErrorKind::kValue);
+  if (shape().back() != key.shape().back())
+    fail(op, shapes + ": query and key dims differ", ErrorKind::kValue);
   if (key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
-    fail(op, shapes + ": key and value lengths differ");
-  if (is_causal && attn_mask) fail(op, "attn_mask given with is_causal");
+    fail(op, shapes + ": key and value lengths differ", ErrorKind::kValue);
+  if (is_causal && attn_mask) fail(op, "attn_mask given with is_causal", ErrorKind::kValue);
   Tensor q = as_float(*this);
   Tensor qk = q.matmul(key.transpose(-2, -1)) / std::sqrt(static_cast<double>(shape().back()));
   Tensor ninf = qk.scalar_like(-INFINITY);
@@ -291,7 +307,8 @@ std::vector<char> labels_of(std::string_view term, int dims, int ell, const std:
     } else if (std::isalpha(static_cast<unsigned char>(term[i]))) {
       out.push_back(term[i]);
     } else {
-      fail("einsum", "bad character '" + std::string(1, term[i]) + "' in '" + f + "'");
+      fail("einsum", "bad character '" + std::string(1, term[i]) + "' in '" + f + "'",
+           ErrorKind::kValue);
     }
   }
   return out;
@@ -316,16 +333,20 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& ope
     terms.push_back(lhs.substr(b, e - b));
   }
   if (terms.size() != operands.size())
-    fail("einsum", "'" + formula + "' has " + str(terms.size()) + " terms for " +
-                       str(operands.size()) + " operands");
+    fail("einsum",
+         "'" + formula + "' has " + str(terms.size()) + " terms for " + str(operands.size()) +
+             " operands",
+         ErrorKind::kValue);
   int ell = 0;
   std::vector<int> dims(terms.size());
   for (size_t i = 0; i < terms.size(); i++) {
     bool dots = terms[i].find(kDots) != std::string_view::npos;
     dims[i] = operands[i].ndim() - letters_in(terms[i]);
     if (dims[i] < 0 || (!dots && dims[i] != 0))
-      fail("einsum", "term '" + std::string(terms[i]) + "' does not fit operand " + str(i) +
-                         " of shape " + shape_str(operands[i].shape()));
+      fail("einsum",
+           "term '" + std::string(terms[i]) + "' does not fit operand " + str(i) + " of shape " +
+               shape_str(operands[i].shape()),
+           ErrorKind::kValue);
     ell = std::max(ell, dims[i]);
   }
   std::map<char, int64_t> size;  // every label, sorted; the size it broadcasts to
@@ -338,12 +359,16 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& ope
       char c = labels[i][d];
       std::string name = c < 'A' ? "..." : std::string(1, c);
       if (std::count(labels[i].begin(), labels[i].end(), c) > 1)
-        fail("einsum", "repeated index '" + name + "' in term '" + std::string(terms[i]) +
-                           "' (diagonals are not supported)");
+        fail("einsum",
+             "repeated index '" + name + "' in term '" + std::string(terms[i]) +
+                 "' (diagonals are not supported)",
+             ErrorKind::kValue);
       int64_t& n = size.try_emplace(c, 1).first->second;  // size 1 broadcasts (also to 0)
       if (n != 1 && s[d] != 1 && n != s[d])
-        fail("einsum", "index '" + name + "' has sizes " + str(n) + " and " + str(s[d]) +
-                           " (operand " + str(i) + " of shape " + shape_str(s) + ")");
+        fail("einsum",
+             "index '" + name + "' has sizes " + str(n) + " and " + str(s[d]) + " (operand " +
+                 str(i) + " of shape " + shape_str(s) + ")",
+             ErrorKind::kValue);
       if (s[d] != 1) n = s[d];
       uses[c]++;
     }
@@ -356,8 +381,9 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& ope
     out = labels_of(std::string_view(f).substr(arrow + 2), ell, ell, formula);
     for (char c : out)
       if (!size.count(c) || std::count(out.begin(), out.end(), c) > 1)
-        fail("einsum", "output index '" + std::string(1, c) + "' is unknown or repeated in '" +
-                           formula + "'");
+        fail("einsum",
+             "output index '" + std::string(1, c) + "' is unknown or repeated in '" + formula + "'",
+             ErrorKind::kValue);
   }
   // Each operand permuted to sorted label order and viewed over all labels (1 where it lacks
   // one); their broadcast product is summed over the labels not in the output.
@@ -375,7 +401,7 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& ope
     Tensor x = operands[i].permute(order).reshape(view);
     prod = prod ? *prod * x : x;
   }
-  if (!prod) fail("einsum", "no operands for '" + formula + "'");
+  if (!prod) fail("einsum", "no operands for '" + formula + "'", ErrorKind::kValue);
   Shape all;
   std::vector<int> drop;
   std::vector<char> kept;
@@ -402,7 +428,7 @@ Tensor Tensor::slice(int axis,
                      std::optional<int64_t> stop,
                      int64_t step) const {
   int ax = norm_axis("slice", axis, ndim());
-  if (step == 0) fail("slice", "step is 0");
+  if (step == 0) fail("slice", "step is 0", ErrorKind::kValue);
   int64_t n = shape()[ax];
   // Python's slice.indices(n): clamp to [0, n] going up, to [-1, n - 1] going down.
   auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
@@ -438,14 +464,16 @@ Tensor Tensor::slice(int axis,
 
 Tensor Tensor::index(const std::vector<int64_t>& idx) const {
   if (static_cast<int>(idx.size()) > ndim())
-    fail("index", str(idx.size()) + " indices for shape " + shape_str(shape()));
+    fail("index", str(idx.size()) + " indices for shape " + shape_str(shape()), ErrorKind::kIndex);
   Pads r = full_ranges(shape());
   Shape out(shape().begin() + idx.size(), shape().end());
   for (size_t d = 0; d < idx.size(); d++) {
     int64_t n = shape()[d], i = idx[d] < 0 ? idx[d] + n : idx[d];
     if (i < 0 || i >= n)
-      fail("index", "index " + str(idx[d]) + " is out of bounds for dim " + str(d) + " of " +
-                        shape_str(shape()));
+      fail("index",
+           "index " + str(idx[d]) + " is out of bounds for dim " + str(d) + " of " +
+               shape_str(shape()),
+           ErrorKind::kIndex);
     r[d] = {i, i + 1};
   }
   return shrink(r).reshape(out);

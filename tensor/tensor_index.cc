@@ -35,7 +35,7 @@ Shape broadcast_shapes(const std::vector<Tensor>& ts) {
       if (s[i] != o && s[i] != 1 && o != 1) {
         std::string all;
         for (const auto& u : ts) all += (all.empty() ? "" : " ") + shape_str(u.shape());
-        fail("getitem", "index tensors cannot be broadcast together: " + all);
+        fail("getitem", "index tensors cannot be broadcast together: " + all, ErrorKind::kIndex);
       }
       if (o == 1) o = s[i];
     }
@@ -56,10 +56,10 @@ std::vector<Idx> expand_ellipsis(const std::vector<Idx>& idx, const Shape& shape
     ellipses += i.kind() == Idx::Kind::kEllipsis;
     used += i.kind() != Idx::Kind::kEllipsis && i.kind() != Idx::Kind::kNone;
   }
-  if (ellipses > 1) fail("getitem", "an index can only have a single ellipsis");
+  if (ellipses > 1) fail("getitem", "an index can only have a single ellipsis", ErrorKind::kIndex);
   if (used > static_cast<int>(shape.size()))
-    fail("getitem",
-         "too many indices: " + str(used) + " for a tensor of shape " + shape_str(shape));
+    fail("getitem", "too many indices: " + str(used) + " for a tensor of shape " + shape_str(shape),
+         ErrorKind::kIndex);
   std::vector<Idx> out;
   auto fill = [&] { out.insert(out.end(), shape.size() - used, Idx::slice()); };
   for (const auto& i : idx) {
@@ -102,23 +102,28 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
     if (i.kind() == Idx::Kind::kInt) {
       int64_t v = i.value() < 0 ? i.value() + n : i.value();
       if (v < 0 || v >= n)
-        fail("getitem", "index " + str(i.value()) + " is out of bounds for axis " + str(axis) +
-                            " with size " + str(n));
+        fail("getitem",
+             "index " + str(i.value()) + " is out of bounds for axis " + str(axis) + " with size " +
+                 str(n),
+             ErrorKind::kIndex);
       std::vector<std::pair<int64_t, int64_t>> r;
       for (int64_t d : x.shape()) r.push_back({0, d});
       r[axis] = {v, v + 1};
       x = x.shrink(r);
     } else if (i.kind() == Idx::Kind::kSlice) {
-      if (i.step() == 0) fail("getitem", "slice step is 0 for axis " + str(axis));
+      if (i.step() == 0)
+        fail("getitem", "slice step is 0 for axis " + str(axis), ErrorKind::kValue);
       x = x.slice(axis, i.start(), i.stop(), i.step());
       kept.push_back({i, x.shape()[axis]});
     } else {
       DType t = i.tensor().dtype();
       if (dtypes::is_bool(t))
-        fail("getitem", "bool (mask) index tensors are not supported (axis " + str(axis) + ")");
+        fail("getitem", "bool (mask) index tensors are not supported (axis " + str(axis) + ")",
+             ErrorKind::kIndex);
       if (!dtypes::is_int(t))
-        fail("getitem", "index tensors must have an integer dtype, got " + t.name() + " for axis " +
-                            str(axis));
+        fail("getitem",
+             "index tensors must have an integer dtype, got " + t.name() + " for axis " + str(axis),
+             ErrorKind::kIndex);
       kept.push_back({i, n});
     }
     axis++;

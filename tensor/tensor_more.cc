@@ -149,8 +149,9 @@ Tensor Tensor::quick_gelu() const { return *this * (*this * 1.702).sigmoid(); }
 Tensor Tensor::silu() const { return *this * sigmoid(); }
 Tensor Tensor::softplus(double beta) const {
   // log(1 + e^(bx)) / b, as max(bx, 0) + log(1 + e^-|bx|) so that large |x| cannot overflow.
+  // NOTE: maximum, not relu: its gradient 1/2 at 0 (abs' is 0 there) gives sigmoid(0) = 1/2.
   Tensor bx = as_float(*this) * beta;
-  return (bx.relu() + ((-bx.abs()).exp() + 1.0).log()) / beta;
+  return (bx.maximum(bx.scalar_like(0)) + ((-bx.abs()).exp() + 1.0).log()) / beta;
 }
 Tensor Tensor::mish() const { return *this * softplus().tanh(); }
 Tensor Tensor::elu(double alpha) const {
@@ -172,7 +173,8 @@ Tensor Tensor::argmax(std::optional<int> axis, bool keepdim) const {
   int ax = norm_axis("argmax", *axis, ndim());
   int64_t n = shape()[ax];
   if (n == 0)
-    fail("argmax", "axis " + std::to_string(*axis) + " of " + shape_str(shape()) + " is empty");
+    fail("argmax", "axis " + std::to_string(*axis) + " of " + shape_str(shape()) + " is empty",
+         ErrorKind::kValue);
   Tensor x = dtypes::is_bool(dtype()) ? cast(dtypes::kInt32) : detach();
   // The first maximum has the largest n - index; n minus that is its index.
   Shape col(ndim() - ax, 1);
@@ -186,7 +188,8 @@ Tensor Tensor::argmax(std::optional<int> axis, bool keepdim) const {
 Tensor Tensor::argmin(std::optional<int> axis, bool keepdim) const {
   if (!axis) return flatten().argmin(0);
   if (shape()[norm_axis("argmin", *axis, ndim())] == 0)
-    fail("argmin", "axis " + std::to_string(*axis) + " of " + shape_str(shape()) + " is empty");
+    fail("argmin", "axis " + std::to_string(*axis) + " of " + shape_str(shape()) + " is empty",
+         ErrorKind::kValue);
   if (dtypes::is_bool(dtype())) return logical_not().argmax(axis, keepdim);
   if (dtypes::is_int(dtype())) return (-cast(dtypes::kInt64)).argmax(axis, keepdim);
   return (-detach()).argmax(axis, keepdim);
@@ -273,7 +276,7 @@ Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
 // ---- movement ----------------------------------------------------------------------------------
 
 Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
-  if (ts.empty()) fail("cat", "no tensors to concatenate");
+  if (ts.empty()) fail("cat", "no tensors to concatenate", ErrorKind::kValue);
   const Tensor& first = ts[0];
   int ax = first.norm_axis("cat", axis, first.ndim());
   DType t = first.dtype();
@@ -282,8 +285,10 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
     bool same = x.ndim() == first.ndim();
     for (int d = 0; same && d < x.ndim(); d++) same = d == ax || x.shape()[d] == first.shape()[d];
     if (!same)
-      fail("cat", "shapes " + shape_str(first.shape()) + " and " + shape_str(x.shape()) +
-                      " differ outside axis " + std::to_string(axis));
+      fail("cat",
+           "shapes " + shape_str(first.shape()) + " and " + shape_str(x.shape()) +
+               " differ outside axis " + std::to_string(axis),
+           ErrorKind::kValue);
     t = least_upper_dtype(t, x.dtype());
     total += x.shape()[ax];
   }
@@ -301,13 +306,14 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
 }
 
 Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
-  if (ts.empty()) fail("stack", "no tensors to stack");
+  if (ts.empty()) fail("stack", "no tensors to stack", ErrorKind::kValue);
   int ax = ts[0].norm_axis("stack", axis, ts[0].ndim() + 1);
   std::vector<Tensor> parts;
   for (const Tensor& x : ts) {
     if (x.shape() != ts[0].shape())
       fail("stack",
-           "shapes " + shape_str(ts[0].shape()) + " and " + shape_str(x.shape()) + " differ");
+           "shapes " + shape_str(ts[0].shape()) + " and " + shape_str(x.shape()) + " differ",
+           ErrorKind::kValue);
     parts.push_back(x.unsqueeze(ax));
   }
   return cat(parts, ax);
@@ -317,13 +323,15 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int axis) c
   int ax = norm_axis("split", axis, ndim());
   int64_t total = 0;
   for (int64_t s : sizes) {
-    if (s < 0) fail("split", "negative size in " + shape_str(sizes));
+    if (s < 0) fail("split", "negative size in " + shape_str(sizes), ErrorKind::kValue);
     total += s;
   }
   if (total != shape()[ax])
-    fail("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but axis " +
-                      std::to_string(axis) + " of " + shape_str(shape()) + " has " +
-                      std::to_string(shape()[ax]));
+    fail("split",
+         "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but axis " +
+             std::to_string(axis) + " of " + shape_str(shape()) + " has " +
+             std::to_string(shape()[ax]),
+         ErrorKind::kValue);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t d : shape()) ranges.push_back({0, d});
   std::vector<Tensor> out;
@@ -338,7 +346,8 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int axis) c
 
 std::vector<Tensor> Tensor::split(int64_t size, int axis) const {
   int ax = norm_axis("split", axis, ndim());
-  if (size <= 0) fail("split", "size " + std::to_string(size) + " is not positive");
+  if (size <= 0)
+    fail("split", "size " + std::to_string(size) + " is not positive", ErrorKind::kValue);
   int64_t n = shape()[ax];
   std::vector<int64_t> sizes;
   for (int64_t i = 0; i < std::max<int64_t>(n, 1); i += size)
@@ -348,7 +357,8 @@ std::vector<Tensor> Tensor::split(int64_t size, int axis) const {
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int axis) const {
   int ax = norm_axis("chunk", axis, ndim());
-  if (chunks <= 0) fail("chunk", "chunks " + std::to_string(chunks) + " is not positive");
+  if (chunks <= 0)
+    fail("chunk", "chunks " + std::to_string(chunks) + " is not positive", ErrorKind::kValue);
   int64_t n = shape()[ax];
   if (n == 0) return split(std::vector<int64_t>(chunks, 0), axis);
   return split((n + chunks - 1) / chunks, axis);
@@ -356,12 +366,15 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int axis) const {
 
 Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
   if (static_cast<int>(repeats.size()) < ndim())
-    fail("repeat", "repeats " + shape_str(repeats) + " for shape " + shape_str(shape()) +
-                       " (need at least " + std::to_string(ndim()) + ")");
+    fail("repeat",
+         "repeats " + shape_str(repeats) + " for shape " + shape_str(shape()) + " (need at least " +
+             std::to_string(ndim()) + ")",
+         ErrorKind::kValue);
   Shape base(repeats.size() - ndim(), 1), unsq, expanded, out;
   base.insert(base.end(), shape().begin(), shape().end());
   for (size_t i = 0; i < repeats.size(); i++) {
-    if (repeats[i] < 0) fail("repeat", "negative count in repeats " + shape_str(repeats));
+    if (repeats[i] < 0)
+      fail("repeat", "negative count in repeats " + shape_str(repeats), ErrorKind::kValue);
     unsq.insert(unsq.end(), {1, base[i]});
     expanded.insert(expanded.end(), {repeats[i], base[i]});
     out.push_back(repeats[i] * base[i]);
@@ -387,14 +400,18 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
   int ax = norm_axis("gather", axis, ndim());
   auto where_str = " for a tensor of shape " + shape_str(shape());
   if (!dtypes::is_int(index.dtype()))
-    fail("gather", "index must be an integer tensor, got " + index.dtype().name());
+    fail("gather", "index must be an integer tensor, got " + index.dtype().name(),
+         ErrorKind::kType);
   if (index.ndim() != ndim())
-    fail("gather", "index of shape " + shape_str(index.shape()) + where_str + ": ndims differ");
+    fail("gather", "index of shape " + shape_str(index.shape()) + where_str + ": ndims differ",
+         ErrorKind::kValue);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (int d = 0; d < ndim(); d++) {
     if (d != ax && index.shape()[d] > shape()[d])
-      fail("gather", "index of shape " + shape_str(index.shape()) + where_str + " exceeds dim " +
-                         std::to_string(d));
+      fail("gather",
+           "index of shape " + shape_str(index.shape()) + where_str + " exceeds dim " +
+               std::to_string(d),
+           ErrorKind::kValue);
     ranges.push_back({0, d == ax ? shape()[d] : index.shape()[d]});
   }
   // x[..., j along axis ...] picked where j == index: a one-hot mask on a new last axis.
@@ -405,9 +422,10 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
 
 Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtypes::is_int(dtype()))
-    fail("one_hot", "needs an integer tensor, got " + dtype().name() + " " + shape_str(shape()));
+    fail("one_hot", "needs an integer tensor, got " + dtype().name() + " " + shape_str(shape()),
+         ErrorKind::kType);
   if (num_classes < 0) {
-    if (numel() == 0) fail("one_hot", "num_classes unknown for an empty tensor");
+    if (numel() == 0) fail("one_hot", "num_classes unknown for an empty tensor", ErrorKind::kValue);
     num_classes = static_cast<int64_t>(max().to_vector()[0]) + 1;
   }
   return unsqueeze(-1).eq(arange_like(*this, num_classes)).cast(dtypes::kInt32);

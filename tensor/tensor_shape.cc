@@ -13,11 +13,16 @@ using Grads = std::vector<std::optional<Tensor>>;
 
 int Tensor::norm_axis(const char* name, int axis, int n) const {
   if (axis < -n || axis >= n)
-    fail(name, "axis " + std::to_string(axis) + " out of range for shape " + shape_str(shape()));
+    fail(name, "axis " + std::to_string(axis) + " out of range for shape " + shape_str(shape()),
+         ErrorKind::kIndex);
   return axis < 0 ? axis + n : axis;
 }
 
 std::vector<int> Tensor::norm_axes(const char* name, std::vector<int> axes) const {
+  if (ndim() == 0) {  // a 0-d tensor takes axis 0 or -1 (torch, tinygrad) and reduces over none
+    for (int a : axes) norm_axis(name, a, 1);
+    return {};
+  }
   if (axes.empty()) {
     axes.resize(ndim());
     std::iota(axes.begin(), axes.end(), 0);
@@ -25,7 +30,7 @@ std::vector<int> Tensor::norm_axes(const char* name, std::vector<int> axes) cons
   for (int& a : axes) a = norm_axis(name, a, ndim());
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    fail(name, "repeated axis for shape " + shape_str(shape()));
+    fail(name, "repeated axis for shape " + shape_str(shape()), ErrorKind::kValue);
   return axes;
 }
 
@@ -33,13 +38,14 @@ std::vector<int> Tensor::norm_axes(const char* name, std::vector<int> axes) cons
 
 Tensor Tensor::reshape(Shape s) const {
   auto infer = std::count(s.begin(), s.end(), -1);
-  if (infer > 1) fail("reshape", "more than one -1 in " + shape_str(s));
+  if (infer > 1) fail("reshape", "more than one -1 in " + shape_str(s), ErrorKind::kValue);
   if (infer == 1) {
     int64_t known = 1;
     for (int64_t d : s)
       if (d != -1) known *= d;
     if (known == 0 || numel() % known != 0)
-      fail("reshape", "cannot reshape " + shape_str(shape()) + " to " + shape_str(s));
+      fail("reshape", "cannot reshape " + shape_str(shape()) + " to " + shape_str(s),
+           ErrorKind::kValue);
     *std::find(s.begin(), s.end(), -1) = numel() / known;
   }
   if (s == shape()) return *this;
@@ -51,7 +57,8 @@ Tensor Tensor::reshape(Shape s) const {
 Tensor Tensor::permute(std::vector<int> order) const {
   if (static_cast<int>(order.size()) != ndim())
     fail("permute",
-         "order of " + std::to_string(order.size()) + " axes for shape " + shape_str(shape()));
+         "order of " + std::to_string(order.size()) + " axes for shape " + shape_str(shape()),
+         ErrorKind::kValue);
   for (int& a : order) a = norm_axis("permute", a, ndim());
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); i++) inverse[order[i]] = static_cast<int>(i);
@@ -61,7 +68,8 @@ Tensor Tensor::permute(std::vector<int> order) const {
 
 Tensor Tensor::expand(Shape s) const {
   if (s.size() < shape().size())
-    fail("expand", "cannot expand " + shape_str(shape()) + " to " + shape_str(s));
+    fail("expand", "cannot expand " + shape_str(shape()) + " to " + shape_str(s),
+         ErrorKind::kValue);
   Shape cur(s.size() - shape().size(), 1);
   cur.insert(cur.end(), shape().begin(), shape().end());
   for (size_t i = 0; i < s.size(); i++)
@@ -117,7 +125,8 @@ Tensor Tensor::unsqueeze(int axis) const {
 Tensor Tensor::squeeze(int axis) const {
   int a = norm_axis("squeeze", axis, ndim());
   if (shape()[a] != 1)
-    fail("squeeze", "axis " + std::to_string(axis) + " of " + shape_str(shape()) + " is not 1");
+    fail("squeeze", "axis " + std::to_string(axis) + " of " + shape_str(shape()) + " is not 1",
+         ErrorKind::kValue);
   Shape s = shape();
   s.erase(s.begin() + a);
   return reshape(s);
@@ -180,13 +189,15 @@ Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
 // ---- matmul ------------------------------------------------------------------------------------
 
 Tensor Tensor::matmul(const Tensor& o) const {
-  if (ndim() == 0 || o.ndim() == 0) fail("matmul", "scalar operand");
+  if (ndim() == 0 || o.ndim() == 0) fail("matmul", "scalar operand", ErrorKind::kValue);
   Tensor a = ndim() == 1 ? unsqueeze(0) : *this;
   Tensor b = o.ndim() == 1 ? o.unsqueeze(1) : o;
   int64_t k = a.shape().back(), kb = b.shape()[b.ndim() - 2];
   if (k != kb)
-    fail("matmul", "inner dims differ: " + shape_str(shape()) + " @ " + shape_str(o.shape()) +
-                       " (" + std::to_string(k) + " vs " + std::to_string(kb) + ")");
+    fail("matmul",
+         "inner dims differ: " + shape_str(shape()) + " @ " + shape_str(o.shape()) + " (" +
+             std::to_string(k) + " vs " + std::to_string(kb) + ")",
+         ErrorKind::kValue);
   // (..., n, 1, k) * (..., 1, m, k) summed over k: one fused multiply-reduce kernel.
   Tensor x = a.unsqueeze(-2);
   Tensor y = b.transpose(-2, -1).unsqueeze(-3);
@@ -213,15 +224,17 @@ Tensor Tensor::log_softmax(int axis) const {
 }
 
 Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels) const {
-  if (ndim() < 1) fail("sparse_categorical_crossentropy", "logits must have a class axis");
+  if (ndim() < 1)
+    fail("sparse_categorical_crossentropy", "logits must have a class axis", ErrorKind::kValue);
   Shape want(shape().begin(), shape().end() - 1);
   if (labels.shape() != want)
-    fail("sparse_categorical_crossentropy", "labels of shape " + shape_str(labels.shape()) +
-                                                " for logits of shape " + shape_str(shape()) +
-                                                " (want " + shape_str(want) + ")");
-  if (dtypes::is_float(labels.dtype()))
     fail("sparse_categorical_crossentropy",
-         "labels must be integers, got " + labels.dtype().name());
+         "labels of shape " + shape_str(labels.shape()) + " for logits of shape " +
+             shape_str(shape()) + " (want " + shape_str(want) + ")",
+         ErrorKind::kValue);
+  if (dtypes::is_float(labels.dtype()))
+    fail("sparse_categorical_crossentropy", "labels must be integers, got " + labels.dtype().name(),
+         ErrorKind::kType);
   int64_t classes = shape().back();
   Tensor onehot =
       labels.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(classes), 1, labels.dtype()));

@@ -27,6 +27,8 @@ class CpuDevice : public Device {
   ~CpuDevice() override;
 
   std::string name() const override;
+  // True unless this is the NULL device (whose kernels never run).
+  bool host_addressable() const override { return !null_; }
   const compiler::TargetInfo& target() const override { return target_; }
   Result<Buffer> alloc(size_t bytes) override;
   void free(Buffer b) override;

@@ -1,0 +1,74 @@
+// Raw host data in and out of tensors: exact byte copies, in-place host views, device moves.
+#include "base/error.h"
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace {
+using Grads = std::vector<std::optional<Tensor>>;
+
+std::string str(uint64_t v) { return std::to_string(v); }
+}  // namespace
+
+Tensor Tensor::from_bytes(
+    const void* data, size_t bytes, Shape shape, DType dtype, std::string_view device) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      fail("from_bytes", "invalid shape " + shape_str(shape), ErrorKind::kValue);
+  if (dtype.ptr || dtype.count != 1 || dtype == dtypes::kVoid)
+    fail("from_bytes", "unsupported dtype " + dtype.name(), ErrorKind::kType);
+  if (static_cast<uint64_t>(n) * dtype.itemsize() != bytes)
+    fail("from_bytes",
+         str(bytes) + " bytes for shape " + shape_str(shape) + " of " + dtype.name() + " (" +
+             str(static_cast<uint64_t>(n) * dtype.itemsize()) + " needed)",
+         ErrorKind::kValue);
+  Tensor t = empty(std::move(shape), dtype, device);
+  if (bytes == 0) return t;
+  const auto& db = t.lazy().base->realized;
+  db->device->copy_in(db->buffer, data, bytes).throw_if_error("from_bytes");
+  return t;
+}
+
+std::vector<uint8_t> Tensor::to_bytes() const {
+  Tensor c = lazy().is_base_view() ? detach() : detach().contiguous();
+  c.realize();
+  const auto& db = c.lazy().base->realized;
+  if (!db) fail("to_bytes", "tensor was not realized");
+  std::vector<uint8_t> out(static_cast<size_t>(numel()) * dtype().itemsize());
+  if (!out.empty())
+    db->device->copy_out(out.data(), db->buffer, out.size()).throw_if_error("to_bytes");
+  return out;
+}
+
+std::optional<Tensor::HostView> Tensor::host_view() const {
+  realize();
+  const Lazy& l = lazy();
+  const auto& db = l.base->realized;
+  if (!db || l.base->overwritten || !db->device->host_addressable() || l.st.views.size() != 1)
+    return std::nullopt;
+  const compiler::View& v = l.st.views[0];
+  if (v.mask || !db->buffer.ptr) return std::nullopt;
+  db->device->synchronize().throw_if_error("host_view");
+  HostView h;
+  h.owner = db;
+  h.data = static_cast<const uint8_t*>(db->buffer.ptr) + v.offset * dtype().itemsize();
+  h.shape = v.shape;
+  h.strides = v.strides;
+  return h;
+}
+
+std::string Tensor::device() const { return impl_->lazy.base->device->name(); }
+
+Tensor Tensor::to(std::string_view device) const {
+  auto dev = runtime::get_device(device);
+  if (!dev.ok()) dev.status().throw_if_error("to");
+  if (*dev == impl_->lazy.base->device) return *this;
+  std::vector<uint8_t> bytes = to_bytes();
+  Tensor out = from_bytes(bytes.data(), bytes.size(), shape(), dtype(), device);
+  std::string from = this->device();
+  return record(out.lazy(), "to", {*this}, [from](const Tensor& g) { return Grads{g.to(from)}; });
+}
+
+void Tensor::set_grad(const std::optional<Tensor>& g) { impl_->grad = g ? g->impl_ : nullptr; }
+
+}  // namespace baregrad::tensor

@@ -1,0 +1,125 @@
+// Host data in and out of tensors (tensor_host.cc), error kinds and the global counters.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "base/error.h"
+#include "tensor/counters.h"
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+namespace {
+
+template <class T>
+std::vector<uint8_t> raw(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+TEST(HostData, Int64AndUint64RoundTripExactly) {
+  // Values no double holds: a trip through to_vector() would round them.
+  std::vector<int64_t> i = {(1LL << 62) + 1, std::numeric_limits<int64_t>::min(), -3};
+  std::vector<uint64_t> u = {~0ULL, (1ULL << 63) + 5, 7};
+  auto bi = raw(i), bu = raw(u);
+  EXPECT_EQ(Tensor::from_bytes(bi.data(), bi.size(), {3}, dtypes::kInt64).to_bytes(), bi);
+  EXPECT_EQ(Tensor::from_bytes(bu.data(), bu.size(), {3}, dtypes::kUint64).to_bytes(), bu);
+}
+
+TEST(HostData, ToBytesOfAViewIsRowMajor) {
+  auto b = raw(std::vector<int32_t>{0, 1, 2, 3, 4, 5});
+  Tensor t = Tensor::from_bytes(b.data(), b.size(), {2, 3}, dtypes::kInt32).transpose();
+  EXPECT_EQ(t.to_bytes(), raw(std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
+}
+
+TEST(HostData, FromBytesRejectsASizeMismatchAsAValueError) {
+  auto b = raw(std::vector<float>{1, 2, 3});
+  try {
+    Tensor::from_bytes(b.data(), 8, {3}, dtypes::kFloat32);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue) << e.what();
+  }
+}
+
+TEST(HostData, HostViewReadsTheDeviceBufferInPlaceWithStrides) {
+  auto b = raw(std::vector<float>{0, 1, 2, 3, 4, 5});
+  Tensor t = Tensor::from_bytes(b.data(), b.size(), {2, 3}, dtypes::kFloat32);
+  auto v = t.transpose().host_view();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->shape, (Shape{3, 2}));
+  EXPECT_EQ(v->strides, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(v->data, t.host_view()->data);  // the same memory, no copy
+  const auto* f = static_cast<const float*>(v->data);
+  EXPECT_EQ(f[1 * 1 + 1 * 3], 4.0f);  // element [1][1] of the transpose
+  // A view sees in-place updates once the device is done (host_view() waits for it), and
+  // keeps the buffer alive after the tensor is gone.
+  std::optional<Tensor> owner = Tensor::from_bytes(b.data(), b.size(), {6}, dtypes::kFloat32);
+  auto kept = owner->host_view();
+  owner->assign(Tensor::full({6}, 9, dtypes::kFloat32));
+  EXPECT_EQ(owner->host_view()->data, kept->data);
+  owner.reset();
+  EXPECT_EQ(static_cast<const float*>(kept->data)[5], 9.0f);
+}
+
+TEST(HostData, HostViewOfAPaddedViewIsNone) {
+  Tensor t = Tensor::full({2}, 1, dtypes::kFloat32).contiguous().realize().pad({{1, 1}});
+  EXPECT_FALSE(t.host_view().has_value());
+}
+
+TEST(HostData, ToAnotherDeviceCopiesAndTheGradientFlowsBack) {
+  Tensor x = Tensor::from_data({1, 2}, {2}).requires_grad_();
+  std::string other = x.device() == "CPU" ? "CPU:C" : "CPU";
+  Tensor y = x.to(other);
+  EXPECT_EQ(y.device(), other);
+  (y * 3.0).sum().backward();
+  ASSERT_TRUE(x.grad().has_value());
+  EXPECT_EQ(x.grad()->device(), x.device());
+  EXPECT_EQ(x.grad()->to_vector(), (std::vector<double>{3, 3}));
+}
+
+TEST(HostData, SetGradReplacesAndClears) {
+  Tensor x = Tensor::from_data({1, 2}, {2}).requires_grad_();
+  x.set_grad(Tensor::full({2}, 5, dtypes::kFloat32));
+  EXPECT_EQ(x.grad()->to_vector(), (std::vector<double>{5, 5}));
+  x.set_grad(std::nullopt);
+  EXPECT_FALSE(x.grad().has_value());
+}
+
+TEST(ErrorKinds, MisuseCarriesTheKindPythonRaises) {
+  auto kind_of = [](auto fn) -> std::optional<ErrorKind> {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return std::nullopt;
+  };
+  Tensor t = Tensor::full({2, 3}, 1, dtypes::kFloat32);
+  EXPECT_EQ(kind_of([&] { t.reshape({4}); }), ErrorKind::kValue);
+  EXPECT_EQ(kind_of([&] { t + Tensor::full({4}, 1, dtypes::kFloat32); }), ErrorKind::kValue);
+  EXPECT_EQ(kind_of([&] { t[int64_t{5}]; }), ErrorKind::kIndex);
+  EXPECT_EQ(kind_of([&] { t.sum({2}); }), ErrorKind::kIndex);
+  EXPECT_EQ(kind_of([&] { t.bitwise_and(t); }), ErrorKind::kType);
+  EXPECT_EQ(kind_of([&] { Tensor(t).requires_grad_().sum({1}).backward(); }), ErrorKind::kRuntime);
+  EXPECT_EQ(Error("op", "m").kind(), ErrorKind::kRuntime);  // the default
+}
+
+TEST(GlobalCounters, CountLaunchesAndLiveMemory) {
+  counters().reset();
+  int64_t before = counters().mem_used.load();
+  {
+    Tensor t = (Tensor::from_data(std::vector<double>(256, 1), {256}) + 1.0).realize();
+    EXPECT_EQ(counters().kernel_count.load(), 1);
+    EXPECT_GT(counters().global_mem.load(), 0);
+    EXPECT_EQ(counters().mem_used.load() - before, 256 * 4);  // the input was freed
+  }
+  EXPECT_EQ(counters().mem_used.load(), before);  // freed with the last reference
+  counters().reset();
+  EXPECT_EQ(counters().kernel_count.load(), 0);
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
