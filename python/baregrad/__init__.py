@@ -1,0 +1,19 @@
+"""baregrad: tinygrad's Python API over baregrad's C++ tensor layer.
+
+  from baregrad import Tensor, dtypes, nn
+  import baregrad as tinygrad  # code written for tinygrad runs as is
+"""
+try:
+  import _baregrad  # noqa: F401
+except ImportError as e:
+  raise ImportError(f"[import] the _baregrad extension is missing: build it with `./bare build` and put build/python on "
+                    "PYTHONPATH (`./bare python` does both), or install with `./bare install`") from e
+
+from baregrad.tensor import Tensor  # noqa: F401
+from baregrad.engine.jit import TinyJit  # noqa: F401
+from baregrad.dtype import dtypes  # noqa: F401
+from baregrad.helpers import GlobalCounters, Context, getenv  # noqa: F401
+from baregrad.device import Device  # noqa: F401
+from baregrad import nn  # noqa: F401
+
+__all__ = ["Tensor", "TinyJit", "dtypes", "GlobalCounters", "Context", "getenv", "Device", "nn"]

@@ -1,0 +1,185 @@
+"""Element types with tinygrad's names, promotion lattice and numpy conversion."""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Union
+
+import numpy as np
+
+from baregrad.helpers import getenv, op_name
+
+
+class DType:
+  """One scalar element type; every dtype exists once, so `is` and `==` agree."""
+  __slots__ = ("priority", "bitsize", "name", "fmt", "key")
+
+  def __init__(self, priority: int, bitsize: int, name: str, fmt: str | None, key: str):
+    self.priority, self.bitsize, self.name, self.fmt, self.key = priority, bitsize, name, fmt, key
+
+  @property
+  def itemsize(self) -> int: return (self.bitsize + 7) // 8
+  @property
+  def count(self) -> int: return 1
+  @property
+  def base(self) -> DType: return self
+  def scalar(self) -> DType: return self
+  @property
+  def min(self): return dtypes.min(self)
+  @property
+  def max(self): return dtypes.max(self)
+  def __repr__(self): return f"dtypes.{_INVERSE[self.key]}"
+  def __lt__(self, o: DType): return (self.priority, self.bitsize, self.name) < (o.priority, o.bitsize, o.name)
+  def __reduce__(self): return (to_dtype, (self.key,))
+
+
+class dtypes:  # noqa: N801 (tinygrad's name)
+  @staticmethod
+  def is_float(x: DType) -> bool: return x in dtypes.floats
+  @staticmethod
+  def is_int(x: DType) -> bool: return x in dtypes.ints
+  @staticmethod
+  def is_unsigned(x: DType) -> bool: return x in dtypes.uints
+  @staticmethod
+  def is_bool(x: DType) -> bool: return x is dtypes.bool
+
+  @staticmethod
+  def from_py(x) -> DType:
+    """The dtype tinygrad gives a Python value (lists: the widest of their elements)."""
+    if isinstance(x, np.generic): return _from_np_dtype(x.dtype)
+    if x.__class__ is float: return dtypes.default_float
+    if x.__class__ is bool: return dtypes.bool
+    if x.__class__ is int: return dtypes.default_int
+    if isinstance(x, (list, tuple)): return max(dtypes.from_py(xi) for xi in x) if x else dtypes.default_float
+    raise RuntimeError(f"[from_py] no dtype for {x!r} of type {type(x).__name__}")
+
+  @staticmethod
+  def as_const(val, dtype: DType):
+    if isinstance(val, float) and math.isnan(val): val = math.nan
+    return int(val) if dtypes.is_int(dtype) else float(val) if dtypes.is_float(dtype) else bool(val)
+
+  @staticmethod
+  def min(dtype: DType):
+    if dtypes.is_int(dtype): return 0 if dtypes.is_unsigned(dtype) else -2**(dtype.bitsize - 1)
+    return -math.inf if dtypes.is_float(dtype) else False
+
+  @staticmethod
+  def max(dtype: DType):
+    if dtypes.is_int(dtype): return 2**dtype.bitsize - 1 + dtypes.min(dtype)
+    return math.inf if dtypes.is_float(dtype) else True
+
+  @staticmethod
+  def finfo(dtype: DType) -> tuple[int, int]:
+    """(exponent bits, mantissa bits) of a float dtype."""
+    if not dtypes.is_float(dtype): raise ValueError(f"[finfo] {dtype} is not a floating point type")
+    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[dtype]
+
+  @staticmethod
+  def fields() -> dict[str, DType]: return dict(_FIELDS)
+
+  bool = DType(0, 1, "bool", "?", "bool")
+  int8 = DType(1, 8, "signed char", "b", "int8")
+  uint8 = DType(2, 8, "unsigned char", "B", "uint8")
+  int16 = DType(3, 16, "short", "h", "int16")
+  uint16 = DType(4, 16, "unsigned short", "H", "uint16")
+  int32 = DType(5, 32, "int", "i", "int32")
+  uint32 = DType(6, 32, "unsigned int", "I", "uint32")
+  int64 = DType(7, 64, "long", "q", "int64")
+  uint64 = DType(8, 64, "unsigned long", "Q", "uint64")
+  float16 = DType(11, 16, "half", "e", "float16")
+  bfloat16 = DType(12, 16, "__bf16", None, "bfloat16")
+  float32 = DType(13, 32, "float", "f", "float32")
+  float64 = DType(14, 64, "double", "d", "float64")
+
+  half = float16; float = float32; double = float64  # noqa: E702
+  uchar = uint8; ushort = uint16; uint = uint32; ulong = uint64  # noqa: E702
+  char = int8; short = int16; int = int32; long = int64  # noqa: E702
+
+  default_float: DType = float32
+  default_int: DType = int32
+
+  floats = (float16, bfloat16, float32, float64)
+  uints = (uint8, uint16, uint32, uint64)
+  sints = (int8, int16, int32, int64)
+  ints = uints + sints
+  all = floats + ints + (bool,)  # noqa: A003
+
+
+_FIELDS = {k: v for k, v in vars(dtypes).items() if isinstance(v, DType) and not k.startswith("default")}
+_INVERSE = {v.key: k for k, v in _FIELDS.items()}  # the last alias names it, as tinygrad: dtypes.float
+_BY_KEY = {d.key: d for d in dtypes.all}
+
+if (_env_float := getenv("DEFAULT_FLOAT", "")):
+  dtypes.default_float = getattr(dtypes, _env_float.lower())
+  assert dtypes.is_float(dtypes.default_float), f"{_env_float} is not a float dtype"
+
+DTypeLike = Union[str, DType]
+
+
+def to_dtype(dtype: DTypeLike) -> DType:
+  """A DType from a DType, a name ("float32", "half", "long") or a numpy/torch-like dtype."""
+  if isinstance(dtype, DType): return dtype
+  if dtype is None: raise TypeError(f"[to_dtype] dtype None is not a dtype")
+  if isinstance(dtype, str):
+    if (d := _FIELDS.get(dtype.lower())) is None: raise TypeError(f"[to_dtype] unknown dtype {dtype!r}")
+    return d
+  if dtype is bool: return dtypes.bool
+  if dtype is int: return dtypes.default_int
+  if dtype is float: return dtypes.default_float
+  try:
+    return _from_np_dtype(np.dtype(dtype))
+  except TypeError: pass
+  raise TypeError(f"[to_dtype] cannot interpret {dtype!r} as a dtype")
+
+
+def _key_dtype(key: str) -> DType: return _BY_KEY[key]
+
+
+# tinygrad's promotion lattice (JAX's, without weak types): edges to the next wider types.
+_LATTICE = {
+  dtypes.bool: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32],
+  dtypes.int32: [dtypes.int64], dtypes.int64: [dtypes.float16, dtypes.bfloat16],
+  dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
+  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
+  dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64],
+  dtypes.float64: [],
+}
+
+
+@functools.cache
+def _parents(dtype: DType) -> frozenset:
+  return frozenset({dtype}).union(*[_parents(d) for d in _LATTICE[dtype]])
+
+
+@functools.cache
+def least_upper_dtype(*ds: DType) -> DType:
+  """The narrowest dtype every one of `ds` promotes to."""
+  return min(frozenset.intersection(*[_parents(d) for d in ds]))
+
+
+def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
+
+
+def sum_acc_dtype(dt: DType) -> DType:
+  """The dtype sum() accumulates `dt` in (tinygrad): ints widen to 32 bits, floats to float32."""
+  if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
+  if dtypes.is_int(dt) or dt is dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
+  return least_upper_dtype(dt, dtypes.float32)
+
+
+_NP = {dtypes.bool: np.bool_, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16,
+       dtypes.uint16: np.uint16, dtypes.int32: np.int32, dtypes.uint32: np.uint32, dtypes.int64: np.int64,
+       dtypes.uint64: np.uint64, dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64}
+_FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
+
+
+def _to_np_dtype(dtype: DType):
+  """The numpy dtype of `dtype`; None for bfloat16, which numpy lacks."""
+  return _NP.get(dtype)
+
+
+def _from_np_dtype(npdtype) -> DType:
+  npdtype = np.dtype(npdtype)
+  if (d := _FROM_NP.get(npdtype.newbyteorder("=") if npdtype.byteorder not in "=|" else npdtype)) is None:
+    raise TypeError(f"[{op_name()}] numpy dtype {npdtype} is not supported")
+  return d

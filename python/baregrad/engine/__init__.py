@@ -1,0 +1,1 @@
+"""Execution engines; TinyJit lives in baregrad.engine.jit as in tinygrad."""

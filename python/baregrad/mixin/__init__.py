@@ -1,0 +1,1 @@
+"""The Tensor methods, grouped by kind; baregrad.tensor.Tensor combines them."""

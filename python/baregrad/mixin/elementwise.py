@@ -1,0 +1,286 @@
+"""Elementwise Tensor methods: arithmetic with tinygrad's scalar promotion, math, activations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import _baregrad as _C
+from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
+from baregrad.helpers import op_name
+
+_CONST = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _scalar_dtype(x_dtype, y):
+  """The dtype a Python scalar `y` takes against a tensor of `x_dtype` (tinygrad's rule): floats
+  keep the tensor's float dtype, ints keep its int dtype, anything else gets the scalar's own."""
+  if dtypes.is_float(x_dtype) or (dtypes.is_int(x_dtype) and isinstance(y, (int, np.integer))): return x_dtype
+  return dtypes.from_py(y)
+
+
+class ElementwiseMixin:
+  __slots__ = ()
+
+  # ---- operands ------------------------------------------------------------------------------
+
+  def _to_tensor(self, y, dtype=None):
+    """`y` as a tensor on this device: a Tensor as is, a scalar as a 0-d constant."""
+    if isinstance(y, type(self)): return y
+    if isinstance(y, np.generic): y = y.item()
+    if isinstance(y, _CONST): return self._const(y, dtype or _scalar_dtype(self.dtype, y), self.device)
+    if isinstance(y, (list, tuple, np.ndarray)): return type(self)(y, device=self.device)
+    raise TypeError(f"[{op_name()}] unsupported operand of type {type(y).__name__} for a Tensor")
+
+  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True):
+    """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
+    x, y = self, self._to_tensor(y)
+    if match_dtype and x.dtype != y.dtype:
+      out = least_upper_dtype(x.dtype, y.dtype)
+      x, y = x.cast(out), y.cast(out)
+    return (y, x) if reverse else (x, y)
+
+  def _binary(self, name: str, y, reverse: bool = False):
+    a, b = self._broadcasted(y, reverse)
+    return self._wrap(getattr(a._c, name)(b._c))
+
+  # ---- arithmetic ----------------------------------------------------------------------------
+
+  def add(self, x, reverse: bool = False): return self._binary("add", x, reverse)
+  def sub(self, x, reverse: bool = False): return self._binary("sub", x, reverse)
+  def mul(self, x, reverse: bool = False): return self._binary("mul", x, reverse)
+
+  def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
+    """True division (ints give float32); rounding_mode "trunc" or "floor" rounds the quotient."""
+    a, b = self._broadcasted(x, reverse)
+    if rounding_mode is None: return self._wrap(a._c.div(b._c))
+    if rounding_mode == "floor":
+      if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).floor()
+      return self._wrap(a._c.idiv(b._c))
+    if rounding_mode == "trunc":
+      if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).trunc()
+      q = self._wrap(a._c.idiv(b._c))
+      inexact = (q * b).ne(a)
+      return (inexact & ((a < 0) ^ (b < 0))).where(q + 1, q)
+    raise RuntimeError(f"[div] rounding_mode={rounding_mode!r} is not supported")
+
+  def idiv(self, x, reverse: bool = False):
+    """Integer division rounding toward zero (C's /), as tinygrad's idiv."""
+    return self.div(x, reverse, rounding_mode="trunc")
+
+  def mod(self, x, reverse: bool = False):
+    """Python's %: the result has the divisor's sign."""
+    return self._binary("mod", x, reverse)
+
+  def pow(self, x, reverse: bool = False):
+    """x ** e; int ** int stays int, an int tensor with a float exponent gives float32."""
+    if not reverse and isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
+      if isinstance(x, (int, np.integer)) and x < 0 and not dtypes.is_float(self.dtype):
+        raise RuntimeError(f"[pow] {self.dtype} ** {x}: an integer tensor has no negative integer powers")
+      base = self.cast(least_upper_dtype(self.dtype, _scalar_dtype(self.dtype, x)))
+      return self._wrap(base._c.pow_scalar(float(x)))
+    return self._binary("pow", x, reverse)
+
+  def maximum(self, x): return self._binary("maximum", x)
+  def minimum(self, x): return self._binary("minimum", x)
+
+  def where(self, x, y):
+    """x where this (cast to bool) is true, else y; scalars take the other operand's dtype."""
+    if isinstance(x, type(self)): x, y = x._broadcasted(y)
+    elif isinstance(y, type(self)): y, x = y._broadcasted(x)
+    else:
+      x, y = self._to_tensor(x, _scalar_dtype(self.dtype, x)), self._to_tensor(y, _scalar_dtype(self.dtype, y))
+      x, y = x._broadcasted(y)
+    return self._wrap(_C.Tensor.where(self._c, x._c, y._c))
+
+  def neg(self): return self.logical_not() if self.dtype is dtypes.bool else self._wrap(self._c.neg())
+  def logical_not(self): return self._wrap(self._c.logical_not())
+
+  # ---- comparisons (bool results) ------------------------------------------------------------
+
+  def __lt__(self, x): return self._binary("lt", x)
+  def __gt__(self, x): return self._binary("gt", x)
+  def __le__(self, x): return self._binary("le", x)
+  def __ge__(self, x): return self._binary("ge", x)
+  def eq(self, x): return self._binary("eq", x)
+  def ne(self, x): return self._binary("ne", x)
+  def __eq__(self, x): return self.eq(x)  # type: ignore[override]
+  def __ne__(self, x): return self.ne(x)  # type: ignore[override]
+
+  # ---- bitwise -------------------------------------------------------------------------------
+
+  def _check_int_or_bool(self):
+    if not (dtypes.is_int(self.dtype) or self.dtype is dtypes.bool): raise TypeError(f"[{op_name()}] {self.dtype} is not supported")
+
+  def bitwise_and(self, x, reverse: bool = False):
+    self._check_int_or_bool()
+    return self._binary("bitwise_and", x, reverse)
+
+  def bitwise_or(self, x, reverse: bool = False):
+    self._check_int_or_bool()
+    return self._binary("bitwise_or", x, reverse)
+
+  def bitwise_xor(self, x, reverse: bool = False):
+    self._check_int_or_bool()
+    return self._binary("bitwise_xor", x, reverse)
+
+  def bitwise_not(self):
+    self._check_int_or_bool()
+    return self._wrap(self._c.bitwise_not())
+
+  def _shift_amount(self, x):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, type(self))) or \
+       (isinstance(x, type(self)) and not dtypes.is_int(x.dtype)):
+      raise TypeError(f"[{op_name()}] shift amounts must be ints, got {type(x).__name__}")
+    return x
+
+  def lshift(self, x, reverse: bool = False):
+    """x << n for int tensors (a tensor shift multiplies by 2 ** n)."""
+    if reverse: return self._to_tensor(x).lshift(self)
+    if isinstance(self._shift_amount(x), (int, np.integer)): return self._wrap(self._c.lshift(int(x)))
+    return self * (2 ** x)
+
+  def rshift(self, x, reverse: bool = False):
+    """x >> n for int tensors, arithmetic for signed ones (a tensor shift floor-divides)."""
+    if reverse: return self._to_tensor(x).rshift(self)
+    if isinstance(self._shift_amount(x), (int, np.integer)): return self._wrap(self._c.rshift(int(x)))
+    return self // (2 ** x)
+
+  # ---- operators -----------------------------------------------------------------------------
+
+  def __neg__(self): return self.neg()
+  def __invert__(self): return self.bitwise_not()
+  def __pos__(self): return self
+  def __abs__(self): return self.abs()
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x, True)
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x, True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, True)
+  def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
+  def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, True)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return self.matmul(x, True)
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rrshift__(self, x): return self.rshift(x, True)
+
+  # ---- dtype ---------------------------------------------------------------------------------
+
+  def cast(self, dtype):
+    dt = to_dtype(dtype)
+    return self if dt is self.dtype else self._wrap(self._c.cast(dt.key))
+
+  def bitcast(self, dtype):
+    """The same bytes read as `dtype` (same itemsize, or the last axis rescaled); not differentiable."""
+    dt = to_dtype(dtype)
+    if self.requires_grad: raise RuntimeError(f"[bitcast] has no gradient: bitcast a detach()ed tensor")
+    shape = self.shape
+    if dt.itemsize != self.dtype.itemsize:
+      if not shape or (shape[-1] * self.dtype.itemsize) % dt.itemsize:
+        raise RuntimeError(f"[bitcast] cannot bitcast {self.shape} {self.dtype} to {dt}")
+      shape = shape[:-1] + ((shape[-1] * self.dtype.itemsize) // dt.itemsize,)
+    return self._wrap(_C.Tensor.from_bytes(self._c.to_bytes(), list(shape), dt.key, self.device))
+
+  def float(self): return self.cast(dtypes.float32)
+  def half(self): return self.cast(dtypes.float16)
+  def double(self): return self.cast(dtypes.float64)
+  def bfloat16(self): return self.cast(dtypes.bfloat16)
+  def int(self): return self.cast(dtypes.int32)
+  def long(self): return self.cast(dtypes.int64)
+  def short(self): return self.cast(dtypes.int16)
+  def bool(self): return self.cast(dtypes.bool)
+
+  # ---- math ----------------------------------------------------------------------------------
+
+  def _u(self, name: str, *args): return self._wrap(getattr(self._c, name)(*args))
+  def log(self): return self._u("log")
+  def log2(self): return self._u("log2")
+  def exp(self): return self._u("exp")
+  def exp2(self): return self._u("exp2")
+  def sqrt(self): return self._u("sqrt")
+  def rsqrt(self): return self.sqrt().reciprocal()
+  def sin(self): return self._u("sin")
+  def cos(self): return self._u("cos")
+  def tan(self): return self._u("tan")
+  def reciprocal(self): return self._u("reciprocal")
+  def square(self): return self * self
+  def abs(self): return self._u("abs")
+  def sign(self): return self._u("sign")
+  def trunc(self): return self._u("trunc")
+  def floor(self): return self._u("floor")
+  def ceil(self): return self._u("ceil")
+  def round(self): return self._u("round")
+  def isnan(self): return self._u("isnan")
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True): return self._u("isinf", detect_positive, detect_negative)
+  def isfinite(self): return self._u("isfinite")
+  def sinh(self): return (self.exp() - self.neg().exp()) / 2
+  def cosh(self): return (self.exp() + self.neg().exp()) / 2
+  def atanh(self): return ((1 + self) / (1 - self)).log() / 2
+  def asinh(self): return (self.abs() + (self.square() + 1).sqrt()).log() * self.sign()
+  def acosh(self): return (self + (self.square() - 1).sqrt()).log()
+
+  def erf(self):
+    """Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)."""
+    t = 1.0 / (1.0 + 0.3275911 * self.abs())
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+    return self.sign() * (1.0 - poly * (-self.square()).exp())
+
+  def clamp(self, min_=None, max_=None):
+    if min_ is None and max_ is None: raise RuntimeError(f"[clamp] needs min_, max_ or both")
+    ret = self.maximum(min_) if min_ is not None else self
+    return ret.minimum(max_) if max_ is not None else ret
+
+  def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
+
+  def lerp(self, end, weight):
+    if not isinstance(end, type(self)): end = self._to_tensor(end)
+    if isinstance(weight, type(self)): return self._wrap(self._c.lerp(end._c, weight._c))
+    return self + (end - self) * weight
+
+  def copysign(self, other):
+    other = self._broadcasted(other)[1]
+    return (other < 0).where(-self.abs(), self.abs())
+
+  def logaddexp(self, other):
+    m = self.maximum(other)
+    return ((self - m).exp() + (self._broadcasted(other)[1] - m).exp()).log() + m
+
+  # ---- activations ---------------------------------------------------------------------------
+
+  def relu(self): return self._u("relu")
+  def relu6(self): return self._u("relu6")
+  def sigmoid(self): return self._u("sigmoid")
+  def logsigmoid(self): return -(-self).softplus()
+  def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5): return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def tanh(self): return self._u("tanh")
+  def gelu(self): return self._u("gelu")
+  def quick_gelu(self): return self._u("quick_gelu")
+  def silu(self): return self._u("silu")
+  def swish(self): return self.silu()
+  def mish(self): return self._u("mish")
+  def hardswish(self): return self._u("hardswish")
+  def softsign(self): return self / (1 + self.abs())
+  def leaky_relu(self, neg_slope: float = 0.01): return self._u("leaky_relu", float(neg_slope))
+  def softplus(self, beta: float = 1.0): return self._u("softplus", float(beta))
+  def elu(self, alpha: float = 1.0): return self._u("elu", float(alpha))
+  def celu(self, alpha: float = 1.0): return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def hardtanh(self, min_val: float = -1, max_val: float = 1): return self._u("hardtanh", float(min_val), float(max_val))
+
+  def selu(self, alpha: float = 1.67326, gamma: float = 1.0507):
+    if math.isclose(alpha, 1.67326, rel_tol=1e-5) and math.isclose(gamma, 1.0507, rel_tol=1e-5): return self._u("selu")
+    return gamma * (self >= 0).detach().where(self, alpha * (self.exp() - 1))

@@ -1,0 +1,253 @@
+"""Movement Tensor methods: views (reshape, permute, pad, ...), joins and splits, indexing."""
+from __future__ import annotations
+
+import numpy as np
+
+import _baregrad as _C
+from baregrad.dtype import dtypes
+from baregrad.helpers import argfix, make_tuple, prod, op_name
+
+
+def _flat_to_grouped(padding) -> tuple:
+  """torch's flat (left, right, top, bottom, ...) pads, last dim first, as (before, after) pairs."""
+  return tuple(zip(padding[-2::-2], padding[::-2]))
+
+
+class MovementMixin:
+  __slots__ = ()
+
+  def _resolve_dim(self, dim: int, *, extra: bool = False) -> int:
+    total = self.ndim + int(extra)
+    if not -max(1, total) <= dim <= max(1, total) - 1:
+      raise IndexError(f"[{op_name()}] axis {dim} is out of range for {self.shape} (valid: {-max(1, total)} to {max(1, total) - 1})")
+    return dim + total if dim < 0 else dim
+
+  def _m(self, name: str, *args): return self._wrap(getattr(self._c, name)(*args))
+
+  # ---- views ---------------------------------------------------------------------------------
+
+  def reshape(self, shape, *args):
+    new_shape = argfix(shape, *args)
+    new_shape = [self.shape[i] if s is None else s for i, s in enumerate(new_shape)]
+    if new_shape.count(-1) > 1: raise RuntimeError(f"[reshape] {new_shape} has more than one -1")
+    return self if tuple(new_shape) == self.shape else self._m("reshape", new_shape)
+
+  def view(self, shape, *args): return self.reshape(shape, *args)
+
+  def expand(self, shape, *args):
+    new_shape = argfix(shape, *args)
+    return self._m("expand", [-1 if s is None else s for s in new_shape])
+
+  def _broadcast_to(self, shape):
+    shape = tuple(shape)
+    if self.shape == shape: return self
+    if len(shape) < self.ndim: raise ValueError(f"[{op_name()}] cannot broadcast {self.shape} to {shape}")
+    return self.expand(shape)
+
+  def permute(self, order, *args):
+    order = argfix(order, *args)
+    if sorted(self._resolve_dim(o) for o in order) != list(range(self.ndim)):
+      raise RuntimeError(f"[permute] {order} is not a permutation of the {self.ndim} axes of {self.shape}")
+    return self._m("permute", [int(o) for o in order])
+
+  def flip(self, axis, *args):
+    axes = [self._resolve_dim(a) for a in argfix(axis, *args)]
+    if len(set(axes)) != len(axes): raise RuntimeError(f"[flip] the axes {axes} name an axis twice")
+    return self._m("flip", axes) if axes else self
+
+  def shrink(self, arg):
+    if len(arg) != self.ndim: raise ValueError(f"[shrink] a tensor of shape {self.shape} needs {self.ndim} ranges, got {arg}")
+    ranges = [(0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape)]
+    return self if all(r == (0, s) for r, s in zip(ranges, self.shape)) else self._m("shrink", ranges)
+
+  def pad(self, padding, mode: str = "constant", value: float = 0.0):
+    """Flat torch-style pads (last dim first) or one (before, after) pair or None per dim;
+    negative pads crop; modes constant, reflect, replicate and circular."""
+    if mode not in {"constant", "reflect", "replicate", "circular"}: raise NotImplementedError(f"[pad] mode={mode!r} is not supported")
+    if all(isinstance(p, (int, np.integer)) for p in padding):
+      if len(padding) % 2 != 0: raise ValueError(f"[pad] flat padding {padding} has an odd number of values")
+      pads = _flat_to_grouped(tuple(padding) + (0, 0) * (self.ndim - len(padding) // 2))
+    else: pads = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    if len(pads) != self.ndim: raise ValueError(f"[pad] padding {padding} does not fit the {self.ndim} dims of {self.shape}")
+    pads = [(int(b), int(a)) for b, a in pads]
+    if mode == "constant" and value == 0 and all(b >= 0 and a >= 0 for b, a in pads): return self._m("pad", pads)
+    return self._wrap(self._c.pad_mode(pads, mode, float(value)))
+
+  def pad_to(self, shape, *args):
+    new_shape = argfix(shape, *args)
+    if len(new_shape) != self.ndim: raise ValueError(f"[pad_to] cannot pad {self.shape} to {new_shape}: the ranks differ")
+    return self.pad(tuple(None if ns is None else (0, ns - s) for s, ns in zip(self.shape, new_shape)))
+
+  def transpose(self, dim0: int = 1, dim1: int = 0): return self._m("transpose", dim0, dim1)
+
+  @property
+  def T(self): return self.transpose()  # noqa: N802
+
+  def flatten(self, start_dim: int = 0, end_dim: int = -1):
+    if self.ndim == 0: return self.reshape(1)
+    return self._m("flatten", self._resolve_dim(start_dim), self._resolve_dim(end_dim))
+
+  def unflatten(self, dim: int, sizes):
+    return self._m("unflatten", self._resolve_dim(dim), list(sizes))
+
+  def squeeze(self, dim: int | None = None):
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    dim = self._resolve_dim(dim)
+    return self if not self.ndim or self.shape[dim] != 1 else self.reshape(self.shape[:dim] + self.shape[dim + 1:])
+
+  def unsqueeze(self, dim: int): return self._m("unsqueeze", self._resolve_dim(dim, extra=True))
+
+  def repeat(self, repeats, *args): return self._m("repeat", list(argfix(repeats, *args)))
+
+  def repeat_interleave(self, repeats: int, dim: int | None = None):
+    x, dim = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+    shp = x.shape
+    return x.reshape(*shp[:dim + 1], 1, *shp[dim + 1:]).expand(*shp[:dim + 1], repeats, *shp[dim + 1:]).flatten(dim, dim + 1)
+
+  def roll(self, shifts, dims=None):
+    if dims is None: return self._wrap(self._c.roll(int(shifts), None))
+    ret = self
+    for shift, dim in zip(make_tuple(shifts, 1), make_tuple(dims, 1)):
+      ret = ret._wrap(ret._c.roll(int(shift), ret._resolve_dim(dim)))
+    return ret
+
+  # ---- joins and splits ----------------------------------------------------------------------
+
+  def cat(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_C.Tensor.cat([t._c for t in ts], dim))
+
+  def stack(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_C.Tensor.stack([t._c for t in ts], dim))
+
+  def split(self, sizes, dim: int = 0) -> tuple:
+    dim = self._resolve_dim(dim)
+    parts = self._c.split(int(sizes), dim) if isinstance(sizes, (int, np.integer)) else self._c.split_sizes(list(sizes), dim)
+    return tuple(self._wrap(p) for p in parts)
+
+  def chunk(self, chunks: int, dim: int = 0) -> list:
+    return [self._wrap(p) for p in self._c.chunk(int(chunks), self._resolve_dim(dim))]
+
+  def gather(self, dim: int, index):
+    return self._wrap(self._c.gather(self._resolve_dim(dim), index.to(self.device)._c))
+
+  def scatter(self, dim: int, index, src, reduce: str | None = None):
+    """A copy with self[index[i]][...] = src[i] along `dim`; reduce is not supported."""
+    if reduce is not None: raise NotImplementedError(f"[scatter] scatter with reduce={reduce!r} is not supported")
+    if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+    return self._wrap(self._c.scatter(self._resolve_dim(dim), index._c, src._c))
+
+  def meshgrid(self, *args, indexing: str = "ij"):
+    if indexing not in ("ij", "xy"): raise RuntimeError(f"[meshgrid] indexing is 'ij' or 'xy', not {indexing!r}")
+    tensors = (self,) + args
+    if len(tensors) == 1: return tensors
+    if indexing == "xy": tensors = (tensors[1], tensors[0]) + tensors[2:]
+    shape = tuple(t.numel() for t in tensors)
+    out = [t.reshape([-1 if i == j else 1 for j in range(len(shape))]).expand(shape) for i, t in enumerate(tensors)]
+    if indexing == "xy": out = [o.transpose(0, 1) for o in out]
+    return out[1:2] + out[0:1] + out[2:] if indexing == "xy" else out
+
+  # ---- triangles and diagonals ---------------------------------------------------------------
+
+  def _tri_mask(self, diagonal: int, upper: bool):
+    r, c = self.shape[-2], self.shape[-1]
+    i = type(self).arange(r, device=self.device).reshape(r, 1)
+    j = type(self).arange(c, device=self.device).reshape(1, c)
+    return (j - i >= diagonal) if upper else (j - i <= diagonal)
+
+  def triu(self, diagonal: int = 0): return self._tri_mask(diagonal, True).where(self, 0)
+  def tril(self, diagonal: int = 0): return self._tri_mask(diagonal, False).where(self, 0)
+
+  def diag(self):
+    if self.ndim != 1: raise ValueError(f"[diag] diag needs a 1-D tensor, got shape {self.shape}")
+    n = self.shape[0]
+    return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(self.reshape(1, n).expand(n, n), 0)
+
+  def diagonal(self):
+    if self.ndim != 2 or self.shape[0] != self.shape[1]: raise ValueError(f"[diagonal] diagonal needs a square matrix, got {self.shape}")
+    return type(self).eye(self.shape[0], dtype=dtypes.bool, device=self.device).where(self, 0).sum(-1, dtype=self.dtype)
+
+  # ---- indexing ------------------------------------------------------------------------------
+
+  def _index_items(self, indices) -> list:
+    """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor)."""
+    if isinstance(indices, list) and indices and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in indices):
+      indices = [indices]
+    if not isinstance(indices, (tuple, list)): indices = [indices]
+    items = []
+    for i in indices:
+      if isinstance(i, (bool, np.bool_)): raise IndexError(f"[{op_name()}] bool (mask) indexing is not supported")
+      if isinstance(i, (int, np.integer)): items.append(int(i))
+      elif i is None or i is Ellipsis: items.append(i)
+      elif isinstance(i, slice):
+        for part in (i.start, i.stop, i.step):
+          if part is not None and not isinstance(part, (int, np.integer)): raise TypeError(f"[{op_name()}] slice {i} is not supported")
+        items.append(slice(*(None if p is None else int(p) for p in (i.start, i.stop, i.step))))
+      elif isinstance(i, type(self)): items.append(i.to(self.device)._c)
+      elif isinstance(i, (list, tuple, np.ndarray)):
+        t = type(self)(i, device=self.device)
+        if not dtypes.is_int(t.dtype): raise IndexError(f"[{op_name()}] an index tensor of dtype {t.dtype}: indices must be integers")
+        items.append(t._c)
+      else: raise IndexError(f"[{op_name()}] {type(i).__name__} indexing is not supported")
+    return items
+
+  def __getitem__(self, indices): return self._wrap(self._c.getitem(self._index_items(indices)))
+
+  def __setitem__(self, indices, v):
+    """Writes `v` (broadcast) into the selected elements of this tensor's buffer (assign)."""
+    Tensor = type(self)
+    if not isinstance(v, Tensor):
+      if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
+      v = Tensor(v, device=self.device, dtype=self.dtype)
+    if self._c.requires_grad or v._c.requires_grad: raise NotImplementedError(f"[{op_name()}] setitem with requires_grad is not supported")
+    items = self._index_items(indices)
+    sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
+    v = v.cast(self.dtype)._broadcast_to(sel.shape)
+    if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
+    else: new = self._basic_setitem(items, v)
+    if new is not None: self.assign(new)
+
+  def _scatter_setitem(self, items, v):
+    """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
+    n = self.numel()
+    pos = type(self).arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(self.shape)
+    idx = self._wrap(pos._c.getitem(items)).flatten()
+    if idx.numel() == 0: return None
+    return self.flatten().scatter(0, idx, v.flatten()).reshape(self.shape)
+
+  def _basic_setitem(self, items, v):
+    """Ints, slices, None and Ellipsis select a strided box; v is padded out to the full shape
+    with views and chosen by a mask of the same box."""
+    real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    at = next((j for j, i in enumerate(items) if i is Ellipsis), len(items))
+    items = items[:at] + [slice(None)] * (self.ndim - real) + items[at + 1:]
+    boxes = []  # (start, step, count) per dim
+    for i in (i for i in items if i is not None):
+      n = self.shape[len(boxes)]
+      if isinstance(i, int):
+        boxes.append((i + n if i < 0 else i, 1, 1))
+      else:
+        start, stop, step = i.indices(n)
+        boxes.append((start, step, len(range(start, stop, step))))
+    if any(k == 0 for _, _, k in boxes): return None
+    v = v.reshape(tuple(k for _, _, k in boxes))
+    mask = type(self).ones(v.shape, dtype=dtypes.bool, device=self.device)
+    for d, ((start, step, k), n) in enumerate(zip(boxes, self.shape)):
+      if step < 0: v, mask, start, step = v.flip(d), mask.flip(d), start + (k - 1) * step, -step
+      if step > 1 and k > 1:
+        def spread(x):
+          shp = x.shape
+          x = x.reshape(*shp[:d + 1], 1, *shp[d + 1:])
+          x = x.pad(tuple((0, step - 1) if j == d + 1 else None for j in range(x.ndim)))
+          x = x.reshape(*shp[:d], shp[d] * step, *shp[d + 1:])
+          return x.shrink(tuple((0, (k - 1) * step + 1) if j == d else None for j in range(x.ndim)))
+        v, mask = spread(v), spread(mask)
+      span = (k - 1) * step + 1
+      pads = tuple((start, n - start - span) if j == d else None for j in range(v.ndim))
+      v, mask = v.pad(pads), mask.pad(pads)
+    return mask.where(v, self)
+
+  def __delitem__(self, indices): raise TypeError(f"[{op_name()}] a Tensor's items cannot be deleted")
+
+  def masked_fill(self, mask, value): return mask.where(value, self)

@@ -1,0 +1,107 @@
+"""Optimizers with tinygrad's signatures over the C++ ones (tensor/optim.h): step() updates
+every parameter (and the optimizer state) in place, in one schedule, so TinyJit can capture it."""
+from __future__ import annotations
+
+import _baregrad as _C
+from baregrad.dtype import dtypes
+from baregrad.helpers import op_name
+from baregrad.tensor import Tensor
+
+
+class _LearningRate(Tensor):
+  """opt.lr: a float32 tensor of shape (1,), as tinygrad's; assigning to it sets the rate."""
+  __slots__ = ("_opts",)
+
+  def assign(self, x) -> Tensor:
+    super().assign(x)
+    for o in self._opts: o.lr = float(self.numpy().reshape(-1)[0])
+    return self
+
+
+def _dedup(ts: list[Tensor]) -> list[Tensor]:
+  out: list[Tensor] = []
+  for t in ts:
+    if not any(t._c.same(o._c) for o in out): out.append(t)
+  return out
+
+
+class Optimizer:
+  """The parameters are the tensors that require grad (None becomes True, as tinygrad); the
+  others are buffers, realized by step()."""
+  def __init__(self, params: list[Tensor], lr: float):
+    params = list(params)
+    for x in params:
+      if x.requires_grad is None: x.requires_grad_(True)
+    self.params: list[Tensor] = _dedup([x for x in params if x.requires_grad])
+    if not self.params: raise ValueError(f"[{op_name()}] optimizer must have at least one param")
+    self.buffers: list[Tensor] = _dedup([x for x in params if not x.requires_grad])
+    self._opts: list = []
+    self._lr = _LearningRate.__new__(_LearningRate)
+    self._lr._c, self._lr._rg, self._lr._opts = Tensor([lr], device=self.device, dtype=dtypes.float32)._c, False, self._opts
+
+  def _attach(self, c_optimizer):
+    self._c = c_optimizer
+    self._opts.append(c_optimizer)
+
+  @property
+  def device(self) -> str: return self.params[0].device
+
+  @property
+  def lr(self) -> Tensor: return self._lr
+
+  @lr.setter
+  def lr(self, value):
+    self._lr.assign(value if isinstance(value, Tensor) else Tensor([value], device=self.device, dtype=dtypes.float32))
+
+  def zero_grad(self):
+    """Forgets every parameter's gradient."""
+    self._c.zero_grad()
+
+  def step(self):
+    """One update from the gradients backward() left; throws RuntimeError naming a parameter
+    without one."""
+    self._c.step()
+    for b in self.buffers: b.realize()
+
+  def schedule_step(self) -> list[Tensor]:
+    self.step()
+    return self.params + self.buffers
+
+
+class OptimizerGroup(Optimizer):
+  """Several optimizers stepped together."""
+  def __init__(self, *optimizers: Optimizer):  # pylint: disable=super-init-not-called
+    self.optimizers = optimizers
+    self.params = [p for o in optimizers for p in o.params]
+    self.buffers = [b for o in optimizers for b in o.buffers]
+
+  def __getitem__(self, i): return self.optimizers[i]
+  def zero_grad(self): [o.zero_grad() for o in self.optimizers]
+  def step(self): [o.step() for o in self.optimizers]
+
+
+class SGD(Optimizer):
+  """SGD with momentum (Nesterov or not) and L2 weight decay added to the gradient."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, fused=False):
+    if classic: raise NotImplementedError(f"[{op_name()}] classic momentum (lr inside the momentum buffer) is not supported")
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self._attach(_C.SGD([p._c for p in self.params], float(self.lr.numpy()[0]), float(momentum), float(weight_decay), bool(nesterov)))
+
+
+class LAMB(Optimizer):
+  """LAMB: Adam with decoupled weight decay and a per-parameter trust ratio; adam=True drops
+  the trust ratio (Adam / AdamW)."""
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, fused=False):
+    super().__init__(params, lr)
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    cls = _C.Adam if adam else _C.LAMB
+    self._attach(cls([p._c for p in self.params], float(self.lr.numpy()[0]), float(b1), float(b2), float(eps), float(weight_decay)))
+
+
+def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, fused=False) -> LAMB:  # noqa: N802
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+
+def Adam(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, fused=False) -> LAMB:  # noqa: N802
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)

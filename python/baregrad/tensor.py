@@ -1,0 +1,411 @@
+"""Tensor with tinygrad's API over the C++ tensor layer (_baregrad.Tensor).
+
+A Tensor wraps one C++ tensor (`_c`); copies of the C++ tensor share its value and gradient, so
+optimizers, TinyJit and assign() written in C++ update the tensors Python holds. Elementwise,
+movement, reduction and nn methods live in the mixins of baregrad/mixin/.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+import _baregrad as _C
+from baregrad.device import canonicalize_device
+from baregrad.dtype import DType, _from_np_dtype, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
+from baregrad.helpers import argfix, fully_flatten, prod, op_name
+from baregrad.mixin.elementwise import ElementwiseMixin
+from baregrad.mixin.movement import MovementMixin
+from baregrad.mixin.nn import NNMixin
+from baregrad.mixin.reduce import ReduceMixin
+
+ConstType = (bool, int, float)
+_EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
+
+
+def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.bool_, np.integer, np.floating))
+
+
+class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
+  """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
+  __slots__ = ("_c", "_rg", "__weakref__")
+  training: ClassVar[bool] = False
+  # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
+  __array_ufunc__ = None
+
+  def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
+    _dtype = to_dtype(dtype) if dtype is not None else None
+    _device = canonicalize_device(device)
+    if isinstance(data, _C.Tensor): c = data
+    elif isinstance(data, Tensor): c = data._c.detach()
+    elif data is None: c = Tensor._const_c(0.0, _dtype or dtypes.default_float, _device)
+    elif _is_const(data): c = Tensor._const_c(data, _dtype or dtypes.from_py(data), _device)
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+      dt = _dtype or dtypes.uint8
+      c = _C.Tensor.from_bytes(bytes(data), [len(bytes(data)) // dt.itemsize], dt.key, _device)
+    elif isinstance(data, (list, tuple)): c = Tensor._from_list(data, _dtype, _device)
+    elif isinstance(data, np.ndarray):
+      if data.shape == (): c = Tensor._const_c(data.item(), _dtype or _from_np_dtype(data.dtype), _device)
+      else: c = Tensor._from_numpy(data, _dtype, _device)
+    else: raise TypeError(f"[{op_name()}] can't create Tensor from {data!r} with type {type(data).__name__}")
+    if _dtype is not None and c.dtype != _dtype.key: c = c.cast(_dtype.key)
+    if c.device != _device: c = c.to(_device)
+    self._c, self._rg = c, requires_grad
+    if requires_grad: self._c.requires_grad_(True)
+
+  # ---- construction helpers ----------------------------------------------------------------
+
+  @staticmethod
+  def _wrap(c) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._c, t._rg = c, None
+    return t
+
+  @staticmethod
+  def _const_c(value, dtype: DType, device: str):
+    """A 0-d C++ tensor holding `value` as `dtype` (ints beyond 2**53 stay exact)."""
+    if isinstance(value, np.generic): value = value.item()
+    value = dtypes.as_const(value, dtype)  # 3.7 as int32 is 3, 2 as bool is True
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _EXACT_INT and dtypes.is_int(dtype):
+      raw = np.array([value], dtype=np.uint64 if value > 0 else np.int64).astype(_to_np_dtype(dtype))
+      return _C.Tensor.from_bytes(raw, [], dtype.key, device)
+    return _C.Tensor.full([], float(value), dtype.key, device)
+
+  @staticmethod
+  def _const(value, dtype: DType, device: str) -> Tensor: return Tensor._wrap(Tensor._const_c(value, dtype, device))
+
+  @staticmethod
+  def _from_numpy(arr: np.ndarray, dtype: DType | None, device: str):
+    """A copy of `arr` (numpy memory cannot be adopted by the device allocator)."""
+    if dtype is None: dtype = _from_np_dtype(arr.dtype)
+    if dtype is dtypes.bfloat16:
+      return _C.Tensor.from_bytes(np.ascontiguousarray(arr, dtype=np.float32), list(arr.shape), "float32", device).cast("bfloat16")
+    arr = np.ascontiguousarray(arr, dtype=_to_np_dtype(dtype))
+    return _C.Tensor.from_bytes(arr, list(arr.shape), dtype.key, device)
+
+  @staticmethod
+  def _from_list(data, dtype: DType | None, device: str):
+    if any(isinstance(x, Tensor) for x in fully_flatten(data)):
+      return Tensor.stack(*[x if isinstance(x, Tensor) else Tensor(x, device, dtype) for x in data])._c
+    if dtype is None:
+      flat = fully_flatten(data)
+      if flat and all(isinstance(x, (bool, np.bool_)) for x in flat): dtype = dtypes.bool
+      elif flat and all(isinstance(x, (int, np.integer)) for x in flat): dtype = dtypes.default_int
+      else: dtype = dtypes.default_float
+    # Integers go through int64 (wrapping into narrower dtypes as a cast), floats through float64.
+    raw = np.array(data)
+    if raw.dtype == object: raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged or mixed list {data!r}")
+    if raw.dtype.kind in "iu" and dtypes.is_int(dtype) and not raw.dtype == np.uint64: raw = raw.astype(np.int64)
+    if raw.dtype.kind in "US": raise TypeError(f"[{op_name()}] cannot make a Tensor of strings: {data!r}")
+    return Tensor._from_numpy(raw, dtype, device)
+
+  # ---- properties ----------------------------------------------------------------------------
+
+  @property
+  def shape(self) -> tuple[int, ...]: return self._c.shape
+  @property
+  def dtype(self) -> DType: return _key_dtype(self._c.dtype)
+  @property
+  def device(self) -> str: return self._c.device
+  @property
+  def ndim(self) -> int: return self._c.ndim
+  def numel(self) -> int: return self._c.numel()
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def size(self, dim: int | None = None):
+    return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
+
+  @property
+  def requires_grad(self) -> bool | None:
+    """True when gradients flow here; None (the default) until an optimizer makes it True."""
+    return True if self._c.requires_grad else self._rg
+
+  @requires_grad.setter
+  def requires_grad(self, value: bool | None):
+    self._c.requires_grad_(bool(value))
+    self._rg = value
+
+  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+
+  @property
+  def grad(self) -> Tensor | None:
+    g = self._c.grad
+    return None if g is None else Tensor._wrap(g)
+
+  @grad.setter
+  def grad(self, value: Tensor | None):
+    if value is not None and value.shape != self.shape:
+      raise ValueError(f"[grad] grad of shape {value.shape} for a tensor of shape {self.shape}")
+    self._c.set_grad(None if value is None else value._c)
+
+  class train:  # noqa: N801 (tinygrad's name)
+    """Sets Tensor.training for a `with` block or a decorated function."""
+    def __init__(self, mode: bool = True): self.mode = mode
+    def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
+    def __exit__(self, *args): Tensor.training = self.prev
+    def __call__(self, fn):
+      def wrapper(*args, **kwargs):
+        with Tensor.train(self.mode): return fn(*args, **kwargs)
+      return wrapper
+
+  class test(train):  # noqa: N801
+    def __init__(self, mode: bool = False): self.mode = mode
+
+  def __repr__(self):
+    grad = self._c.grad
+    grad_repr = None if grad is None else f"<grad {tuple(grad.shape)}>"
+    return f"<Tensor <{self.device} {self.shape} {self.dtype!r}> on {self.device} with grad {grad_repr}>"
+
+  def __hash__(self): return id(self)
+
+  def __bool__(self):
+    # tinygrad's: `if t:` must not realize silently; compare t.item() instead.
+    raise TypeError(f"[{op_name()}] __bool__ on Tensor is not defined")
+
+  def __len__(self):
+    if not self.shape: raise TypeError(f"[{op_name()}] len() of a 0-d tensor")
+    return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape: raise TypeError(f"[{op_name()}] iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+  def __index__(self):
+    if self.numel() != 1 or not dtypes.is_int(self.dtype): raise TypeError(f"[{op_name()}] only integer tensors of one element can be an index")
+    return int(self.item())
+
+  def __int__(self): return int(self.item())
+  def __float__(self): return float(self.item())
+
+  # ---- data ----------------------------------------------------------------------------------
+
+  def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
+    """Runs the kernels this tensor (and those of `lst`) need."""
+    for t in (self,) + lst: t._c.realize()
+    return self
+
+  def numpy(self) -> np.ndarray:
+    """A new numpy array holding a copy of the values (bfloat16 comes back as float32)."""
+    return self._c.numpy()
+
+  def __array__(self, dtype=None):
+    """np.asarray(t): on the CPU device a read-only view of the realized device buffer (no copy:
+    later in-place updates of the tensor show through it); a copy elsewhere."""
+    arr = self._c.host_view()
+    if arr is None: arr = self._c.numpy()
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+  def tolist(self):
+    return self.numpy().tolist()
+
+  def item(self):
+    if self.numel() != 1: raise ValueError(f"[item] item() needs one element, the tensor has shape {self.shape}")
+    return self.numpy().reshape(()).item()
+
+  def data(self) -> memoryview:
+    if self.dtype is dtypes.bfloat16: raise TypeError(f"[data] bfloat16 has no memoryview format")
+    return memoryview(self.numpy())
+
+  def to(self, device: str | None) -> Tensor:
+    """A copy on `device` (this tensor when it is there); the gradient flows back."""
+    device = canonicalize_device(device)
+    if device == self.device: return self
+    ret = Tensor._wrap(self._c.to(device))
+    ret._rg = self._rg
+    return ret
+
+  def to_(self, device: str | None) -> Tensor: return self.replace(self.to(device))
+
+  def replace(self, x: Tensor) -> Tensor:
+    """Makes this Python tensor refer to `x`'s data (other references keep the old one)."""
+    if self.shape != x.shape: raise ValueError(f"[replace] a value of shape {x.shape} for a tensor of shape {self.shape}")
+    self._c = x._c
+    return self
+
+  def detach(self) -> Tensor:
+    ret = Tensor._wrap(self._c.detach())
+    ret._rg = False
+    return ret
+
+  def clone(self) -> Tensor:
+    ret = Tensor._wrap(self._c.contiguous().detach())
+    ret._c.realize()
+    return ret
+
+  def contiguous(self, *args, **kwargs) -> Tensor: return Tensor._wrap(self._c.contiguous())
+  def contiguous_backward(self) -> Tensor: return self
+
+  def assign(self, x) -> Tensor:
+    """Replaces this tensor's value in place (the buffer keeps its address); realizes it."""
+    if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    if x._c.same(self._c): return self
+    if x.shape != self.shape: x = x._broadcast_to(self.shape)
+    if x.dtype != self.dtype:
+      if least_upper_dtype(self.dtype, x.dtype) != self.dtype:
+        raise RuntimeError(f"[assign] a {x.dtype} value into a {self.dtype} tensor")
+      x = x.cast(self.dtype)
+    if x.device != self.device: raise RuntimeError(f"[assign] a value on {x.device} into a tensor on {self.device}")
+    self._c.assign(x._c)
+    return self
+
+  # ---- autograd ------------------------------------------------------------------------------
+
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulates d(self)/d(t) into t.grad for every t that requires grad."""
+    if gradient is not None and not isinstance(gradient, Tensor): gradient = Tensor(gradient, self.device, self.dtype)
+    self._c.backward(None if gradient is None else gradient._c)
+    return self
+
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
+    """d(self)/d(target) for each target, without touching .grad."""
+    if not (self.is_floating_point() and all(t.is_floating_point() for t in targets)):
+      raise RuntimeError(f"[gradient] of a {self.dtype} tensor: only float tensors have gradients")
+    root = self if gradient is None else (self * gradient.detach()).sum()
+    return [Tensor._wrap(g) for g in root._c.gradient([t._c for t in targets])]
+
+  # ---- creation ------------------------------------------------------------------------------
+
+  @staticmethod
+  def _finish(c, device: str | None, requires_grad: bool | None) -> Tensor:
+    device = canonicalize_device(device)
+    if c.device != device: c = c.to(device)
+    ret = Tensor._wrap(c)
+    if requires_grad is not None: ret.requires_grad = requires_grad
+    return ret
+
+  @staticmethod
+  def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
+
+  @staticmethod
+  def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None) -> Tensor:
+    dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[full] invalid shape {shape}")
+    base = Tensor._const_c(fill_value, dt, canonicalize_device(device))
+    c = base.reshape([1] * len(shape)).expand(list(shape)) if shape else base
+    return Tensor._finish(c, device, requires_grad)
+
+  @staticmethod
+  def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(argfix(*shape), 0.0, **kwargs)
+  @staticmethod
+  def ones(*shape, **kwargs) -> Tensor: return Tensor.full(argfix(*shape), 1.0, **kwargs)
+
+  @staticmethod
+  def arange(start, stop=None, step=1, **kwargs) -> Tensor:
+    if stop is None: stop, start = start, 0
+    dtype = kwargs.pop("dtype", None) or (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
+    dt = to_dtype(dtype)
+    if step == 0: raise ValueError(f"[arange] step 0")
+    c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key)
+    return Tensor._finish(c, kwargs.pop("device", None), kwargs.pop("requires_grad", None))
+
+  @staticmethod
+  def linspace(start, stop, steps: int, **kwargs) -> Tensor:
+    dt = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float)
+    c = _C.Tensor.linspace(float(start), float(stop), steps, dt.key)
+    return Tensor._finish(c, kwargs.pop("device", None), kwargs.pop("requires_grad", None))
+
+  @staticmethod
+  def eye(n: int, m: int | None = None, dtype: Any = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
+    if n < 0 or (m is not None and m < 0): raise ValueError(f"[eye] n={n}, m={m}: sizes cannot be negative")
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return Tensor._finish(_C.Tensor.eye(n, -1 if m is None else m, dt.key), device, requires_grad)
+
+  def full_like(self, fill_value, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", None) or self.dtype, device=kwargs.pop("device", None) or self.device,
+                       **kwargs)
+  def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+  def empty_like(self, **kwargs) -> Tensor:
+    return Tensor.empty(self.shape, dtype=kwargs.pop("dtype", None) or self.dtype, device=kwargs.pop("device", None) or self.device, **kwargs)
+
+  @staticmethod
+  def manual_seed(seed: int = 0) -> None:
+    """Seeds the generator: draws depend only on the seed and the order of calls."""
+    _C.Tensor.manual_seed(seed)
+
+  @staticmethod
+  def rand(*shape, device: str | None = None, dtype: Any = None, contiguous: bool = True, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    dt = to_dtype(dtype or dtypes.default_float)
+    if not dtypes.is_float(dt): raise ValueError(f"[rand] dtype {dt} is not a float dtype")
+    shape = argfix(*shape)
+    if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[rand] invalid input shape={shape}")
+    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key), device, requires_grad)
+
+  def rand_like(self, **kwargs) -> Tensor:
+    return Tensor.rand(*self.shape, device=kwargs.pop("device", None) or self.device, dtype=kwargs.pop("dtype", None) or self.dtype, **kwargs)
+
+  @staticmethod
+  def randn(*shape, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
+    dt = to_dtype(dtype or dtypes.default_float)
+    if not dtypes.is_float(dt): raise ValueError(f"[randn] dtype {dt} is not a float dtype")
+    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key), device, requires_grad)
+
+  def randn_like(self, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    return Tensor.randn(*self.shape, dtype=dtype or self.dtype, requires_grad=requires_grad, device=kwargs.pop("device", None) or self.device)
+
+  @staticmethod
+  def randint(*shape, low=0, high=10, dtype=dtypes.int32, device: str | None = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"[randint] low={low} and high={high} must be integers")
+    dt = to_dtype(dtype)
+    if not dtypes.is_int(dt): raise TypeError(f"[randint] dtype={dt} must be int")
+    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key), device, requires_grad)
+
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, requires_grad: bool | None = None, dtype: Any = None, device: str | None = None, **kwargs) -> Tensor:
+    dt = to_dtype(dtype or dtypes.default_float)
+    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key), device, requires_grad)
+
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
+    dt = to_dtype(dtype or dtypes.default_float)
+    if dtypes.is_float(dt): c = _C.Tensor.uniform(list(argfix(*shape)), float(low), float(high), dt.key)
+    else: c = ((Tensor.rand(*shape) * (high - low)).cast(dt) + low)._c
+    return Tensor._finish(c, device, requires_grad)
+
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    shp = argfix(*shape)
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul((6 / (shp[0] + prod(shp[1:]))) ** 0.5)
+
+  @staticmethod
+  def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a**2)) / math.sqrt(prod(argfix(*shape)[1:]))
+    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+
+  @staticmethod
+  def kaiming_normal(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    std = math.sqrt(2.0 / (1 + a**2)) / math.sqrt(prod(argfix(*shape)[1:]))
+    return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+
+  @staticmethod
+  def randperm(n: int, device: str | None = None, dtype=dtypes.int32, **kwargs) -> Tensor:
+    """A random permutation of 0..n-1 (sorted on the host)."""
+    order = np.argsort(Tensor.rand(n).numpy(), kind="stable")
+    return Tensor(order, device=device, dtype=dtype, **kwargs)
+
+  # ---- in-place operators assign, as tinygrad's -----------------------------------------------
+
+  def __iadd__(self, x): return self.assign(self.add(x))
+  def __isub__(self, x): return self.assign(self.sub(x))
+  def __imul__(self, x): return self.assign(self.mul(x))
+  def __itruediv__(self, x): return self.assign(self.div(x))
+  def __ifloordiv__(self, x): return self.assign(self.__floordiv__(x))
+  def __imod__(self, x): return self.assign(self.mod(x))
+  def __ipow__(self, x): return self.assign(self.pow(x))
+  def __imatmul__(self, x): return self.assign(self.matmul(x))
+  def __iand__(self, x): return self.assign(self.bitwise_and(x))
+  def __ior__(self, x): return self.assign(self.bitwise_or(x))
+  def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
+  def __ilshift__(self, x): return self.assign(self.lshift(x))
+  def __irshift__(self, x): return self.assign(self.rshift(x))

@@ -1,0 +1,51 @@
+// _baregrad runtime pieces: devices (runtime/device.h), options (base/options.h) and the global
+// counters (tensor/counters.h).
+#include "base/options.h"
+#include "python/src/bind.h"
+#include "runtime/device.h"
+#include "tensor/counters.h"
+
+namespace baregrad::python {
+namespace {
+
+// The name of the device `name` opens ("" is the default device); RuntimeError when none.
+std::string device_name(const std::string& name) {
+  auto dev = runtime::get_device(name);
+  if (!dev.ok()) dev.status().throw_if_error("device");
+  return (*dev)->name();
+}
+
+void synchronize(const std::string& name) {
+  auto dev = runtime::get_device(name);
+  if (!dev.ok()) dev.status().throw_if_error("device");
+  (*dev)->synchronize().throw_if_error("synchronize");
+}
+
+py::dict counters() {
+  const tensor::Counters& c = tensor::counters();
+  py::dict d;
+  d["kernel_count"] = c.kernel_count.load();
+  d["global_ops"] = c.global_ops.load();
+  d["global_mem"] = c.global_mem.load();
+  d["mem_used"] = c.mem_used.load();
+  return d;
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  m.def("device_names", &runtime::device_names);
+  m.def("device_name", &device_name, py::arg("name"));
+  m.def("synchronize", &synchronize, py::arg("name"));
+  m.def("set_option", &set_option, py::arg("name"), py::arg("value"));
+  m.def("option_value", &option_value, py::arg("name"));
+  m.def("option_names", [] {
+    std::vector<std::string> names;
+    for (const OptionInfo& o : option_table()) names.emplace_back(o.name);
+    return names;
+  });
+  m.def("counters", &counters);
+  m.def("reset_counters", [] { tensor::counters().reset(); });
+}
+
+}  // namespace baregrad::python

@@ -1,0 +1,115 @@
+// _baregrad.Tensor: creation, properties and autograd (tensor.h), one method per C++ call.
+#include "python/src/bind.h"
+#include "tensor/nn.h"
+
+namespace baregrad::python {
+namespace {
+
+std::string dtype_name(const Tensor& t) { return t.dtype().name(); }
+
+// Constructors and the seeded random generators.
+void bind_creation(py::class_<Tensor>& cls) {
+  cls.def_static(
+         "full",
+         [](Shape shape, double value, const std::string& dtype, const std::string& device) {
+           return Tensor::full(std::move(shape), value, dtype_of(dtype), device);
+         },
+         py::arg("shape"), py::arg("value"), py::arg("dtype"), py::arg("device") = "")
+      .def_static(
+          "empty",
+          [](Shape shape, const std::string& dtype, const std::string& device) {
+            return Tensor::empty(std::move(shape), dtype_of(dtype), device);
+          },
+          py::arg("shape"), py::arg("dtype"), py::arg("device") = "")
+      .def_static(
+          "arange",
+          [](double start, double stop, double step, const std::string& dtype) {
+            return Tensor::arange(start, stop, step, dtype_of(dtype));
+          },
+          py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("dtype"))
+      .def_static(
+          "eye",
+          [](int64_t n, int64_t mm, const std::string& dtype) {
+            return Tensor::eye(n, mm, dtype_of(dtype));
+          },
+          py::arg("n"), py::arg("m"), py::arg("dtype"))
+      .def_static(
+          "linspace",
+          [](double start, double stop, int64_t steps, const std::string& dtype) {
+            return Tensor::linspace(start, stop, steps, dtype_of(dtype));
+          },
+          py::arg("start"), py::arg("stop"), py::arg("steps"), py::arg("dtype"))
+      .def_static("manual_seed", &Tensor::manual_seed, py::arg("seed"))
+      .def_static(
+          "rand",
+          [](Shape shape, const std::string& dtype) {
+            return Tensor::rand(std::move(shape), dtype_of(dtype));
+          },
+          py::arg("shape"), py::arg("dtype"))
+      .def_static(
+          "randn",
+          [](Shape shape, const std::string& dtype) {
+            return Tensor::randn(std::move(shape), dtype_of(dtype));
+          },
+          py::arg("shape"), py::arg("dtype"))
+      .def_static(
+          "uniform",
+          [](Shape shape, double lo, double hi, const std::string& dtype) {
+            return Tensor::uniform(std::move(shape), lo, hi, dtype_of(dtype));
+          },
+          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"))
+      .def_static(
+          "randint",
+          [](Shape shape, int64_t low, int64_t high, const std::string& dtype) {
+            return Tensor::randint(std::move(shape), low, high, dtype_of(dtype));
+          },
+          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"))
+      .def_static(
+          "normal",
+          [](Shape shape, double mean, double std, const std::string& dtype) {
+            return Tensor::normal(std::move(shape), mean, std, dtype_of(dtype));
+          },
+          py::arg("shape"), py::arg("mean"), py::arg("std"), py::arg("dtype"))
+      .def_static("rand_like", &Tensor::rand_like);
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<Tensor> cls(m, "Tensor");
+  bind_creation(cls);
+  cls.def_property_readonly("shape",
+                            [](const Tensor& t) {
+                              py::tuple out(t.shape().size());
+                              for (size_t i = 0; i < t.shape().size(); i++)
+                                out[i] = py::int_(t.shape()[i]);
+                              return out;
+                            })
+      .def_property_readonly("dtype", &dtype_name)
+      .def_property_readonly("device", &Tensor::device)
+      .def_property_readonly("ndim", &Tensor::ndim)
+      .def("numel", &Tensor::numel)
+      .def("same", &Tensor::same)
+      // ---- autograd ----
+      .def_property_readonly("requires_grad", &Tensor::requires_grad)
+      .def(
+          "requires_grad_", [](Tensor& t, bool on) { t.requires_grad_(on); }, py::arg("on"))
+      .def_property_readonly("grad", &Tensor::grad)
+      .def("set_grad", &Tensor::set_grad)
+      .def("clear_grad", &Tensor::clear_grad)
+      .def("backward", &Tensor::backward, py::arg("grad_out") = std::nullopt)
+      .def("gradient", &Tensor::gradient)
+      .def("detach", &Tensor::detach)
+      .def("assign", &Tensor::assign)
+      .def_static("assign_all", &Tensor::assign_all)
+      .def("realize", [](const Tensor& t) { t.realize(); })
+      .def("contiguous", &Tensor::contiguous)
+      .def("to", &Tensor::to, py::arg("device"));
+  bind_tensor_ops(cls);
+  bind_host(cls);
+  m.def("conv_transpose2d", &tensor::nn::conv_transpose2d, py::arg("x"), py::arg("weight"),
+        py::arg("bias"), py::arg("stride"), py::arg("padding"), py::arg("output_padding"),
+        py::arg("dilation"), py::arg("groups"));
+}
+
+}  // namespace baregrad::python

@@ -1,0 +1,71 @@
+// _baregrad training pieces: optimizers (optim.h), TinyJit (jit.h), safetensors and state dicts
+// (state.h, nn_state.h).
+#include <pybind11/functional.h>
+
+#include "python/src/bind.h"
+#include "tensor/jit.h"
+#include "tensor/nn_state.h"
+#include "tensor/optim.h"
+#include "tensor/state.h"
+
+namespace baregrad::python {
+namespace {
+
+using tensor::Adam;
+using tensor::LAMB;
+using tensor::Optimizer;
+using tensor::SGD;
+using tensor::TinyJit;
+
+// A Python callable as a TinyJit step: list of tensors in, list of tensors out.
+TinyJit::Fn jit_fn(py::function fn) {
+  return [fn = std::move(fn)](const std::vector<Tensor>& xs) {
+    py::gil_scoped_acquire gil;
+    return fn(xs).cast<std::vector<Tensor>>();
+  };
+}
+
+// Assigns `loaded` into the tensors of `entries` (name, tensor) with nn::load_state_dict.
+void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& entries,
+                     const std::map<std::string, Tensor>& loaded,
+                     bool strict) {
+  tensor::nn::StateDict sd;
+  for (const auto& [name, t] : entries) sd.add_tensor(name, t);
+  tensor::nn::load_state_dict(sd, loaded, strict);
+}
+
+}  // namespace
+
+void bind_training(py::module_& m) {
+  py::class_<Optimizer>(m, "Optimizer")
+      .def("zero_grad", &Optimizer::zero_grad)
+      .def("step", &Optimizer::step)
+      .def_readwrite("lr", &Optimizer::lr);
+  py::class_<SGD, Optimizer>(m, "SGD").def(
+      py::init<std::vector<Tensor>, double, double, double, bool>(), py::arg("params"),
+      py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"));
+  py::class_<Adam, Optimizer>(m, "Adam").def(
+      py::init<std::vector<Tensor>, double, double, double, double, double>(), py::arg("params"),
+      py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"), py::arg("weight_decay"));
+  py::class_<LAMB, Adam>(m, "LAMB").def(
+      py::init<std::vector<Tensor>, double, double, double, double, double>(), py::arg("params"),
+      py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"), py::arg("weight_decay"));
+
+  py::class_<TinyJit>(m, "TinyJit")
+      .def(py::init(
+          [](py::function fn) { return std::make_unique<TinyJit>(jit_fn(std::move(fn))); }))
+      .def("__call__", &TinyJit::operator())
+      .def_property_readonly("calls", &TinyJit::calls)
+      .def_property_readonly("captured", &TinyJit::captured)
+      .def_property_readonly("kernel_count", &TinyJit::kernel_count)
+      .def_property_readonly("uses_graph", &TinyJit::uses_graph)
+      .def("reset", &TinyJit::reset);
+
+  m.def("safe_save", &tensor::safe_save, py::arg("tensors"), py::arg("path"), py::arg("metadata"));
+  m.def("safe_load", &tensor::safe_load, py::arg("path"), py::arg("device") = "");
+  m.def("safe_load_metadata", &tensor::safe_load_metadata, py::arg("path"));
+  m.def("load_state_dict", &load_state_dict, py::arg("entries"), py::arg("loaded"),
+        py::arg("strict"));
+}
+
+}  // namespace baregrad::python

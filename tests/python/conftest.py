@@ -1,0 +1,21 @@
+# pytest setup for the baregrad Python conformance suite: finds the package in the source tree
+# (python/ and the extension in build/python/, after whatever PYTHONPATH names), and
+# restores global state (Tensor.training, the random seed) around every test.
+import os
+import sys
+
+import pytest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+for _p in (os.path.join(_ROOT, "build", "python"), os.path.join(_ROOT, "python")):
+  if os.path.isdir(_p) and _p not in sys.path: sys.path.append(_p)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _restore_globals():
+  from baregrad import Tensor
+  training = getattr(Tensor, "training", False)
+  yield
+  Tensor.training = training

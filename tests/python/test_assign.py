@@ -1,0 +1,50 @@
+# In-place updates: assign() and the augmented operators write into a tensor's storage; lazy
+# results computed from the old value keep the old value (tinygrad's semantics).
+import numpy as np
+import pytest
+
+from baregrad import Tensor, dtypes
+from helpers import compare_np
+
+
+def test_assign_replaces_value():
+  a = Tensor([1.0, 2.0])
+  a.assign(Tensor([5.0, 6.0]))
+  compare_np("assigned", a, np.array([5.0, 6.0], np.float32), dtypes.float32)
+
+
+def test_lazy_reader_keeps_old_value():
+  a = Tensor([1.0, 2.0])
+  b = a * 2  # not yet computed
+  a.assign(Tensor([5.0, 5.0]))
+  compare_np("old reader", b, np.array([2.0, 4.0], np.float32), dtypes.float32)
+  compare_np("new value", a * 2, np.array([10.0, 10.0], np.float32), dtypes.float32)
+
+
+def test_augmented_ops_update_in_place():
+  a = Tensor([1.0, 2.0, 3.0])
+  alias = a
+  a += 1
+  a *= Tensor([1.0, 2.0, 3.0])
+  compare_np("augmented", a, np.array([2.0, 6.0, 12.0], np.float32), dtypes.float32)
+  compare_np("same tensor object", alias, np.array([2.0, 6.0, 12.0], np.float32), dtypes.float32)
+
+
+def test_assign_from_expression_of_itself():
+  a = Tensor(np.arange(4, dtype=np.float32))
+  a.assign(a.flip(0) + a)
+  compare_np("self-referencing assign", a, np.array([3.0, 3.0, 3.0, 3.0], np.float32), dtypes.float32)
+
+
+def test_assign_shape_mismatch():
+  # tinygrad asserts on a shape mismatch; the binding raises its shape kind
+  a = Tensor([1.0, 2.0])
+  with pytest.raises((ValueError, AssertionError)): a.assign(Tensor([1.0, 2.0, 3.0]))
+  compare_np("unchanged after a failed assign", a, np.array([1.0, 2.0], np.float32), dtypes.float32)
+
+
+def test_assign_keeps_requires_grad():
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  w.assign(Tensor([3.0, 4.0]))
+  (w * w).sum().backward()
+  compare_np("gradient after assign", w.grad, np.array([6.0, 8.0], np.float32), dtypes.float32)

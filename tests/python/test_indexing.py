@@ -1,0 +1,148 @@
+# __getitem__ and __setitem__ against numpy (torch has no negative slice steps): ints, negative
+# ints, slices with any step, None, Ellipsis, integer tensor indices and their combinations. The
+# gradient of x[idx].sum() is checked against np.add.at(zeros, idx, 1).
+import numpy as np
+import pytest
+
+from baregrad import Tensor, dtypes
+from helpers import compare_np
+
+
+def _to_bg(idx):
+  # numpy integer arrays in an index become baregrad int32 tensors
+  if isinstance(idx, tuple): return tuple(_to_bg(i) for i in idx)
+  if isinstance(idx, np.ndarray): return Tensor(idx.astype(np.int32))
+  return idx
+
+
+def check_getitem(shape, idx, grad=True, seed=0):
+  data = np.random.default_rng(seed).uniform(-2, 2, size=shape).astype(np.float32)
+  expected = data[idx]
+  x = Tensor(data.copy(), requires_grad=True)
+  out = x[_to_bg(idx)]
+  compare_np(f"x{shape}[{idx!r}]", out, np.array(expected), dtypes.float32, atol=0, rtol=0)
+  if not grad: return
+  out.sum().backward()
+  g = np.zeros(shape, np.float32)
+  np.add.at(g, idx, 1)
+  compare_np(f"gradient of x{shape}[{idx!r}]", x.grad, g, dtypes.float32, atol=0, rtol=0)
+
+
+S = slice
+GETITEM_CASES = [
+    # ints and negative ints
+    ((5,), 0), ((5,), 4), ((5,), -1), ((5,), -5), ((3, 4), 1), ((3, 4), (1, 2)), ((3, 4), (-1, -4)), ((2, 3, 4), (1, -1, 0)),
+    # slices with steps (incl. negative steps and out-of-range bounds)
+    ((6,), S(1, 4)), ((6,), S(None, None, 2)), ((6,), S(None, None, -1)), ((6,), S(4, 0, -2)), ((6,), S(-2, None)),
+    ((6,), S(None, -2)), ((6,), S(-100, 100)), ((6,), S(5, 1)), ((6,), S(3, 3)), ((6,), S(None, None, 4)), ((6,), S(-1, -7, -3)),
+    ((4, 5), (S(1, None), S(None, None, -2))), ((4, 5), (S(None, None, 3), 2)), ((4, 5), (-1, S(None, None, -1))),
+    # None and Ellipsis
+    ((3, 4), None), ((3, 4), (None, 1)), ((3, 4), (S(None), None, S(1, 3))), ((3, 4), (1, None, None)),
+    ((2, 3, 4), Ellipsis), ((2, 3, 4), (Ellipsis, 1)), ((2, 3, 4), (0, Ellipsis)), ((2, 3, 4), (1, Ellipsis, S(None, None, -1))),
+    ((2, 3, 4), (Ellipsis, None)), ((2, 3, 4), (None, Ellipsis, None, 2)),
+    # 0-d results and 0-d sources
+    ((), ()), ((), None), ((), Ellipsis), ((3,), (1, None)),
+    # empty results
+    ((3, 4), (S(2, 2), S(None))), ((0, 3), S(None)),
+]
+
+
+@pytest.mark.parametrize("shape,idx", GETITEM_CASES, ids=[f"{s}-{i!r}" for s, i in GETITEM_CASES])
+def test_getitem_basic(shape, idx):
+  check_getitem(shape, idx)
+
+
+ADV = np.array
+ADVANCED_CASES = [
+    ((5,), ADV([0, 4, 1])),
+    ((5,), ADV([-1, -5, 2])),  # negative tensor values wrap once
+    ((5,), ADV([[0, 1], [2, 2]])),  # repeated picks accumulate gradients
+    ((4, 5), ADV([3, 0])),
+    ((4, 5), (S(None), ADV([4, 0, 1]))),
+    ((4, 5), (ADV([0, 3]), ADV([1, 4]))),
+    ((4, 5), (ADV([[0], [3]]), ADV([1, 2, 4]))),  # index tensors broadcast together
+    ((3, 4, 5), (ADV([0, 2]), S(None), ADV([1, 3]))),  # non-adjacent: the index dims lead the result
+    ((3, 4, 5), (1, ADV([0, 3]))),  # an int counts as basic: adjacent (torch/tinygrad)
+    ((3, 4, 5), (Ellipsis, ADV([4, 0]))),
+    ((3, 4, 5), (S(1, None), ADV([1, 1]), S(None, None, 2))),
+    ((3, 4, 5), (None, ADV([2, 0]))),
+    ((3, 4), ADV(1)),  # a 0-d index tensor drops the axis
+]
+
+
+@pytest.mark.parametrize("shape,idx", ADVANCED_CASES, ids=[f"{s}-{i!r}".replace("\n", "") for s, i in ADVANCED_CASES])
+def test_getitem_tensor_index(shape, idx):
+  check_getitem(shape, idx)
+
+
+def test_getitem_int_tensor_source():
+  x = Tensor([[1, 2, 3], [4, 5, 6]])
+  compare_np("int getitem", x[1, ::-1], np.array([6, 5, 4], np.int32), dtypes.int32)
+  compare_np("int tensor index", x[Tensor([1, 0]), 2], np.array([6, 3], np.int32), dtypes.int32)
+
+
+def test_getitem_bool_source():
+  x = Tensor([True, False, True])
+  compare_np("bool getitem", x[1:], np.array([False, True]), dtypes.bool)
+
+
+def test_getitem_of_view():
+  data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  x = Tensor(data)
+  compare_np("permuted view", x.permute(2, 0, 1)[1:, -1, ::2], data.transpose(2, 0, 1)[1:, -1, ::2], dtypes.float32)
+  compare_np("chained getitem", x[1][::-1][:, 2], data[1][::-1][:, 2], dtypes.float32)
+
+
+def test_getitem_list_index():
+  # a Python list is an integer index tensor (tinygrad, numpy)
+  data = np.arange(12, dtype=np.float32).reshape(3, 4)
+  compare_np("list index", Tensor(data)[[2, 0]], data[[2, 0]], dtypes.float32)
+
+
+def test_getitem_python_int_types():
+  data = np.arange(6, dtype=np.float32)
+  compare_np("numpy int", Tensor(data)[np.int64(2)], data[2], dtypes.float32)
+
+
+# ---- __setitem__ ---------------------------------------------------------------------------------------
+
+def _setitem_case(shape, idx, value):
+  data = np.random.default_rng(1).uniform(-2, 2, size=shape).astype(np.float32)
+  expected = data.copy()
+  expected[idx] = value.numpy() if isinstance(value, Tensor) else value
+  x = Tensor(data.copy())
+  x[_to_bg(idx)] = value
+  compare_np(f"x[{idx!r}] = ...", x, expected, dtypes.float32, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("idx", [1, -1, S(1, 3), S(None, None, 2), (S(None), 0), (Ellipsis, S(1, None)), (0, S(None, None, -1))],
+                         ids=repr)
+def test_setitem_scalar(idx):
+  _setitem_case((4, 3), idx, 7.5)
+
+
+def test_setitem_tensor_value():
+  _setitem_case((4, 3), S(1, 3), Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
+
+
+def test_setitem_broadcast_value():
+  _setitem_case((4, 3), S(None), Tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+  _setitem_case((4, 3), (S(None), 1), Tensor(np.array(9.0, np.float32)))
+
+
+def test_setitem_tensor_index():
+  _setitem_case((3, 4), (np.array([0, 2]), np.array([3, 1])), 9.0)
+  _setitem_case((3, 4), np.array([2, 0]), -1.0)
+
+
+def test_setitem_int_dtype():
+  x = Tensor([1, 2, 3, 4])
+  x[1:3] = 0
+  compare_np("int setitem", x, np.array([1, 0, 0, 4], np.int32), dtypes.int32)
+
+
+def test_setitem_visible_to_views_read_later():
+  x = Tensor(np.zeros((2, 3), np.float32))
+  x[0, 1] = 5.0
+  x[1] = Tensor([1.0, 2.0, 3.0])
+  compare_np("after setitem", x.sum(axis=0), np.array([1.0, 7.0, 3.0], np.float32), dtypes.float32)
