@@ -42,6 +42,10 @@ constexpr Field kFields[] = {
     {{"PROFILE_PATH", "path", "profile.json",
       "the PROFILE trace; each device writes <stem>.<DEVICE>.json"},
      &Options::profile_path},
+    {{"PTXAS", "path", "", "the ptxas binary for NV kernels; empty uses $CUDA_PATH/bin/ptxas"},
+     &Options::ptxas},
+    {{"CUDA_PATH", "path", "/usr/local/cuda", "the CUDA toolkit root (for ptxas)"},
+     &Options::cuda_path},
 };
 
 constexpr auto kTable = [] {

@@ -18,6 +18,8 @@ struct Options {
   bool spec = false;           // SPEC: run the IR verifier between compiler passes.
   bool profile = false;        // PROFILE: record launches and copies into a Chrome trace.
   std::string profile_path;    // PROFILE_PATH: where the trace goes (device name added).
+  std::string ptxas;           // PTXAS: the ptxas binary ("" searches CUDA_PATH, /usr/local/cuda).
+  std::string cuda_path;       // CUDA_PATH: the CUDA toolkit root.
 };
 
 // The options, read from the environment on first use (thread-safe). Throws baregrad::Error

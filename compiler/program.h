@@ -4,8 +4,12 @@
 //   DEFINE_GLOBAL  arg: slot. bufs[slot] in the kernel ABI; dtype: pointer to the element type.
 //   DEFINE_VAR     arg: VarArg. vars[i] where i is its position in ProgramSpec::vars.
 //   SPECIAL        arg: VarArg named "core_lo" / "core_hi": the ABI's core_lo / core_hi.
+//                  GPU targets (TargetInfo::gpu): "gidx0..2" (block index) and "lidx0..2"
+//                  (thread index in the block), bounded by global_size / local_size.
 //   CONST          a scalar or a vector (every lane the same value).
 //   RANGE          src: start, end[, enclosing]; opens `for (r = start; r < end; r++)`.
+//                  arg: loop id; a negative id marks a bounds check (end <= start + 1: at
+//                  most one iteration), which a renderer may emit as `if (start < end)`.
 //   ENDRANGE       src: the RANGE; closes that loop.
 //   DEFINE_ACC     src: identity, ...; declares a mutable register initialised to the identity.
 //   ACC_LOAD       src: acc, ...; the register's current value (extra sources only order it).
@@ -24,9 +28,11 @@
 // Kernel ABI (C):
 //   void NAME(void* const* bufs, const int64_t* vars, int64_t core_lo, int64_t core_hi);
 // The threaded loop of a kernel runs over [core_lo, core_hi); the device splits
-// [0, thread_extent) among its workers.
+// [0, thread_extent) among its workers. GPU programs have no threaded loop: they run as a grid
+// of global_size blocks of local_size threads, every thread independent of the others.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -50,6 +56,9 @@ struct ProgramSpec {
   int64_t thread_extent = 1;    // core_lo/core_hi split [0, thread_extent)
   double flops = 0;             // estimated, for benchmarks
   double bytes = 0;             // estimated unique bytes moved, for benchmarks
+  // GPU targets: the launch grid (blocks) and block (threads). Static: kernel shapes are.
+  std::array<int64_t, 3> global_size{1, 1, 1};
+  std::array<int64_t, 3> local_size{1, 1, 1};
 };
 
 // Turns a ProgramSpec into source text for one compiler.

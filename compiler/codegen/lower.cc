@@ -1,6 +1,7 @@
 #include "compiler/codegen/lower.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <map>
 
@@ -82,6 +83,11 @@ class Lowerer {
   bool is_expand(int axis) const {
     return kind(axis) == AxisKind::kUnroll || kind(axis) == AxisKind::kUpcast;
   }
+  // GPU targets: an output axis mapped to threads rather than to a loop.
+  bool is_thread_axis(int axis) const {
+    return t_.gpu && (kind(axis) == AxisKind::kGlobal || kind(axis) == AxisKind::kLocal);
+  }
+  UOpPtr gpu_threads(Ctx& top);
   int pick_vector_axis() const;
   UOpPtr make_range(int axis, const UOpPtr& parent, int64_t id);
   UOpPtr coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const;
@@ -108,6 +114,8 @@ class Lowerer {
   int width_ = 1;
   int next_ctx_ = 1;
   int64_t next_loop_id_ = 0;
+  UOpPtr guard_;  // GPU targets: the bounds-check RANGE enclosing every loop, or null
+  std::array<int64_t, 3> grid_{1, 1, 1}, block_{1, 1, 1};
   std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
   std::map<std::pair<const UOp*, int>, Ctx> reduce_ctx_;
 };
@@ -241,9 +249,10 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
     inner = ctx;
     inner.id = next_ctx_++;
     inner.vector_active = vaxis_ >= 0;
-    UOpPtr parent;
+    UOpPtr parent = guard_;
     for (int a = 0; a < k_.ndim(); a++)
-      if (is_outer_loop(kind(a)) || kind(a) == AxisKind::kLocal) parent = ctx.loops[a];
+      if ((is_outer_loop(kind(a)) || kind(a) == AxisKind::kLocal) && !is_thread_axis(a))
+        parent = ctx.loops[a];
     for (int a = 0; a < k_.ndim(); a++) {
       if (kind(a) != AxisKind::kReduce) continue;
       parent = make_range(a, parent, next_loop_id_++);
@@ -293,7 +302,7 @@ Val Lowerer::lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& 
   auto key = std::make_tuple(n.get(), ctx.id, c);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   Val out;
-  if (n->op() == Op::CONST) {
+  if (n->op() == Op::CONST || n->op() == Op::DEFINE_VAR) {  // uniform across lanes
     out = {n, false};
   } else if (n->op() == Op::LOAD) {
     out = lower_load(n, ctx, c);
@@ -368,9 +377,11 @@ Lowered Lowerer::run() {
   Ctx top;
   top.loops.assign(k_.ndim(), nullptr);
   top.vector_active = vaxis_ >= 0 && k_.kinds()[vaxis_] == AxisKind::kUpcast;
-  UOpPtr parent;
+  if (t_.gpu) guard_ = gpu_threads(top);
+  UOpPtr parent = guard_;
   for (int a = 0; a < k_.ndim(); a++) {
     if (!is_outer_loop(kind(a)) && kind(a) != AxisKind::kLocal) continue;
+    if (is_thread_axis(a)) continue;
     parent = make_range(a, parent, next_loop_id_++);
     top.loops[a] = parent;
   }
@@ -397,8 +408,52 @@ Lowered Lowerer::run() {
   estimate(k_, &out);
   out.sink = UOp::make(Op::SINK, dtypes::kVoid, std::move(stores));
   out.vector_axis = vaxis_;
-  out.thread_extent = k_.ndim() > 0 && k_.kinds()[0] == AxisKind::kGlobal ? k_.shape()[0] : 1;
+  out.thread_extent =
+      !t_.gpu && k_.ndim() > 0 && k_.kinds()[0] == AxisKind::kGlobal ? k_.shape()[0] : 1;
+  out.global_size = grid_;
+  out.local_size = block_;
   return out;
+}
+
+// One thread per element of the thread axes, flattened in axis order: the element index is
+// gidx0 * block + lidx0. When the grid overshoots, a RANGE of one iteration (none past the
+// end) encloses the kernel body as its bounds check. Returns that RANGE or null.
+UOpPtr Lowerer::gpu_threads(Ctx& top) {
+  constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+  std::vector<int> axes;
+  int64_t n = 1;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (is_thread_axis(a)) {
+      axes.push_back(a);
+      n *= k_.shape()[a];
+    }
+  CHECK(t_.max_block > 0 && std::has_single_bit(static_cast<unsigned>(t_.max_block)))
+      << "TargetInfo::max_block " << t_.max_block << " is not a power of two";
+  int64_t block = std::min<int64_t>(t_.max_block,
+                                    static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(n))));
+  int64_t grid = std::max<int64_t>(1, (n + block - 1) / block);  // no elements: one idle thread
+  if (grid > kMaxGridX)
+    fail("lower", k_.str() + ": " + std::to_string(n) + " threads need " + std::to_string(grid) +
+                      " blocks of " + std::to_string(block) + ", more than the grid limit " +
+                      std::to_string(kMaxGridX));
+  grid_ = {grid, 1, 1};
+  block_ = {block, 1, 1};
+  UOpPtr idx = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"gidx0", 0, grid - 1}) * block +
+               UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
+  UOpPtr guard;
+  if (grid * block > n) {
+    UOpPtr end = -maximum(-(idx + 1), UOp::index_const(-n));  // min(idx + 1, n)
+    guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);
+    idx = guard;
+  }
+  int64_t inner = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    int64_t size = k_.shape()[axes[i]];
+    UOpPtr c = inner == 1 ? idx : idx / inner;
+    top.loops[axes[i]] = i == 0 ? c : c % size;
+    inner *= size;
+  }
+  return guard;
 }
 
 }  // namespace

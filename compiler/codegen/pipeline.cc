@@ -70,6 +70,8 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   if (options().spec) verify_linear(spec.uops).throw_if_error("linearize");
   spec.bufs = low.bufs;
   spec.thread_extent = low.thread_extent;
+  spec.global_size = low.global_size;
+  spec.local_size = low.local_size;
   spec.flops = low.flops;
   spec.bytes = low.bytes;
   for (auto& u : spec.uops)

@@ -47,6 +47,8 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   Kernel k = in;
   std::vector<Opt> opts;
   if (k.ndim() == 0) return opts;  // a single element: nothing to choose
+  // GPU targets: one thread per output element, no tiles yet (no shared memory or groups).
+  if (target.gpu) return opts;
   bool reduce = k.count(AxisKind::kReduce) > 0;
   int lanes = std::max(1, target.vector_bytes / widest_element(k));
 

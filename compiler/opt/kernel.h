@@ -92,6 +92,10 @@ struct TargetInfo {
   int registers = 32;                   // vector registers
   bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
   bool has_local = false;
+  // GPU lowering: the output elements (GLOBAL and LOCAL axes, flattened) become one thread
+  // each, indexed by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)).
+  bool gpu = false;
+  int max_block = 128;  // a power of two
 };
 
 // Hand-written heuristics: the opts to apply to `k` for `target`.

@@ -8,18 +8,20 @@
 #include <vector>
 
 #include "compiler/program.h"
+#include "compiler/render/llvm_ir.h"
 
 namespace baregrad::compiler {
 
 class LlvmEmitter {
  public:
-  explicit LlvmEmitter(const ProgramSpec& spec) : spec_(spec) {}
+  LlvmEmitter(const ProgramSpec& spec, LlvmAbi abi) : spec_(spec), abi_(abi) {}
   // The whole module text: intrinsic declarations, the kernel body and the ABI wrapper.
   std::string module();
 
  private:
   struct Loop {
     std::string header, body, latch, exit, counter;
+    bool once = false;  // a bounds check (negative RANGE id): a branch, no back edge
   };
 
   // Structure (llvm_ir.cc).
@@ -31,7 +33,12 @@ class LlvmEmitter {
   void emit_store(const UOp* u);
   void emit_vectorize(const UOp* u);
   std::string body_function();
+  // The entry point of each ABI, calling the body.
   std::string wrapper_function() const;
+  std::string nvptx_kernel();
+  std::string twin_function() const;
+  // The body's trailing SPECIAL parameters and the values passed for them.
+  std::string special_params() const;
 
   // ALU ops (llvm_alu.cc).
   void emit_alu(const UOp* u);
@@ -63,6 +70,7 @@ class LlvmEmitter {
                              const std::vector<std::string>& args);
 
   const ProgramSpec& spec_;
+  const LlvmAbi abi_;
   std::unordered_map<const UOp*, std::string> vals_;
   std::unordered_map<const UOp*, Loop> loops_;
   std::vector<int> buf_slots_;          // DEFINE_GLOBAL slots in parameter order

@@ -18,10 +18,26 @@ DType mem_dtype(DType t) { return t.scalar == Scalar::kBool ? dtypes::kUint8.vec
 
 std::string mem_align(DType t) { return std::to_string(std::max(1, t.scalar_size())); }
 
+// The SPECIALs of GPU programs, in the order the body takes them.
+constexpr const char* kGpuSpecials[] = {"gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2"};
+// The PTX special registers behind them.
+constexpr const char* kGpuSregs[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
+
 }  // namespace
 
+int gpu_buffer_slots(const ProgramSpec& spec) {
+  int n = static_cast<int>(spec.bufs.size());
+  for (const UOpPtr& u : spec.uops)
+    if (u->op() == Op::DEFINE_GLOBAL) n = std::max(n, static_cast<int>(u->arg_as<int64_t>()) + 1);
+  return n;
+}
+
+std::string LlvmIrRenderer::name() const {
+  return abi_ == LlvmAbi::kCpu ? "llvm" : abi_ == LlvmAbi::kNvptx ? "llvm-nvptx" : "llvm-twin";
+}
+
 std::string LlvmIrRenderer::render(const ProgramSpec& spec) const {
-  return LlvmEmitter(spec).module();
+  return LlvmEmitter(spec, abi_).module();
 }
 
 std::string LlvmEmitter::val(const UOpPtr& u) const {
@@ -91,7 +107,11 @@ void LlvmEmitter::emit(const UOp* u) {
     }
     case Op::SPECIAL: {
       const std::string& n = u->arg_as<VarArg>().name;
-      CHECK(n == "core_lo" || n == "core_hi") << "llvm: unknown SPECIAL " << n;
+      bool known = abi_ == LlvmAbi::kCpu
+                       ? n == "core_lo" || n == "core_hi"
+                       : std::find(std::begin(kGpuSpecials), std::end(kGpuSpecials), n) !=
+                             std::end(kGpuSpecials);
+      CHECK(known) << "llvm: unknown SPECIAL " << n << " for " << LlvmIrRenderer(abi_).name();
       def(u, "%" + n);
       return;
     }
@@ -155,12 +175,21 @@ void LlvmEmitter::emit_range(const UOp* u) {
   Loop l{"loop" + std::to_string(id), "body" + std::to_string(id), "latch" + std::to_string(id),
          "exit" + std::to_string(id), "%r" + std::to_string(id)};
   std::string t = llvm_type(u->dtype());
+  std::string cmp = dtypes::is_unsigned(u->dtype()) ? "ult" : "slt";
+  if (const int64_t* loop_id = std::get_if<int64_t>(&u->arg()); loop_id && *loop_id < 0) {
+    l.once = true;
+    std::string c = assign("icmp " + cmp + " " + t + " " + val(u->src(0)) + ", " + val(u->src(1)));
+    line("br i1 " + c + ", label %" + l.body + ", label %" + l.exit);
+    label(l.body);
+    def(u, val(u->src(0)));
+    loops_[u] = std::move(l);
+    return;
+  }
   std::string pre = cur_block_;
   line("br label %" + l.header);
   label(l.header);
   line(l.counter + " = phi " + t + " [ " + val(u->src(0)) + ", %" + pre + " ], [ " + l.counter +
        ".next, %" + l.latch + " ]");
-  std::string cmp = dtypes::is_unsigned(u->dtype()) ? "ult" : "slt";
   std::string c = assign("icmp " + cmp + " " + t + " " + l.counter + ", " + val(u->src(1)));
   line("br i1 " + c + ", label %" + l.body + ", label %" + l.exit);
   label(l.body);
@@ -172,6 +201,11 @@ void LlvmEmitter::emit_endrange(const UOp* u) {
   auto it = loops_.find(u->src(0).get());
   CHECK(it != loops_.end()) << "llvm: ENDRANGE without its RANGE";
   const Loop& l = it->second;
+  if (l.once) {
+    line("br label %" + l.exit);
+    label(l.exit);
+    return;
+  }
   std::string t = llvm_type(u->src(0)->dtype());
   line("br label %" + l.latch);
   label(l.latch);
@@ -293,10 +327,18 @@ std::string LlvmEmitter::body_function() {
   for (int s : buf_slots_) params += "ptr noalias %b" + std::to_string(s) + ", ";
   for (size_t i = 0; i < spec_.vars.size(); i++) params += "i64 %var" + std::to_string(i) + ", ";
   return "define internal void " + llvm_global(spec_.name + "_body") + "(" + params +
-         "i64 %core_lo, i64 %core_hi) #1 {\nentry:\n" + allocas_ + body_ + "  ret void\n}\n";
+         special_params() + ") #1 {\nentry:\n" + allocas_ + body_ + "  ret void\n}\n";
+}
+
+std::string LlvmEmitter::special_params() const {
+  if (abi_ == LlvmAbi::kCpu) return "i64 %core_lo, i64 %core_hi";
+  std::string out;
+  for (const char* n : kGpuSpecials) out += std::string(out.empty() ? "" : ", ") + "i64 %" + n;
+  return out;
 }
 
 std::string LlvmEmitter::wrapper_function() const {
+  if (abi_ == LlvmAbi::kHostTwin) return twin_function();
   std::string out = "define void " + llvm_global(spec_.name) +
                     "(ptr noalias nocapture readonly %bufs, ptr noalias nocapture readonly %vars, "
                     "i64 %core_lo, i64 %core_hi) #0 {\nentry:\n";
@@ -318,14 +360,90 @@ std::string LlvmEmitter::wrapper_function() const {
   return out;
 }
 
+// The kNvptx entry point: every buffer slot and var as a parameter, the SPECIALs from the PTX
+// special registers, then the body.
+std::string LlvmEmitter::nvptx_kernel() {
+  int nbufs = gpu_buffer_slots(spec_);
+  std::string params, out, args;
+  for (int s = 0; s < nbufs; s++)
+    params += "ptr addrspace(1) noalias %p" + std::to_string(s) + ", ";
+  for (size_t i = 0; i < spec_.vars.size(); i++) params += "i64 %var" + std::to_string(i) + ", ";
+  if (!params.empty()) params.resize(params.size() - 2);
+  for (int s : buf_slots_) {
+    std::string n = std::to_string(s);
+    out += "  %b" + n + " = addrspacecast ptr addrspace(1) %p" + n + " to ptr\n";
+    args += "ptr %b" + n + ", ";
+  }
+  for (size_t i = 0; i < spec_.vars.size(); i++) args += "i64 %var" + std::to_string(i) + ", ";
+  for (size_t i = 0; i < std::size(kGpuSpecials); i++) {
+    std::string fn = std::string("@llvm.nvvm.read.ptx.sreg.") + kGpuSregs[i];
+    declares_.insert("declare i32 " + fn + "()");
+    std::string n = kGpuSpecials[i];
+    out += "  %" + n + ".32 = call i32 " + fn + "()\n";
+    out += "  %" + n + " = zext i32 %" + n + ".32 to i64\n";
+  }
+  return "define ptx_kernel void " + llvm_global(spec_.name) + "(" + params + ") #0 {\nentry:\n" +
+         out + "  call void " + llvm_global(spec_.name + "_body") + "(" + args + special_params() +
+         ")\n  ret void\n}\n";
+}
+
+// Loads the buffers and vars from the parameter area, then loops over blocks (z, y, x) and
+// threads in a block (z, y, x), calling the body once per thread.
+std::string LlvmEmitter::twin_function() const {
+  int nbufs = gpu_buffer_slots(spec_);
+  std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
+                    "(ptr noalias nocapture readonly %params, ptr nocapture readonly %grid, "
+                    "ptr nocapture readonly %block) #0 {\nentry:\n";
+  std::string args;
+  auto param = [&](const std::string& name, const char* type, int64_t offset) {
+    out += "  %" + name + ".p = getelementptr inbounds i8, ptr %params, i64 " +
+           std::to_string(offset) + "\n";
+    out += "  %" + name + " = load " + type + ", ptr %" + name + ".p, align 1\n";
+    args += std::string(type) + " %" + name + ", ";
+  };
+  for (int s : buf_slots_) param("b" + std::to_string(s), "ptr", 8 * int64_t{s});
+  for (size_t i = 0; i < spec_.vars.size(); i++)
+    param("var" + std::to_string(i), "i64", 8 * (nbufs + static_cast<int64_t>(i)));
+  // Loop bounds: grid z, y, x then block z, y, x (outermost first).
+  const int order[] = {2, 1, 0, 5, 4, 3};
+  for (int d = 0; d < 6; d++) {
+    std::string n = std::to_string(d);
+    out += "  %n" + n + ".p = getelementptr inbounds i32, ptr " + (d < 3 ? "%grid" : "%block") +
+           ", i64 " + std::to_string(d % 3) + "\n";
+    out += "  %n" + n + ".32 = load i32, ptr %n" + n + ".p, align 4\n";
+    out += "  %n" + n + " = zext i32 %n" + n + ".32 to i64\n";
+  }
+  std::string prev = "entry";
+  for (int level = 0; level < 6; level++) {
+    int d = order[level];
+    std::string l = std::to_string(level), v = std::string("%") + kGpuSpecials[d];
+    out += "  br label %h" + l + "\nh" + l + ":\n";
+    out += "  " + v + " = phi i64 [ 0, %" + prev + " ], [ " + v + ".next, %latch" + l + " ]\n";
+    out += "  %c" + l + " = icmp ult i64 " + v + ", %n" + std::to_string(d) + "\n";
+    out += "  br i1 %c" + l + ", label %body" + l + ", label %exit" + l + "\nbody" + l + ":\n";
+    prev = "body" + l;
+  }
+  out += "  call void " + llvm_global(spec_.name + "_body") + "(" + args + special_params() + ")\n";
+  for (int level = 5; level >= 0; level--) {
+    std::string l = std::to_string(level), v = std::string("%") + kGpuSpecials[order[level]];
+    out += "  br label %latch" + l + "\nlatch" + l + ":\n";
+    out += "  " + v + ".next = add nuw i64 " + v + ", 1\n";
+    out += "  br label %h" + l + "\nexit" + l + ":\n";
+  }
+  return out + "  ret void\n}\n";
+}
+
 std::string LlvmEmitter::module() {
   std::string body = body_function();
+  std::string entry = abi_ == LlvmAbi::kNvptx ? nvptx_kernel() : wrapper_function();
   std::string out = "; baregrad kernel " + spec_.name + "\n\n";
   for (const std::string& d : declares_) out += d + "\n";
   if (!declares_.empty()) out += "\n";
-  out += body + "\n" + wrapper_function() + "\n";
-  out += std::string("attributes #0 = { nounwind ") + kVectorAttrs + " }\n";
-  out += std::string("attributes #1 = { alwaysinline nounwind ") + kVectorAttrs + " }\n";
+  out += body + "\n" + entry + "\n";
+  // NOTE: vector widths are a host (AVX-512) preference; NVPTX has no use for them.
+  std::string attrs = abi_ == LlvmAbi::kNvptx ? "" : std::string(" ") + kVectorAttrs;
+  out += "attributes #0 = { nounwind" + attrs + " }\n";
+  out += "attributes #1 = { alwaysinline nounwind" + attrs + " }\n";
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Renders linear programs to LLVM 19 IR text for x86-64 hosts (see program.h for the contract).
+// Renders linear programs to LLVM 19 IR text (see program.h for the contract): for x86-64 hosts
+// (the CPU ABI), and for GPU-lowered programs as an NVPTX kernel or as its host twin.
 #pragma once
 
 #include <string>
@@ -7,14 +8,36 @@
 
 namespace baregrad::compiler {
 
-// The kernel is `define void @NAME(ptr %bufs, ptr %vars, i64 %core_lo, i64 %core_hi)` wrapping
-// an always-inlined `@NAME_body` whose buffer parameters are `noalias`: buffers bound to
-// different slots must not overlap.
+// The entry point a rendered module defines. Every ABI wraps an always-inlined `@NAME_body`
+// whose buffer parameters are `noalias`: buffers bound to different slots must not overlap.
+enum class LlvmAbi {
+  // `void NAME(ptr %bufs, ptr %vars, i64 %core_lo, i64 %core_hi)` (program.h's CPU ABI).
+  kCpu,
+  // `ptx_kernel void NAME(ptr addrspace(1) %p0, ..., i64 %var0, ...)`: one GPU thread. Every
+  // buffer slot in [0, nbufs) then every var is a parameter, so the parameter area is 8 bytes
+  // per buffer in slot order, then 8 bytes per var. SPECIALs read %ctaid / %tid.
+  kNvptx,
+  // `void NAME_twin(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3])`:
+  // the kNvptx kernel for the host, running every thread of the grid in order. `params` is the
+  // kNvptx parameter area byte for byte (any alignment).
+  kHostTwin,
+};
+
+// The symbol of the kHostTwin entry point of kernel `name`.
+inline std::string twin_symbol(const std::string& name) { return name + "_twin"; }
+
+// Buffer parameter slots of a GPU kernel: max(spec.bufs.size(), largest DEFINE_GLOBAL slot + 1).
+int gpu_buffer_slots(const ProgramSpec& spec);
+
 class LlvmIrRenderer : public Renderer {
  public:
-  std::string name() const override { return "llvm"; }
-  // A complete module (no triple or data layout; LlvmCompiler sets the host's).
+  explicit LlvmIrRenderer(LlvmAbi abi = LlvmAbi::kCpu) : abi_(abi) {}
+  std::string name() const override;
+  // A complete module (no triple or data layout; the compiler sets its target's).
   std::string render(const ProgramSpec& spec) const override;
+
+ private:
+  LlvmAbi abi_;
 };
 
 }  // namespace baregrad::compiler

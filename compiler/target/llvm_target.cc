@@ -92,11 +92,27 @@ void init_llvm_native_target() {
   });
 }
 
+void init_llvm_nvptx_target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
 LlvmCompiler::LlvmCompiler() {
   init_llvm_native_target();
   triple_ = llvm::sys::getDefaultTargetTriple();
   cpu_ = llvm::sys::getHostCPUName().str();
   features_ = host_features();
+}
+
+LlvmCompiler::LlvmCompiler(std::string triple, std::string cpu, std::string features)
+    : triple_(std::move(triple)), cpu_(std::move(cpu)), features_(std::move(features)) {
+  init_llvm_native_target();
+  if (triple_.starts_with("nvptx")) init_llvm_nvptx_target();
 }
 
 std::string LlvmCompiler::cache_key() const {
@@ -113,14 +129,13 @@ Result<std::string> LlvmCompiler::optimized_ir(const std::string& src) const {
   return run(src, "", Output::kIr);
 }
 
-Result<std::string> LlvmCompiler::assembly(const std::string& src) const {
-  return run(src, "", Output::kAssembly);
+Result<std::string> LlvmCompiler::assembly(const std::string& src, const std::string& name) const {
+  return run(src, name, Output::kAssembly);
 }
 
 Result<std::string> LlvmCompiler::run(const std::string& src,
                                       const std::string& name,
                                       Output out) const {
-  init_llvm_native_target();
   // The context outlives the module: members are destroyed in reverse order.
   auto ctx = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diag;

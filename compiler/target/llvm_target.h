@@ -1,5 +1,6 @@
-// Compiles LLVM IR text (LlvmIrRenderer's output) to an ELF object for the host CPU with LLVM's
-// O2 pipeline. LLVM headers stay inside llvm_target.cc.
+// Compiles LLVM IR text (LlvmIrRenderer's output) to an ELF object for the host CPU (or to
+// assembly for another target, e.g. PTX for NVPTX) with LLVM's O2 pipeline. LLVM headers stay
+// inside llvm_target.cc.
 #pragma once
 
 #include <string>
@@ -10,12 +11,17 @@ namespace baregrad::compiler {
 
 // Registers LLVM's native target, asm printer and asm parser; once per process, thread-safe.
 void init_llvm_native_target();
+// Registers the NVPTX target and its asm printer; once per process, thread-safe.
+void init_llvm_nvptx_target();
 
 // Thread-safe: each call builds its own LLVMContext and TargetMachine.
 class LlvmCompiler : public Compiler {
  public:
   // Targets the host: default triple, host CPU and its features.
   LlvmCompiler();
+  // Targets `triple` (the host's or "nvptx64-nvidia-cuda"), `cpu` ("sm_90") and `features`
+  // ("+ptx85"). Targets other than the host emit assembly only.
+  LlvmCompiler(std::string triple, std::string cpu, std::string features);
 
   // "llvm<major>-<triple>-<cpu>-<hash of the feature string>-O2".
   std::string cache_key() const override;
@@ -24,8 +30,9 @@ class LlvmCompiler : public Compiler {
   Result<std::string> compile(const std::string& src, const std::string& name) const override;
   // The module after the O2 pipeline, as IR text (for tests and DEBUG).
   Result<std::string> optimized_ir(const std::string& src) const;
-  // The host assembly of the optimised module (for tests and DEBUG).
-  Result<std::string> assembly(const std::string& src) const;
+  // The target assembly of the optimised module (PTX for NVPTX). With `name`, `src` must
+  // define it, as for compile().
+  Result<std::string> assembly(const std::string& src, const std::string& name = "") const;
 
   const std::string& triple() const { return triple_; }
   const std::string& cpu() const { return cpu_; }

@@ -205,9 +205,9 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
     names.emplace_back(info.name);
     EXPECT_FALSE(info.help.empty()) << info.name;
   }
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("DEV", "DEBUG", "CACHE_DIR",
-                                                     "DISABLE_COMPILER_CACHE", "THREADS", "CPU_CC",
-                                                     "SPEC", "PROFILE", "PROFILE_PATH"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre(
+                         "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "THREADS", "CPU_CC",
+                         "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
   EXPECT_EQ(options().profile_path, "profile.json");

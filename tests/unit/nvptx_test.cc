@@ -1,0 +1,498 @@
+// The NVIDIA compile path (GPU lowering -> LLVM NVPTX -> PTX -> ptxas -> cubin) and the host
+// twin, for sm_80, sm_90 and sm_120: ptxas accepts every kernel, the PTX states its target and
+// entry, the cubin agrees with ptxas' own report and with the parameter layout, and the twin run
+// on host memory with a hand-built parameter area matches the float64 reference.
+// Skipped (saying why) when there is no ptxas; /usr/local/cuda/bin/ptxas is where CI has it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "base/options.h"
+#include "compiler/ast.h"
+#include "compiler/codegen/pipeline.h"
+#include "compiler/render/llvm_ir.h"
+#include "compiler/target/nv_program.h"
+#include "drivers/nv/cubin.h"
+#include "runtime/cpu/object_loader.h"
+#include "runtime/device.h"
+#include "tests/kernels/reference.h"
+
+namespace baregrad::compiler {
+namespace {
+
+constexpr int kArchs[] = {80, 90, 120};
+constexpr DType kF32 = dtypes::kFloat32;
+constexpr DType kI32 = dtypes::kInt32;
+
+#define REQUIRE_PTXAS()                                                                   \
+  do {                                                                                    \
+    Result<Ptxas> p = Ptxas::find();                                                      \
+    if (!p.ok()) GTEST_SKIP() << "NV compile tests need ptxas: " << p.status().message(); \
+  } while (0)
+
+NvCompiler& nv(int sm) {
+  static std::map<int, NvCompiler>* compilers = new std::map<int, NvCompiler>();
+  auto it = compilers->find(sm);
+  if (it == compilers->end()) {
+    Result<NvCompiler> c = NvCompiler::create(sm);
+    CHECK(c.ok()) << c.status().to_string();
+    it = compilers->emplace(sm, std::move(*c)).first;
+  }
+  return it->second;
+}
+
+std::vector<uint8_t> encode(DType t, const std::vector<double>& v) {
+  std::vector<uint8_t> out(v.size() * t.itemsize());
+  for (size_t i = 0; i < v.size(); i++) {
+    if (t == kF32) {
+      float f = static_cast<float>(v[i]);
+      std::memcpy(&out[i * 4], &f, 4);
+    } else if (t == kI32) {
+      int32_t x = static_cast<int32_t>(v[i]);
+      std::memcpy(&out[i * 4], &x, 4);
+    } else {
+      CHECK(t == dtypes::kFloat64) << t.name();
+      std::memcpy(&out[i * 8], &v[i], 8);
+    }
+  }
+  return out;
+}
+
+std::vector<double> decode(DType t, const std::vector<uint8_t>& b) {
+  std::vector<double> out(b.size() / t.itemsize());
+  for (size_t i = 0; i < out.size(); i++) {
+    if (t == kF32) {
+      float f;
+      std::memcpy(&f, &b[i * 4], 4);
+      out[i] = f;
+    } else if (t == kI32) {
+      int32_t x;
+      std::memcpy(&x, &b[i * 4], 4);
+      out[i] = x;
+    } else {
+      std::memcpy(&out[i], &b[i * 8], 8);
+    }
+  }
+  return out;
+}
+
+struct Case {
+  std::string what;
+  UOpPtr ast;
+  std::vector<DType> types;               // by slot
+  std::vector<std::vector<double>> data;  // by slot (inputs, and outputs' initial values)
+  double rtol = 0;
+  std::vector<std::pair<UOpPtr, int64_t>> vars;  // DEFINE_VAR nodes and their values
+};
+
+Case make(std::string what,
+          UOpPtr ast,
+          std::vector<DType> types,
+          std::vector<std::vector<double>> data,
+          double rtol,
+          std::vector<std::pair<UOpPtr, int64_t>> vars = {}) {
+  return {std::move(what), std::move(ast), std::move(types),
+          std::move(data), rtol,           std::move(vars)};
+}
+
+std::vector<double> random(size_t n, DType t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> v(n);
+  for (auto& x : v)
+    x = t == kI32 ? static_cast<double>(static_cast<int64_t>(rng() % 41) - 20)
+                  : static_cast<double>(
+                        static_cast<float>(std::uniform_real_distribution<double>(-2, 2)(rng)));
+  return v;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto a = global(0, kF32), b = global(1, kF32), o2 = global(2, kF32), o1 = global(1, kF32);
+  {  // elementwise with a broadcast operand; 1961 threads: the last block is partial
+    auto la = load(a, ShapeTracker::contiguous({37, 53})),
+         lb = load(b, broadcast_to({1, 53}, {37, 53}));
+    out.push_back(
+        make("add_broadcast", sink({store(o2, ShapeTracker::contiguous({37, 53}), la + lb)}),
+             {kF32, kF32, kF32},
+             {random(37 * 53, kF32, 1), random(53, kF32, 2), std::vector<double>(37 * 53)}, 1e-6));
+  }
+  {  // 4096 threads: whole blocks, no bounds check
+    auto la = load(a, ShapeTracker::contiguous({4096}));
+    out.push_back(make("scale_4096",
+                       sink({store(o1, ShapeTracker::contiguous({4096}), la * UOp::cnst(kF32, 3))}),
+                       {kF32, kF32}, {random(4096, kF32, 3), std::vector<double>(4096)}, 1e-6));
+  }
+  for (int axis : {0, 1}) {  // sum over each axis of 33 x 17: an in-thread loop per output
+    std::vector<int64_t> os = {33, 17};
+    os[axis] = 1;
+    auto red = reduce_axis(Op::ADD, {axis}, load(a, ShapeTracker::contiguous({33, 17})));
+    out.push_back(make("sum_axis" + std::to_string(axis),
+                       sink({store(o1, strided(os, View::strides_for(os)), red)}), {kF32, kF32},
+                       {random(33 * 17, kF32, 4), std::vector<double>(os[0] * os[1])}, 1e-5));
+  }
+  {  // max over everything: one thread
+    auto red = reduce_axis(Op::MAX, {0, 1}, load(a, ShapeTracker::contiguous({48, 64})));
+    out.push_back(make("max_all", sink({store(o1, strided({1, 1}, {0, 0}), red)}), {kF32, kF32},
+                       {random(48 * 64, kF32, 5), std::vector<double>(1)}, 0));
+  }
+  {  // matmul 13 x 7 x 11
+    auto la = load(a, strided({13, 7, 11}, {11, 0, 1})),
+         lb = load(b, strided({13, 7, 11}, {0, 1, 7}));
+    out.push_back(make(
+        "matmul",
+        sink({store(o2, strided({13, 7, 1}, {7, 1, 0}), reduce_axis(Op::ADD, {2}, la * lb))}),
+        {kF32, kF32, kF32},
+        {random(13 * 11, kF32, 6), random(11 * 7, kF32, 7), std::vector<double>(13 * 7)}, 1e-5));
+  }
+  {  // compare and select
+    auto la = load(a, ShapeTracker::contiguous({1000})),
+         lb = load(b, ShapeTracker::contiguous({1000}));
+    auto v = where(lt(la, lb), la * UOp::cnst(kF32, 2), lb - la);
+    v = where(ne(la, lb), v, UOp::cnst(kF32, 7));
+    out.push_back(make(
+        "where_compare", sink({store(o2, ShapeTracker::contiguous({1000}), v)}), {kF32, kF32, kF32},
+        {random(1000, kF32, 8), random(1000, kF32, 9), std::vector<double>(1000)}, 1e-6));
+  }
+  {  // two vars: out = a * s + t
+    auto s = UOp::var("s", -10, 10), t = UOp::var("t", 0, 100);
+    auto la = load(a, ShapeTracker::contiguous({300}));
+    auto v = la * cast(s, kF32) + cast(t, kF32);
+    out.push_back(make("vars", sink({store(o1, ShapeTracker::contiguous({300}), v)}), {kF32, kF32},
+                       {random(300, kF32, 10), std::vector<double>(300)}, 1e-6,
+                       {{s, -3}, {t, 42}}));
+  }
+  {  // int32: division, compare-select, max
+    auto ia = global(0, kI32), ib = global(1, kI32), io = global(2, kI32);
+    auto la = load(ia, ShapeTracker::contiguous({513})),
+         lb = load(ib, ShapeTracker::contiguous({513}));
+    auto v = maximum((la * lb + UOp::cnst(kI32, 7)) / UOp::cnst(kI32, 3),
+                     where(lt(la, lb), la * UOp::cnst(kI32, 2), -lb));
+    out.push_back(
+        make("int_math", sink({store(io, ShapeTracker::contiguous({513}), v)}), {kI32, kI32, kI32},
+             {random(513, kI32, 11), random(513, kI32, 12), std::vector<double>(513)}, 0));
+  }
+  {  // transcendentals in software (no libdevice)
+    auto la = load(a, ShapeTracker::contiguous({700})),
+         lb = load(b, ShapeTracker::contiguous({700}));
+    auto v = UOp::alu(Op::EXP2, {la}) + UOp::alu(Op::SIN, {lb * UOp::cnst(kF32, 5)});
+    out.push_back(
+        make("exp2_sin", sink({store(o2, ShapeTracker::contiguous({700}), v)}), {kF32, kF32, kF32},
+             {random(700, kF32, 13), random(700, kF32, 14), std::vector<double>(700)}, 2e-6));
+  }
+  return out;
+}
+
+// Runs `k`'s twin on host copies of `data` with `vars`; returns every buffer afterwards.
+std::vector<std::vector<double>> run_twin(const NvKernel& k,
+                                          const Case& c,
+                                          std::array<uint32_t, 3> grid,
+                                          size_t pad_elements = 0) {
+  static runtime::ObjectLoader* loader = new runtime::ObjectLoader();
+  Result<runtime::KernelFn> fn = loader->load(k.twin_object, k.twin_symbol);
+  EXPECT_TRUE(fn.ok()) << fn.status().to_string();
+  if (!fn.ok()) return {};
+  std::vector<std::vector<uint8_t>> mem;
+  for (size_t s = 0; s < c.types.size(); s++) {
+    mem.push_back(encode(c.types[s], c.data[s]));
+    mem.back().resize(mem.back().size() + pad_elements * c.types[s].itemsize(), 0xab);
+  }
+  std::vector<uint8_t> params(k.params.size + 3, 0);  // + 3: the twin reads any alignment
+  uint8_t* p = params.data() + 3;
+  for (size_t s = 0; s < mem.size(); s++) {
+    uint64_t addr = reinterpret_cast<uint64_t>(mem[s].data());
+    std::memcpy(p + k.params.buffer_offsets[s], &addr, 8);
+  }
+  for (size_t i = 0; i < k.spec.vars.size(); i++) {
+    int64_t v = 0;
+    for (auto& [node, value] : c.vars)
+      if (node->arg_as<VarArg>().name == k.spec.vars[i].name) v = value;
+    std::memcpy(p + k.params.var_offsets[i], &v, 8);
+  }
+  as_twin_fn (*fn)(p, grid.data(), k.block.data());
+  std::vector<std::vector<double>> out;
+  for (size_t s = 0; s < mem.size(); s++) out.push_back(decode(c.types[s], mem[s]));
+  return out;
+}
+
+// The float64 reference with every var replaced by its value.
+std::vector<std::vector<double>> reference(const Case& c) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> repl;
+  for (auto& [node, value] : c.vars) repl.push_back({node, UOp::index_const(value)});
+  std::vector<std::vector<double>> want = c.data;
+  testing::reference_run(repl.empty() ? c.ast : c.ast->substitute(repl), want);
+  return want;
+}
+
+// SPEC=1 (the IR verifier between passes) for the scope.
+struct ScopedSpec {
+  std::string saved = option_value("SPEC");
+  ScopedSpec() { set_option_for_test("SPEC", "1"); }
+  ~ScopedSpec() { set_option_for_test("SPEC", saved); }
+};
+
+void expect_close(const std::vector<std::vector<double>>& got,
+                  const std::vector<std::vector<double>>& want,
+                  double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t b = 0; b < want.size(); b++)
+    for (size_t i = 0; i < want[b].size(); i++)
+      ASSERT_NEAR(got[b][i], want[b][i], rtol * std::max(1.0, std::fabs(want[b][i])))
+          << what << ": buffer " << b << " element " << i;
+}
+
+TEST(Nvptx, EveryKernelAssemblesForEveryArchAndItsCubinAgreesWithPtxas) {
+  REQUIRE_PTXAS();
+  ScopedSpec spec;
+  for (const Case& c : cases()) {
+    for (int sm : kArchs) {
+      SCOPED_TRACE(c.what + " sm_" + std::to_string(sm));
+      Result<NvKernel> k = nv(sm).compile(c.ast);
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      const std::string& name = k->spec.name;
+      EXPECT_NE(k->ptx.find("\n.target sm_" + std::to_string(sm) + "\n"), std::string::npos)
+          << k->ptx;
+      EXPECT_NE(k->ptx.find(".visible .entry " + name + "("), std::string::npos) << k->ptx;
+      ASSERT_GT(k->ptxas.registers, 0) << k->ptxas_log;
+      EXPECT_EQ(k->ptxas.spill_store_bytes, 0) << k->ptxas_log;
+      auto img = nv::load_cubin(
+          std::span(reinterpret_cast<const uint8_t*>(k->cubin.data()), k->cubin.size()), name);
+      ASSERT_TRUE(img.ok()) << img.status().to_string();
+      EXPECT_EQ(img->sm, sm);
+      EXPECT_EQ(img->registers, k->ptxas.registers) << k->ptxas_log;
+      EXPECT_EQ(img->local_bytes, k->ptxas.stack_bytes) << k->ptxas_log;
+      EXPECT_EQ(img->shared_bytes, k->ptxas.shared_bytes);
+      EXPECT_EQ(img->param_size, k->params.size);
+      EXPECT_EQ(img->cbank0_size, img->param_offset + img->param_size);
+      // Every kernel parameter lies where the layout (and so the twin) expects it.
+      std::vector<uint32_t> want = k->params.buffer_offsets;
+      want.insert(want.end(), k->params.var_offsets.begin(), k->params.var_offsets.end());
+      ASSERT_EQ(img->params.size(), want.size());
+      for (size_t i = 0; i < want.size(); i++) {
+        EXPECT_EQ(img->params[i].ordinal, i);
+        EXPECT_EQ(img->params[i].offset, want[i]);
+        EXPECT_EQ(img->params[i].size, 8u);
+      }
+    }
+  }
+}
+
+TEST(Nvptx, TwinMatchesTheFloat64Reference) {
+  REQUIRE_PTXAS();
+  for (const Case& c : cases()) {
+    std::vector<std::vector<double>> want = reference(c);
+    for (int sm : kArchs) {
+      Result<NvKernel> k = nv(sm).compile(c.ast);
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      expect_close(run_twin(*k, c, k->grid), want, c.rtol, c.what + " sm_" + std::to_string(sm));
+    }
+  }
+}
+
+// Explicit opts still lower to one thread per (remaining) output element: vector lanes, unrolled
+// reductions, LOCAL axes (flattened with the GLOBAL ones) and K-blocking loops inside a thread.
+// The IR verifier runs between passes.
+TEST(Nvptx, ExplicitOptsMatchTheReference) {
+  REQUIRE_PTXAS();
+  ScopedSpec spec;
+  Case c = cases()[5];
+  ASSERT_EQ(c.what, "matmul");
+  auto a = global(0, kF32), b = global(1, kF32), o = global(2, kF32);
+  auto la = load(a, strided({16, 32, 64}, {64, 0, 1})),
+       lb = load(b, strided({16, 32, 64}, {0, 1, 32}));
+  c.ast = sink({store(o, strided({16, 32, 1}, {32, 1, 0}), reduce_axis(Op::ADD, {2}, la * lb))});
+  c.data = {random(16 * 64, kF32, 20), random(64 * 32, kF32, 21), std::vector<double>(16 * 32, 5)};
+  std::vector<std::vector<double>> want = reference(c);
+  for (const auto& opts : std::vector<std::vector<Opt>>{
+           {{OptOp::kUpcast, 1, 4}},
+           {{OptOp::kUnroll, 2, 4}, {OptOp::kLocal, 1, 8}},
+           {{OptOp::kSplitReduce, 2, 4}},
+       }) {
+    Result<NvKernel> k = nv(90).compile(c.ast, opts);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    expect_close(run_twin(*k, c, k->grid), want, 1e-5, k->spec.name);
+  }
+}
+
+TEST(Nvptx, LaunchDimsAreOneThreadPerOutputElementInBlocksOfUpTo128) {
+  REQUIRE_PTXAS();
+  std::map<std::string, std::pair<uint32_t, uint32_t>> want = {
+      {"add_broadcast", {16, 128}},                          // 1961 elements
+      {"scale_4096", {32, 128}},    {"sum_axis0", {1, 32}},  // 17 outputs
+      {"sum_axis1", {1, 64}},                                // 33 outputs
+      {"max_all", {1, 1}},          {"matmul", {1, 128}},    // 91 outputs
+  };
+  for (const Case& c : cases()) {
+    if (!want.count(c.what)) continue;
+    Result<NvKernel> k = nv(90).compile(c.ast);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{want[c.what].first, 1, 1})) << c.what;
+    EXPECT_EQ(k->block, (std::array<uint32_t, 3>{want[c.what].second, 1, 1})) << c.what;
+    EXPECT_EQ(k->spec.global_size[0], want[c.what].first);
+    EXPECT_EQ(k->spec.local_size[0], want[c.what].second);
+  }
+}
+
+// Threads past the last element do nothing: a grid one block too large leaves memory past the
+// output untouched and the output right.
+TEST(Nvptx, ThreadsPastTheEndAreMaskedOff) {
+  REQUIRE_PTXAS();
+  Case c = cases()[0];
+  ASSERT_EQ(c.what, "add_broadcast");
+  Result<NvKernel> k = nv(90).compile(c.ast);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  std::vector<std::vector<double>> got = run_twin(*k, c, {k->grid[0] + 1, 1, 1}, 256);
+  std::vector<std::vector<double>> want = reference(c);
+  for (size_t b = 0; b < want.size(); b++) {
+    double pad = decode(c.types[b], std::vector<uint8_t>(c.types[b].itemsize(), 0xab))[0];
+    for (size_t i = want[b].size(); i < got[b].size(); i++)
+      ASSERT_EQ(got[b][i], pad) << "buffer " << b << " was written past its end at " << i;
+    got[b].resize(want[b].size());
+  }
+  expect_close(got, want, c.rtol, c.what);
+}
+
+TEST(Nvptx, VarsFollowTheBuffersInTheParameterArea) {
+  REQUIRE_PTXAS();
+  for (const Case& c : cases()) {
+    if (c.what != "vars") continue;
+    Result<NvKernel> k = nv(90).compile(c.ast);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ(k->params.buffer_offsets, (std::vector<uint32_t>{0, 8}));
+    EXPECT_EQ(k->params.var_offsets, (std::vector<uint32_t>{16, 24}));
+    EXPECT_EQ(k->params.size, 32u);
+    ASSERT_EQ(k->spec.vars.size(), 2u);
+    EXPECT_NE(k->ptx.find(".param .u64 " + k->spec.name + "_param_3"), std::string::npos) << k->ptx;
+  }
+}
+
+// The same AST with the same vars on the CPU device gives the twin's bytes.
+TEST(Nvptx, VarKernelTwinAgreesWithTheCpuDevice) {
+  REQUIRE_PTXAS();
+  Case c = cases()[7];
+  ASSERT_EQ(c.what, "vars");
+  Result<NvKernel> k = nv(90).compile(c.ast);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  std::vector<std::vector<double>> twin = run_twin(*k, c, k->grid);
+  auto dev = runtime::open_device("CPU");
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  auto prg = (*dev)->compile(c.ast);
+  ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+  std::vector<runtime::Buffer> bufs;
+  for (size_t s = 0; s < c.data.size(); s++) {
+    std::vector<uint8_t> bytes = encode(c.types[s], c.data[s]);
+    bufs.push_back(*(*dev)->alloc(bytes.size()));
+    ASSERT_TRUE((*dev)->copy_in(bufs.back(), bytes.data(), bytes.size()).ok());
+  }
+  std::vector<int64_t> vars;
+  for (const VarArg& v : (*prg)->spec.vars)
+    for (auto& [node, value] : c.vars)
+      if (node->arg_as<VarArg>().name == v.name) vars.push_back(value);
+  ASSERT_TRUE((*dev)->launch(**prg, bufs, vars).ok());
+  std::vector<uint8_t> out(c.data[1].size() * 4);
+  ASSERT_TRUE((*dev)->copy_out(out.data(), bufs[1], out.size()).ok());
+  EXPECT_EQ(decode(kF32, out), twin[1]);
+  for (auto& b : bufs) (*dev)->free(b);
+}
+
+TEST(Nvptx, KernelIrIsAPtxKernelOverGlobalPointersReadingSpecialRegisters) {
+  ProgramSpec spec = lower_kernel(cases()[0].ast, nv_target_info(90));
+  std::string ir = LlvmIrRenderer(LlvmAbi::kNvptx).render(spec);
+  EXPECT_NE(ir.find("define ptx_kernel void @" + spec.name +
+                    "(ptr addrspace(1) noalias %p0, ptr addrspace(1) noalias %p1, "
+                    "ptr addrspace(1) noalias %p2)"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()"), std::string::npos);
+  EXPECT_NE(ir.find("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()"), std::string::npos);
+  std::string twin = LlvmIrRenderer(LlvmAbi::kHostTwin).render(spec);
+  EXPECT_NE(twin.find("define void @" + spec.name + "_twin(ptr noalias nocapture readonly %params"),
+            std::string::npos)
+      << twin;
+  // No transcendental intrinsics reach the GPU module: they are expanded in software.
+  std::string ir2 =
+      LlvmIrRenderer(LlvmAbi::kNvptx).render(lower_kernel(cases().back().ast, nv_target_info(90)));
+  EXPECT_EQ(ir2.find("llvm.exp2"), std::string::npos);
+  EXPECT_EQ(ir2.find("llvm.sin"), std::string::npos);
+}
+
+TEST(Nvptx, PtxasRejectionIsInternalWithItsOutputAndTheNumberedPtx) {
+  REQUIRE_PTXAS();
+  std::string ptx = ".version 7.8\n.target sm_90\n.address_size 64\nthis is not ptx;\n";
+  Result<PtxasResult> r = nv(90).ptxas().assemble(ptx, 90, "broken");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("-arch=sm_90 rejected the PTX of broken"), std::string::npos) << m;
+  EXPECT_NE(m.find("ptxas"), std::string::npos) << m;
+  EXPECT_NE(m.find("    4 | this is not ptx;"), std::string::npos) << m;
+}
+
+TEST(Nvptx, MissingPtxasNamesThePathsTried) {
+  std::string saved = option_value("PTXAS");
+  set_option_for_test("PTXAS", "/nonexistent/bin/ptxas");
+  Result<Ptxas> p = Ptxas::find();
+  set_option_for_test("PTXAS", saved);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(p.status().message(),
+            "ptxas not found (tried /nonexistent/bin/ptxas (PTXAS)); install the CUDA toolkit or "
+            "set PTXAS or CUDA_PATH");
+}
+
+TEST(Nvptx, UnsupportedArchIsRefused) {
+  Result<NvCompiler> c = NvCompiler::create(52);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("sm_52 is not supported"), std::string::npos);
+}
+
+TEST(Nvptx, CubinsComeFromTheCacheTheSecondTimeAndTheReportIsLoggedAtDebug2) {
+  REQUIRE_PTXAS();
+  const Case c = cases()[1];
+  Result<NvKernel> first = nv(80).compile(c.ast);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::string saved = option_value("DEBUG");
+  set_option_for_test("DEBUG", "2");
+  ::testing::internal::CaptureStderr();
+  Result<NvKernel> second = nv(80).compile(c.ast);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  set_option_for_test("DEBUG", saved);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_TRUE(second->cache_hit);
+  EXPECT_EQ(second->cubin, first->cubin);
+  EXPECT_EQ(second->ptxas.registers, first->ptxas.registers);
+  EXPECT_NE(log.find("ptxas sm_80 " + second->spec.name + ": " +
+                     std::to_string(first->ptxas.registers) + " registers"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(nv(80).ptxas().cache_key(80), nv(90).ptxas().cache_key(90));
+}
+
+TEST(Nvptx, ReportIsReadForTheEntryNotItsSubroutines) {
+  std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for $__internal_0_$__cuda_sm3x_div_rn_noftz_f32\n"
+      "    24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+      "ptxas info    : Function properties for k\n"
+      "    16 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n"
+      "ptxas info    : Compile time = 1.0 ms\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
+      "ptxas info    : Used 8 registers, used 0 barriers\n";
+  PtxasReport r = parse_ptxas_report(log, "k");
+  EXPECT_EQ(r.registers, 40);
+  EXPECT_EQ(r.barriers, 1);
+  EXPECT_EQ(r.stack_bytes, 16);
+  EXPECT_EQ(r.spill_store_bytes, 4);
+  EXPECT_EQ(r.spill_load_bytes, 12);
+  EXPECT_EQ(r.shared_bytes, 4096);
+  EXPECT_EQ(parse_ptxas_report(log, "other").registers, 8);
+  EXPECT_EQ(parse_ptxas_report(log, "missing").registers, -1);
+}
+
+}  // namespace
+}  // namespace baregrad::compiler
