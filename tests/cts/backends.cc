@@ -5,8 +5,57 @@
 #include <vector>
 
 #include "drivers/null/device.h"
+#if BAREGRAD_HAS_MOCK_NV
+#include "drivers/mock/nv_device/mock_nv.h"
+#endif
 
 namespace baregrad::cts {
+
+#if BAREGRAD_HAS_MOCK_NV
+namespace {
+// The fake GPU's twin of a CPU-ABI kernel: constant bank 0 holds, from the program's parameter
+// offset, one 8-byte address per buffer then one 8-byte value per scalar. Each buffer must lie
+// in one allocation of the device for `buf_bytes[i]` bytes (else an MMU fault, as drivers/cpu
+// reports it); the kernel runs over grid.x * block.x items on the host addresses behind them.
+std::unique_ptr<hcq::Program> mock_nv_program(std::string name,
+                                              KernelFn fn,
+                                              std::vector<size_t> buf_bytes,
+                                              int num_vars) {
+  int num_bufs = static_cast<int>(buf_bytes.size());
+  auto prefix = std::make_shared<size_t>(0);
+  auto kernel = [fn, buf_bytes, num_bufs, num_vars, name, prefix](
+                    const mock::LaunchInfo& li, hcq::Device& dev, mock::GpuMemory& mem) -> Status {
+    size_t need = *prefix + 8 * static_cast<size_t>(num_bufs + num_vars);
+    if (li.cbank0.size() < need)
+      return invalid_argument("kernel '" + name + "': constant bank 0 of " +
+                              std::to_string(li.cbank0.size()) + " bytes, " + std::to_string(need) +
+                              " needed");
+    std::vector<void*> bufs(static_cast<size_t>(num_bufs));
+    std::vector<int64_t> vars(static_cast<size_t>(num_vars) + 1);
+    for (int b = 0; b < num_bufs; b++) {
+      uint64_t va;
+      std::memcpy(&va, li.cbank0.data() + *prefix + 8 * b, 8);
+      size_t n = std::max<size_t>(buf_bytes[b], 1);
+      auto owner = dev.allocator().find(va);
+      auto host = mem.resolve(va, n);
+      if (!owner || va + n > owner->va + owner->size || !host)
+        return internal("MMU fault: kernel '" + name + "' buffer " + std::to_string(b) + " at " +
+                        hex(va) + " (" + std::to_string(n) + " bytes) is outside every allocation" +
+                        (owner ? " (it starts inside one of " + std::to_string(owner->size) +
+                                     " bytes at " + hex(owner->va) + ")"
+                               : ""));
+      bufs[b] = *host;
+    }
+    if (num_vars) std::memcpy(vars.data(), li.cbank0.data() + *prefix + 8 * num_bufs, 8 * num_vars);
+    fn(bufs.data(), vars.data(), 0, int64_t{li.grid.x} * li.block.x);
+    return Status();
+  };
+  auto prg = mock::mock_program(std::move(name), num_bufs, num_vars, std::move(kernel));
+  *prefix = prg->args_prefix();
+  return prg;
+}
+}  // namespace
+#endif
 
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> all = {
@@ -40,6 +89,17 @@ const std::vector<Backend>& backends() {
                            "NULL device memory is address space only; copies are not checked"},
                           {"command buffer", "NULL records no command words"}},
       },
+#if BAREGRAD_HAS_MOCK_NV
+      {
+          .name = "mock_nv",
+          .open = []() -> Result<std::unique_ptr<hcq::Device>> {
+            ASSIGN_OR_RETURN(auto d, mock::open_mock_nv());
+            return std::unique_ptr<hcq::Device>(std::move(d));
+          },
+          .program = mock_nv_program,
+          .unsupported = {},
+      },
+#endif
   };
   return all;
 }

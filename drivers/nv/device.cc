@@ -1,0 +1,303 @@
+#include "drivers/nv/device.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "base/log.h"
+#include "drivers/nv/methods.h"
+#include "drivers/nv/pushbuf.h"
+#include "drivers/nv/queue.h"
+
+namespace baregrad::nv {
+namespace {
+
+constexpr size_t kPushbufRingBytes = 4 << 20;     // per channel, for unbound submissions
+constexpr uint32_t kLocalBytesPerThread = 0x100;  // local memory provisioned per thread
+constexpr uint64_t kLocalTpcAlign = 0x8000;
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// RM memory behind hcq buffers: device memory is video memory (CPU-mapped on request), host
+// memory pinned process memory, uncached host memory (signals) RM-owned system memory. Small
+// device buffers that may be cached (not nolru) share 2 MiB slabs, one power-of-two size class
+// per slab, as one RM object each would cost an RM handle and a GPU mapping (and the fake
+// kernel a memfd); nolru buffers are always their own RM allocation, so freeing one unmaps it.
+class RmAllocator : public hcq::Allocator {
+ public:
+  RmAllocator(hcq::Device& dev, RmGpu& gpu) : hcq::Allocator(dev), gpu_(gpu) {}
+
+ protected:
+  Result<hcq::Buffer> raw_alloc(size_t bytes, hcq::BufferSpec spec) override {
+    if (!spec.host && !spec.nolru && bytes <= kSlabMaxChunk) return slab_alloc(bytes, spec);
+    RmMemoryRequest req{.size = bytes,
+                        .kind = !spec.host      ? RmMemoryKind::kVideo
+                                : spec.uncached ? RmMemoryKind::kSystem
+                                                : RmMemoryKind::kHost,
+                        .cpu_access = spec.cpu_access || spec.host};
+    ASSIGN_OR_RETURN(RmAllocation a, gpu_.alloc_memory(req));
+    {
+      std::lock_guard lock(mu_);
+      live_[a.va] = a;
+    }
+    return hcq::Buffer{a.va, bytes, a.cpu(), a.handle, spec};
+  }
+  void raw_free(const hcq::Buffer& b) override {
+    RmAllocation a;
+    {
+      std::lock_guard lock(mu_);
+      if (auto sub = chunk_slab_.find(b.va); sub != chunk_slab_.end()) {
+        uint64_t base = sub->second;
+        chunk_slab_.erase(sub);
+        Slab& slab = slabs_.at(base);
+        slab.free.push_back(b.va);
+        if (slab.free.size() < kSlabBytes / slab.chunk) {
+          if (slab.free.size() == 1) partial_[{slab.chunk, slab.cpu_access}].push_back(base);
+          return;
+        }
+        a = slab.mem;  // the slab is empty: give it back
+        std::erase(partial_[{slab.chunk, slab.cpu_access}], base);
+        slabs_.erase(base);
+      } else {
+        auto it = live_.find(b.va);
+        CHECK(it != live_.end()) << "free of an unknown NV allocation at " << hex_string(b.va);
+        a = it->second;
+        live_.erase(it);
+      }
+    }
+    Status s = gpu_.free_memory(a);
+    if (!s.ok()) BG_LOG(0) << s;
+  }
+
+ private:
+  static constexpr uint64_t kSlabBytes = 2 << 20;
+  static constexpr size_t kSlabMaxChunk = 64 << 10;
+  struct Slab {
+    RmAllocation mem;
+    size_t chunk;
+    bool cpu_access;
+    std::vector<uint64_t> free;  // chunk addresses
+  };
+
+  Result<hcq::Buffer> slab_alloc(size_t bytes, hcq::BufferSpec spec) {
+    size_t chunk = 256;
+    while (chunk < bytes) chunk *= 2;
+    std::pair<size_t, bool> cls{chunk, spec.cpu_access};
+    std::lock_guard lock(mu_);
+    std::vector<uint64_t>& partial = partial_[cls];
+    if (partial.empty()) {
+      ASSIGN_OR_RETURN(RmAllocation a, gpu_.alloc_memory({.size = kSlabBytes,
+                                                          .kind = RmMemoryKind::kVideo,
+                                                          .cpu_access = spec.cpu_access}));
+      Slab slab{a, chunk, spec.cpu_access, {}};
+      for (uint64_t off = kSlabBytes; off >= chunk; off -= chunk)
+        slab.free.push_back(a.va + off - chunk);
+      slabs_.emplace(a.va, std::move(slab));
+      partial.push_back(a.va);
+    }
+    uint64_t base = partial.back();
+    Slab& slab = slabs_.at(base);
+    uint64_t va = slab.free.back();
+    slab.free.pop_back();
+    if (slab.free.empty()) partial.pop_back();
+    chunk_slab_[va] = base;
+    void* cpu = slab.mem.cpu_mapped ? reinterpret_cast<void*>(va) : nullptr;
+    return hcq::Buffer{va, bytes, cpu, slab.mem.handle, spec};
+  }
+
+  RmGpu& gpu_;
+  std::mutex mu_;
+  std::map<uint64_t, RmAllocation> live_;
+  std::map<uint64_t, Slab> slabs_;                                    // by base
+  std::map<uint64_t, uint64_t> chunk_slab_;                           // chunk in use -> slab base
+  std::map<std::pair<size_t, bool>, std::vector<uint64_t>> partial_;  // slabs with free chunks
+};
+
+}  // namespace
+
+Device::Device(std::string name, std::unique_ptr<MockHooks> mock)
+    : hcq::Device(std::move(name)), mock_(std::move(mock)) {}
+
+Result<std::unique_ptr<Device>> Device::create(hcq::Os& os,
+                                               int index,
+                                               std::unique_ptr<MockHooks> mock) {
+  std::string name = mock ? mock->name : "NV";
+  std::unique_ptr<Device> dev(new Device(name, std::move(mock)));
+  ASSIGN_OR_RETURN(dev->iface_, RmIface::open(os));
+  ASSIGN_OR_RETURN(dev->gpu_, bring_up(*dev->iface_, index));
+  // NOTE: peer mappings are bookkeeping only on hardware (no GPU page-table entries in the
+  // other device's VA space yet), so each real device is its own peer group.
+  dev->peer_group_ = dev->mock_ ? dev->mock_->peer_group
+                                : "NV:" + std::to_string(getpid()) + ":" +
+                                      hex_string(reinterpret_cast<uint64_t>(dev.get()));
+  dev->allocator_ = std::make_unique<RmAllocator>(*dev, *dev->gpu_);
+  RETURN_IF_ERROR(dev->init_timeline());
+  dev->timeline_ready_ = true;
+  RETURN_IF_ERROR(dev->setup());
+  return dev;
+}
+
+Status Device::setup() {
+  const BringUp& info = gpu_->info();
+  doorbell_ = hcq::Doorbell(hcq::Mmio(info.usermode_page, kUsermodeBytes), kDoorbellOffset, 32);
+  RETURN_IF_ERROR(setup_channel(compute_, info.compute, "compute queue"));
+  RETURN_IF_ERROR(setup_channel(copy_, info.copy, "copy queue"));
+
+  const GpuClasses& c = info.classes;
+  uint32_t carveout = c.smem_carveouts_kib.empty() ? 100 : c.smem_carveouts_kib.back();
+  limits_.max_shared_bytes = (carveout - 1) << 10;
+  limits_.local_bytes_per_thread = kLocalBytesPerThread;
+  // Local memory as tinygrad sizes it: per thread, x 32 lanes, x warps per SM, x SMs per TPC.
+  uint32_t warps = info.gr.max_warps_per_sm ? info.gr.max_warps_per_sm : 64;
+  uint32_t sm_per_tpc = info.gr.sm_per_tpc ? info.gr.sm_per_tpc : 2;
+  uint64_t per_tpc =
+      round_up(round_up(kLocalBytesPerThread * 32ull, 0x200) * warps * sm_per_tpc, kLocalTpcAlign);
+  uint64_t tpcs = info.gr.tpcs ? info.gr.tpcs : 1;
+  ASSIGN_OR_RETURN(local_memory_, allocator_->alloc(per_tpc * tpcs, {.nolru = true}));
+
+  // Channel setup: bind the engine classes (compute channel: compute on 1, copy on 4 for its
+  // copies), then the compute engine's shader memory windows and local memory.
+  hcq::CmdStream cs("channel setup of " + name(), 64);
+  PushBuffer pb(cs);
+  emit_set_object(pb, Subchannel::kCompute, c.compute);
+  emit_set_object(pb, Subchannel::kCopy, c.copy);
+  RETURN_IF_ERROR(emit_shader_memory_windows(pb, kLocalMemoryWindow, kSharedMemoryWindow));
+  RETURN_IF_ERROR(emit_shader_local_memory(pb, c, static_cast<int64_t>(local_memory_.va), per_tpc));
+  RETURN_IF_ERROR(submit_words(hcq::Engine::kCompute, cs.words()));
+  cs.clear();
+  emit_set_object(pb, Subchannel::kCopy, c.copy);
+  RETURN_IF_ERROR(submit_words(hcq::Engine::kCopy, cs.words()));
+  return error();
+}
+
+Status Device::setup_channel(Channel& ch, const RmChannel& rm, const char* what) {
+  ch.name = std::string(what) + " of " + name();
+  ch.rm = rm;
+  ch.ring = std::make_unique<GpFifoRing>(rm.entries, rm.work_submit_token);
+  ch.entries = hcq::Mmio(reinterpret_cast<void*>(rm.ring_va), size_t{rm.entries} * kGpEntryBytes);
+  ch.userd = hcq::Mmio(reinterpret_cast<void*>(rm.userd_va), kUserdBytes);
+  ASSIGN_OR_RETURN(
+      ch.pushbuf,
+      allocator_->alloc(kPushbufRingBytes, {.host = true, .cpu_access = true, .nolru = true}));
+  return Status();
+}
+
+Device::~Device() {
+  if (timeline_ready_) (void)synchronize(std::chrono::milliseconds(5000));
+  for (Channel* ch : {&compute_, &copy_})
+    if (ch->pushbuf.size) allocator_->free(ch->pushbuf);
+  if (local_memory_.size) allocator_->free(local_memory_);
+  if (allocator_) release_memory();
+  allocator_.reset();
+  gpu_.reset();
+  iface_.reset();
+}
+
+std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
+  return std::make_unique<Queue>(*this, hcq::Engine::kCompute);
+}
+
+std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
+  return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
+}
+
+Status Device::submit_words(hcq::Engine e, std::span<const uint32_t> words) {
+  Channel& ch = channel(e);
+  size_t cap = ch.pushbuf.size / 4;
+  if (words.size() > cap)
+    return resource_exhausted(ch.name + ": a submission of " + std::to_string(words.size()) +
+                              " words cannot fit the pushbuffer ring of " + std::to_string(cap));
+  uint64_t va;
+  {
+    std::lock_guard lock(ch.mu);
+    // NOTE: the ring is reused without waiting for the GPU to finish the words it overwrites;
+    // the fake GPU runs each submission before submit returns (see README: not done).
+    if (ch.pushbuf_put + words.size() > cap) ch.pushbuf_put = 0;
+    auto* dst = static_cast<uint32_t*>(ch.pushbuf.cpu) + ch.pushbuf_put;
+    std::memcpy(dst, words.data(), words.size() * 4);
+    va = ch.pushbuf.va + ch.pushbuf_put * 4;
+    ch.pushbuf_put += words.size();
+  }
+  return publish(e, va, static_cast<uint32_t>(words.size()));
+}
+
+Status Device::publish(hcq::Engine e, uint64_t va, uint32_t words) {
+  RETURN_IF_ERROR(error());
+  Channel& ch = channel(e);
+  {
+    std::unique_lock lock(ch.mu);
+    auto t0 = std::chrono::steady_clock::now();
+    uint32_t last_get = ch.userd.read<uint32_t>(kUserdGpGet);
+    for (;;) {
+      uint32_t get = ch.userd.read<uint32_t>(kUserdGpGet);
+      if (ch.ring->check_space(1, get).ok()) break;
+      RETURN_IF_ERROR(error());
+      if (get != last_get) {
+        last_get = get;
+        t0 = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - t0 > hcq::kDefaultTimeout) {
+        return deadline_exceeded(ch.name + ": the GPFIFO ring stayed full for " +
+                                 std::to_string(hcq::kDefaultTimeout.count()) + " ms");
+      }
+      lock.unlock();
+      progress();
+      std::this_thread::yield();
+      lock.lock();
+    }
+    ASSIGN_OR_RETURN(GpSubmit s, ch.ring->push(va, words, ch.userd.read<uint32_t>(kUserdGpGet)));
+    // The documented order: ring[slot] = entry; USERD GPPut; full fence; doorbell.
+    ch.entries.write<uint64_t>(size_t{s.slot} * kGpEntryBytes, s.entry);
+    ch.userd.write<uint32_t>(kUserdGpPut, s.gp_put);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    doorbell_.ring(s.doorbell);
+  }
+  // A fault found here fails the device; the submission itself was published.
+  progress();
+  return Status();
+}
+
+void Device::progress() {
+  if (!mock_) return;  // TODO(nv): read the channels' error notifiers on hardware
+  if (mock_->pump) mock_->pump();
+  if (!mock_->faults) return;
+  std::vector<GpuFault> faults = mock_->faults();
+  std::lock_guard lock(fault_mu_);
+  if (faults.size() <= faults_seen_) return;
+  std::string msg = report(faults[faults_seen_]);
+  faults_seen_ = faults.size();
+  set_error(internal(msg));
+}
+
+std::string Device::report(const GpuFault& f) {
+  std::string msg = f.line;
+  std::string where = "channel " + std::to_string(f.token);
+  for (Channel* ch : {&compute_, &copy_})
+    if (ch->rm.work_submit_token == f.token) where = ch->name;
+  msg += " [" + where;
+  if (f.qmd_va) {
+    std::lock_guard lock(qmd_mu_);
+    auto it = qmd_kernels_.find(f.qmd_va);
+    msg += it != qmd_kernels_.end() ? ", kernel '" + it->second + "'" : ", kernel unknown";
+  }
+  if (f.mmu) {
+    std::optional<hcq::Buffer> owner = allocator_->find(f.address);
+    msg += owner ? ", " + hex_string(f.address) + " is in the buffer at " + hex_string(owner->va) +
+                       " (" + std::to_string(owner->size) + " bytes)"
+                 : ", " + hex_string(f.address) + " is in no allocation";
+  }
+  return msg + "]";
+}
+
+void Device::note_qmd(uint64_t qmd_va, const std::string& kernel) {
+  std::lock_guard lock(qmd_mu_);
+  qmd_kernels_[qmd_va] = kernel;
+}
+
+void Device::forget_qmd(uint64_t qmd_va) {
+  std::lock_guard lock(qmd_mu_);
+  qmd_kernels_.erase(qmd_va);
+}
+
+}  // namespace baregrad::nv
