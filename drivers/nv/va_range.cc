@@ -48,28 +48,42 @@ Result<std::unique_ptr<VaRange>> VaRange::reserve(
   if (auto m = fixed(preferred_base, size)) return made(std::move(*m));
 
   // Taken: let the kernel place it, which is fine when it stays below `limit`.
-  ASSIGN_OR_RETURN(hcq::Mapping any, hcq::map(os, nullptr, size, PROT_NONE, kReserveFlags, -1, 0));
-  uint64_t base = reinterpret_cast<uint64_t>(any.get());
-  if (base + size <= limit) {
-    BG_LOG(1) << "nv: " << name << " VA range " << describe(preferred_base, size)
-              << " is taken; using " << describe(base, size);
-    return made(std::move(any));
-  }
-  any.reset();
-  // NOTE: sanitizers keep most of the space below 2^40 for shadow memory; what they leave is
-  // the first 2 GiB. Smaller ranges at 1 GiB fit there.
-  for (uint64_t bytes = size; bytes >= size / 128 && bytes >= (64 << 20); bytes /= 2) {
-    if (kFallbackBase + bytes > limit) continue;
-    if (auto m = fixed(kFallbackBase, bytes)) {
+  uint64_t base = 0;
+  Result<hcq::Mapping> any = hcq::map(os, nullptr, size, PROT_NONE, kReserveFlags, -1, 0);
+  if (any.ok()) {
+    base = reinterpret_cast<uint64_t>(any->get());
+    if (base + size <= limit) {
       BG_LOG(1) << "nv: " << name << " VA range " << describe(preferred_base, size)
-                << " is taken; using " << describe(kFallbackBase, bytes);
+                << " is taken; using " << describe(base, size);
+      return made(std::move(*any));
+    }
+    any->reset();
+  }
+  // NOTE: sanitizers keep most of the address space for shadow memory (ASan leaves the first
+  // 2 GiB below 2^40; TSan refuses an 8 TiB reservation outright): smaller ranges, at 1 GiB
+  // or wherever the kernel puts them below `limit`.
+  for (uint64_t bytes = size; bytes >= size / 128 && bytes >= (64 << 20); bytes /= 2) {
+    if (kFallbackBase + bytes <= limit) {
+      if (auto m = fixed(kFallbackBase, bytes)) {
+        BG_LOG(1) << "nv: " << name << " VA range " << describe(preferred_base, size)
+                  << " is taken; using " << describe(kFallbackBase, bytes);
+        return made(std::move(*m));
+      }
+    }
+    Result<hcq::Mapping> m = hcq::map(os, nullptr, bytes, PROT_NONE, kReserveFlags, -1, 0);
+    if (m.ok() && reinterpret_cast<uint64_t>(m->get()) + bytes <= limit) {
+      BG_LOG(1) << "nv: " << name << " VA range " << describe(preferred_base, size)
+                << " is taken; using " << describe(reinterpret_cast<uint64_t>(m->get()), bytes);
       return made(std::move(*m));
     }
   }
   return resource_exhausted(
       "cannot reserve the " + name + " VA range: " + describe(preferred_base, size) +
-      " is taken, the kernel offers " + describe(base, size) + " which ends above " +
-      hex_string(limit) + ", and " + hex_string(kFallbackBase) + " has no room either");
+      " is taken, the kernel offers " +
+      (any.ok() ? describe(base, size) + " which ends above " + hex_string(limit)
+                : std::string("no place for it (") + any.status().message() + ")") +
+      ", and no range of at least " + hex_string(std::max<uint64_t>(size / 128, 64 << 20)) +
+      " fits at " + hex_string(kFallbackBase) + " or below the limit either");
 }
 
 Result<uint64_t> VaRange::alloc(uint64_t bytes, uint64_t align) {

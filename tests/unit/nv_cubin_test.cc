@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 
 #include "base/options.h"
 #include "compiler/ast.h"
@@ -188,16 +187,24 @@ std::optional<std::pair<uint32_t, uint32_t>> cuobjdump_params(const std::string&
   Result<int> rc = compiler::run_subprocess({tool, "-elf", path}, &out, 60000);
   std::filesystem::remove(path);
   EXPECT_TRUE(rc.ok() && *rc == 0) << tool << ": " << out;
-  std::smatch size, cbank;
-  std::regex size_re(
-      R"(EIATTR_CBANK_PARAM_SIZE\s*\n\s*Format:\s*EIFMT_HVAL\s*\n\s*Value:\s*(0x[0-9a-f]+))");
-  std::regex cbank_re(
-      R"(EIATTR_PARAM_CBANK\s*\n\s*Format:\s*EIFMT_SVAL\s*\n\s*Value:\s*\S+\s+(0x[0-9a-f]+))");
-  EXPECT_TRUE(std::regex_search(out, size, size_re)) << out;
-  EXPECT_TRUE(std::regex_search(out, cbank, cbank_re)) << out;
-  if (size.empty() || cbank.empty()) return std::nullopt;
-  return std::make_pair(static_cast<uint32_t>(std::stoul(cbank[1], nullptr, 16) & 0xffff),
-                        static_cast<uint32_t>(std::stoul(size[1], nullptr, 16)));
+  // NOTE: no std::regex: GCC 12 reports false maybe-uninitialized warnings inside it at -O2
+  // with ASan. The attribute's "Value:" line follows its name; take its last hex number.
+  auto value_after = [&](const std::string& attr) -> std::optional<uint32_t> {
+    size_t at = out.find(attr);
+    if (at == std::string::npos) return std::nullopt;
+    size_t v = out.find("Value:", at);
+    if (v == std::string::npos) return std::nullopt;
+    size_t eol = out.find('\n', v);
+    size_t hex = out.rfind("0x", eol);
+    if (hex == std::string::npos || hex < v) return std::nullopt;
+    return static_cast<uint32_t>(std::stoul(out.substr(hex), nullptr, 16));
+  };
+  std::optional<uint32_t> size = value_after("EIATTR_CBANK_PARAM_SIZE");
+  std::optional<uint32_t> cbank = value_after("EIATTR_PARAM_CBANK");
+  EXPECT_TRUE(size.has_value()) << out;
+  EXPECT_TRUE(cbank.has_value()) << out;
+  if (!size || !cbank) return std::nullopt;
+  return std::make_pair(*cbank & 0xffff, *size);
 }
 
 TEST(NvCubin, LoadsWhatPtxasAndTheSectionTableSay) {
