@@ -60,13 +60,17 @@ Result<std::unique_ptr<VaRange>> VaRange::reserve(
     any->reset();
   }
   // NOTE: sanitizers keep most of the address space for shadow memory (ASan leaves the first
-  // 2 GiB below 2^40; TSan refuses an 8 TiB reservation outright): smaller ranges, at 1 GiB
-  // or wherever the kernel puts them below `limit`.
-  for (uint64_t bytes = size; bytes >= size / 128 && bytes >= (64 << 20); bytes /= 2) {
-    if (kFallbackBase + bytes <= limit) {
-      if (auto m = fixed(kFallbackBase, bytes)) {
+  // 2 GiB below 2^40; TSan refuses an 8 TiB reservation outright): smaller ranges, from 1 GiB
+  // up in steps of their size (several devices of one process each need one), or wherever the
+  // kernel puts them below `limit`.
+  constexpr int kTriesPerSize = 64;
+  for (uint64_t bytes = size; bytes >= size / 1024 && bytes >= (64 << 20); bytes /= 2) {
+    for (int k = 0; k < kTriesPerSize; k++) {
+      uint64_t at = kFallbackBase + static_cast<uint64_t>(k) * bytes;
+      if (at + bytes > limit) break;
+      if (auto m = fixed(at, bytes)) {
         BG_LOG(1) << "nv: " << name << " VA range " << describe(preferred_base, size)
-                  << " is taken; using " << describe(kFallbackBase, bytes);
+                  << " is taken; using " << describe(at, bytes);
         return made(std::move(*m));
       }
     }
@@ -82,8 +86,8 @@ Result<std::unique_ptr<VaRange>> VaRange::reserve(
       " is taken, the kernel offers " +
       (any.ok() ? describe(base, size) + " which ends above " + hex_string(limit)
                 : std::string("no place for it (") + any.status().message() + ")") +
-      ", and no range of at least " + hex_string(std::max<uint64_t>(size / 128, 64 << 20)) +
-      " fits at " + hex_string(kFallbackBase) + " or below the limit either");
+      ", and no range of at least " + hex_string(std::max<uint64_t>(size / 1024, 64 << 20)) +
+      " fits from " + hex_string(kFallbackBase) + " up or below the limit either");
 }
 
 Result<uint64_t> VaRange::alloc(uint64_t bytes, uint64_t align) {
