@@ -12,7 +12,6 @@
 namespace baregrad::hcq {
 namespace {
 constexpr size_t kSignalPageBytes = 4096;
-constexpr uint64_t kTimelineWrap = 1ull << 31;
 
 // The futex of a 64-bit value is its low half (little-endian): a change of the value that
 // leaves the low half equal is still seen, at the next timed wakeup.

@@ -30,6 +30,9 @@ namespace baregrad::hcq {
 class Device;
 
 constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+// Past this timeline value Device::synchronize() swaps to the shadow signal and restarts at 1:
+// devices compare 32-bit payloads.
+constexpr uint64_t kTimelineWrap = 1ull << 31;
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;

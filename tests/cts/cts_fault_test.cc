@@ -30,13 +30,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr size_t kMiB = 1 << 20;
-constexpr uint64_t kWrap = 1ull << 31;
 
-class CtsSignal : public Cts {};
-class CtsQueue : public Cts {};
-class CtsTimeline : public Cts {};
-class CtsExec : public Cts {};
-class CtsCopy : public Cts {};
 class CtsFault : public Cts {};
 class CtsAllocator : public Cts {};
 

@@ -15,6 +15,28 @@ namespace {
 using ::testing::HasSubstr;
 using CtsGraph = Cts;
 
+// Builders of graph items for the tests below; a null device is the graph's own.
+hcq::GraphItem exec_item(hcq::Device* d, const hcq::Program& prg, hcq::Value buf) {
+  hcq::GraphItem it;
+  it.dev = d;
+  it.prg = &prg;
+  it.bufs = {buf};
+  it.grid = {4, 1, 1};
+  it.reads = it.writes = {{buf, 16}};
+  return it;
+}
+hcq::GraphItem copy_item(hcq::Device* d, hcq::Value dst, hcq::Value src) {
+  hcq::GraphItem it;
+  it.kind = hcq::GraphItem::Kind::kCopy;
+  it.dev = d;
+  it.dst = dst;
+  it.src = src;
+  it.bytes = 16;
+  it.reads = {{src, 16}};
+  it.writes = {{dst, 16}};
+  return it;
+}
+
 // add_one over A; copy A -> input 0 (copy queue); add_one over input 0; copy input 0 -> C.
 TEST_P(CtsGraph, ReplaysWithNewInputsAndCrossQueueDependencies) {
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
@@ -25,27 +47,10 @@ TEST_P(CtsGraph, ReplaysWithNewInputsAndCrossQueueDependencies) {
     inputs.push_back(b);
   }
   auto prg = program("add_one", add_one, {16}, 0);
-  auto exec = [&](hcq::Value buf) {
-    hcq::GraphItem it;
-    it.prg = prg.get();
-    it.bufs = {buf};
-    it.grid = {4, 1, 1};
-    it.reads = it.writes = {{buf, 16}};
-    return it;
-  };
-  auto copy = [&](hcq::Value dst, hcq::Value src) {
-    hcq::GraphItem it;
-    it.kind = hcq::GraphItem::Kind::kCopy;
-    it.dst = dst;
-    it.src = src;
-    it.bytes = 16;
-    it.reads = {{src, 16}};
-    it.writes = {{dst, 16}};
-    return it;
-  };
   hcq::Value in = hcq::Value::sym(0);
-  std::vector<hcq::GraphItem> items{exec(va_of(a)), copy(in, va_of(a)), exec(in),
-                                    copy(va_of(c), in)};
+  std::vector<hcq::GraphItem> items{exec_item(nullptr, *prg, va_of(a)),
+                                    copy_item(nullptr, in, va_of(a)), exec_item(nullptr, *prg, in),
+                                    copy_item(nullptr, va_of(c), in)};
   int32_t zero[4] = {0, 0, 0, 0};
   CTS_ASSERT_OK(dev().allocator().copy_in(a, zero, 16));
   CTS_ASSERT_OK_AND_ASSIGN(std::unique_ptr<hcq::Graph> g,
@@ -118,28 +123,6 @@ TEST_P(CtsGraph, CopySizesAndAddressesCanBeSymbolic) {
     EXPECT_TRUE(same_bytes(got.get(), pattern.get() + 3, static_cast<size_t>(n))) << n;
     EXPECT_EQ(got[n], 0) << n;  // nothing past n was copied (sizes only grow here)
   }
-}
-
-// Builders of graph items for the tests below.
-hcq::GraphItem exec_item(hcq::Device* d, const hcq::Program& prg, hcq::Value buf) {
-  hcq::GraphItem it;
-  it.dev = d;
-  it.prg = &prg;
-  it.bufs = {buf};
-  it.grid = {4, 1, 1};
-  it.reads = it.writes = {{buf, 16}};
-  return it;
-}
-hcq::GraphItem copy_item(hcq::Device* d, hcq::Value dst, hcq::Value src) {
-  hcq::GraphItem it;
-  it.kind = hcq::GraphItem::Kind::kCopy;
-  it.dev = d;
-  it.dst = dst;
-  it.src = src;
-  it.bytes = 16;
-  it.reads = {{src, 16}};
-  it.writes = {{dst, 16}};
-  return it;
 }
 
 // add_one over A (on dev); copy A -> B (on the peer); add_one over B (peer); copy B -> input 0
@@ -215,10 +198,9 @@ TEST_P(CtsGraph, ASpanOutsideThePeerGroupIsUnimplemented) {
 // The graph's commands name the timeline signal; once synchronize() wraps the timeline into its
 // shadow, the next replay records them again instead of signalling the retired one.
 TEST_P(CtsGraph, KeepsReplayingAcrossATimelineWrap) {
-  constexpr uint64_t kWrap = 1ull << 31;
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
-  CTS_ASSERT_OK(dev().set_timeline_for_test(kWrap - 2));
-  CTS_ASSERT_OK(peer->set_timeline_for_test(kWrap - 1));
+  CTS_ASSERT_OK(dev().set_timeline_for_test(hcq::kTimelineWrap - 2));
+  CTS_ASSERT_OK(peer->set_timeline_for_test(hcq::kTimelineWrap - 1));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer b, alloc(*peer, 16));
   CTS_ASSERT_OK(dev().allocator().map_into(a, *peer));

@@ -30,15 +30,12 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr size_t kMiB = 1 << 20;
-constexpr uint64_t kWrap = 1ull << 31;
 
 class CtsSignal : public Cts {};
 class CtsQueue : public Cts {};
 class CtsTimeline : public Cts {};
 class CtsExec : public Cts {};
 class CtsCopy : public Cts {};
-class CtsFault : public Cts {};
-class CtsAllocator : public Cts {};
 
 // ---- devices -------------------------------------------------------------------------------
 
@@ -287,8 +284,8 @@ TEST_P(CtsTimeline, SynchronizeWaitsForAStalledSubmission) {
 }
 
 TEST_P(CtsTimeline, WrapsPast2To31IntoANewEpoch) {
-  CTS_ASSERT_OK(dev().set_timeline_for_test(kWrap - 3));
-  EXPECT_EQ(dev().timeline_value(), kWrap - 3);
+  CTS_ASSERT_OK(dev().set_timeline_for_test(hcq::kTimelineWrap - 3));
+  EXPECT_EQ(dev().timeline_value(), hcq::kTimelineWrap - 3);
   uint64_t epoch0 = dev().timeline_epoch();
   auto q = dev().compute_queue();
   std::vector<uint64_t> got;
@@ -301,7 +298,8 @@ TEST_P(CtsTimeline, WrapsPast2To31IntoANewEpoch) {
   SCOPED_TRACE(::testing::PrintToString(got));
   int wraps = 0;
   for (size_t i = 0; i < got.size(); i++) {
-    EXPECT_LE(got[i], kWrap) << "a 32-bit device cannot compare timeline value " << got[i];
+    EXPECT_LE(got[i], hcq::kTimelineWrap)
+        << "a 32-bit device cannot compare timeline value " << got[i];
     if (i > 0 && got[i] <= got[i - 1]) {
       wraps++;
       EXPECT_EQ(got[i], 1u) << "the timeline restarts at 1";
@@ -323,7 +321,7 @@ TEST_P(CtsTimeline, CopiesAndKernelsStayOrderedAcrossTheWrap) {
   CTS_ASSERT_OK_AND_ASSIGN(hcq::ArgsState * args, args_for(*prg));
   args->set_buf(0, va_of(buf));
   auto q = dev().compute_queue();
-  CTS_ASSERT_OK(dev().set_timeline_for_test(kWrap - 3));
+  CTS_ASSERT_OK(dev().set_timeline_for_test(hcq::kTimelineWrap - 3));
   uint64_t epoch0 = dev().timeline_epoch();
   std::vector<int32_t> in(kN), out(kN);
   for (int it = 0; it < 5; it++) {
