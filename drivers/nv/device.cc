@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -14,7 +15,7 @@
 namespace baregrad::nv {
 namespace {
 
-constexpr size_t kPushbufRingBytes = 4 << 20;     // per channel, for unbound submissions
+constexpr size_t kMinPushbufRingBytes = 256;      // the channel setup and its release fit
 constexpr uint32_t kLocalBytesPerThread = 0x100;  // local memory provisioned per thread
 constexpr uint64_t kLocalTpcAlign = 0x8000;
 
@@ -122,9 +123,16 @@ Device::Device(std::string name, std::unique_ptr<MockHooks> mock)
 
 Result<std::unique_ptr<Device>> Device::create(hcq::Os& os,
                                                int index,
-                                               std::unique_ptr<MockHooks> mock) {
+                                               std::unique_ptr<MockHooks> mock,
+                                               DeviceOptions options) {
+  if (options.pushbuf_ring_bytes % 4 != 0 || options.pushbuf_ring_bytes < kMinPushbufRingBytes)
+    return invalid_argument("NV device: a pushbuffer ring of " +
+                            std::to_string(options.pushbuf_ring_bytes) +
+                            " bytes (a multiple of 4, at least " +
+                            std::to_string(kMinPushbufRingBytes) + ", is needed)");
   std::string name = mock ? mock->name : "NV";
   std::unique_ptr<Device> dev(new Device(name, std::move(mock)));
+  dev->options_ = options;
   ASSIGN_OR_RETURN(dev->iface_, RmIface::open(os));
   ASSIGN_OR_RETURN(dev->gpu_, bring_up(*dev->iface_, index));
   // NOTE: peer mappings are bookkeeping only on hardware (no GPU page-table entries in the
@@ -178,19 +186,30 @@ Status Device::setup_channel(Channel& ch, const RmChannel& rm, const char* what)
   ch.ring = std::make_unique<GpFifoRing>(rm.entries, rm.work_submit_token);
   ch.entries = hcq::Mmio(reinterpret_cast<void*>(rm.ring_va), size_t{rm.entries} * kGpEntryBytes);
   ch.userd = hcq::Mmio(reinterpret_cast<void*>(rm.userd_va), kUserdBytes);
-  ASSIGN_OR_RETURN(
-      ch.pushbuf,
-      allocator_->alloc(kPushbufRingBytes, {.host = true, .cpu_access = true, .nolru = true}));
-  return Status();
+  ASSIGN_OR_RETURN(ch.pushbuf,
+                   allocator_->alloc(options_.pushbuf_ring_bytes,
+                                     {.host = true, .cpu_access = true, .nolru = true}));
+  // The completion counter and its release (64-bit, after WFI: the engine finished the work
+  // before it, so its QMDs and ring words may be reused); the payload is patched per submission.
+  ASSIGN_OR_RETURN(ch.done, new_signal("ring completions of the " + ch.name));
+  ch.release = std::make_unique<hcq::CmdStream>("completion release of the " + ch.name, 8);
+  PushBuffer pb(*ch.release);
+  return emit_semaphore_release(pb, gpu_->info().classes, static_cast<int64_t>(ch.done->va()),
+                                hcq::Value::sym(0));
 }
 
 Device::~Device() {
   if (timeline_ready_) (void)synchronize(std::chrono::milliseconds(5000));
-  for (Channel* ch : {&compute_, &copy_})
+  for (Channel* ch : {&compute_, &copy_}) {
+    // The GPU may still read ring words submitted outside the timeline.
+    if (ch->done && !failed()) (void)wait_completed(*ch, ch->seq.load(), "teardown");
     if (ch->pushbuf.size) allocator_->free(ch->pushbuf);
+    ch->done.reset();  // its slot goes back before release_memory()
+  }
   if (local_memory_.size) allocator_->free(local_memory_);
   if (allocator_) release_memory();
   allocator_.reset();
+  compute_.rm.error_notifier_cpu = copy_.rm.error_notifier_cpu = nullptr;  // unmapped with gpu_
   gpu_.reset();
   iface_.reset();
 }
@@ -203,24 +222,100 @@ std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
   return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
 }
 
-Status Device::submit_words(hcq::Engine e, std::span<const uint32_t> words) {
+Status Device::submit_words(hcq::Engine e, std::span<const uint32_t> words, uint64_t* sequence) {
   Channel& ch = channel(e);
-  size_t cap = ch.pushbuf.size / 4;
-  if (words.size() > cap)
+  size_t cap = ch.pushbuf.size / 4, n = words.size() + ch.release->size();
+  if (n > cap)
     return resource_exhausted(ch.name + ": a submission of " + std::to_string(words.size()) +
-                              " words cannot fit the pushbuffer ring of " + std::to_string(cap));
-  uint64_t va;
-  {
-    std::lock_guard lock(ch.mu);
-    // NOTE: the ring is reused without waiting for the GPU to finish the words it overwrites;
-    // the fake GPU runs each submission before submit returns (see README: not done).
-    if (ch.pushbuf_put + words.size() > cap) ch.pushbuf_put = 0;
-    auto* dst = static_cast<uint32_t*>(ch.pushbuf.cpu) + ch.pushbuf_put;
-    std::memcpy(dst, words.data(), words.size() * 4);
-    va = ch.pushbuf.va + ch.pushbuf_put * 4;
-    ch.pushbuf_put += words.size();
+                              " words (" + std::to_string(n) +
+                              " with the completion release) cannot fit the pushbuffer ring of " +
+                              std::to_string(cap));
+  std::lock_guard submit(ch.submit_mu);
+  // After the last submission, or from the start when the words do not fit before the end.
+  size_t put = ch.pushbuf_put + n > cap ? 0 : ch.pushbuf_put;
+  RETURN_IF_ERROR(wait_ring_space(ch, put, n));
+  uint64_t seq = ch.seq.load() + 1;
+  auto* dst = static_cast<uint32_t*>(ch.pushbuf.cpu) + put;
+  std::memcpy(dst, words.data(), words.size() * 4);
+  ch.release->apply(std::array<int64_t, 1>{static_cast<int64_t>(seq)});
+  std::memcpy(dst + words.size(), ch.release->words().data(), ch.release->size() * 4);
+  size_t old_put = ch.pushbuf_put;
+  ch.in_flight.push_back({put, put + n, seq});
+  ch.pushbuf_put = put + n;
+  ch.seq.store(seq);
+  Status s = publish(e, ch.pushbuf.va + put * 4, static_cast<uint32_t>(n));
+  if (!s.ok()) {  // nothing was published: the words and the sequence number are free again
+    ch.in_flight.pop_back();
+    ch.pushbuf_put = old_put;
+    ch.seq.store(seq - 1);
+    return s;
   }
-  return publish(e, va, static_cast<uint32_t>(words.size()));
+  if (sequence) *sequence = seq;
+  return Status();
+}
+
+uint64_t Device::completed_sequence(hcq::Engine e) {
+  Channel& ch = channel(e);
+  return ch.done ? ch.done->value() : 0;
+}
+
+Status Device::wait_sequence(hcq::Engine e, uint64_t seq) {
+  Channel& ch = channel(e);
+  return wait_completed(ch, seq, "waiting for a queue's submissions");
+}
+
+Status Device::wait_ring_space(Channel& ch, size_t put, size_t n) {
+  // Done submissions give their words back first.
+  uint64_t completed = ch.done->value();
+  while (!ch.in_flight.empty() && ch.in_flight.front().seq <= completed) ch.in_flight.pop_front();
+  // in_flight runs in ring order from pushbuf_put: first those in the tail a wrap skips (older,
+  // not overwritten), then those [put, put + n) overlaps, then the rest.
+  bool wrap = put != ch.pushbuf_put;
+  size_t overwritten = 0;
+  uint64_t want = 0;
+  for (size_t i = 0; i < ch.in_flight.size(); i++) {
+    const RingUse& u = ch.in_flight[i];
+    if (u.begin < put + n && put < u.end) {
+      overwritten = i + 1;
+      want = u.seq;
+    } else if (!(wrap && u.begin >= ch.pushbuf_put)) {
+      break;
+    }
+  }
+  if (overwritten == 0) return Status();
+  RETURN_IF_ERROR(wait_completed(
+      ch, want, "the pushbuffer ring (" + std::to_string(ch.pushbuf.size) + " bytes) is full"));
+  ch.in_flight.erase(ch.in_flight.begin(), ch.in_flight.begin() + overwritten);
+  return Status();
+}
+
+Status Device::wait_completed(Channel& ch, uint64_t seq, const std::string& what) {
+  uint64_t seen = ch.done->value();
+  auto t0 = std::chrono::steady_clock::now();
+  int spins = 0;
+  while (seen < seq) {
+    // Without ch.mu: bound submissions go on meanwhile (the mock's progress() runs the GPU).
+    progress();
+    RETURN_IF_ERROR(error());
+    uint64_t now_seen = ch.done->value();
+    auto now = std::chrono::steady_clock::now();
+    if (now_seen != seen) {  // the GPU moves: the timeout restarts
+      seen = now_seen;
+      t0 = now;
+    } else if (now - t0 > options_.timeout) {
+      return deadline_exceeded(ch.name + ": " + what + ": ring submission " + std::to_string(seq) +
+                               " not complete after " + std::to_string(options_.timeout.count()) +
+                               " ms (the GPU completed up to submission " + std::to_string(seen) +
+                               ")");
+    }
+    if (spins < 1000) {
+      spins++;
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return Status();
 }
 
 Status Device::publish(hcq::Engine e, uint64_t va, uint32_t words) {
@@ -237,9 +332,9 @@ Status Device::publish(hcq::Engine e, uint64_t va, uint32_t words) {
       if (get != last_get) {
         last_get = get;
         t0 = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - t0 > hcq::kDefaultTimeout) {
+      } else if (std::chrono::steady_clock::now() - t0 > options_.timeout) {
         return deadline_exceeded(ch.name + ": the GPFIFO ring stayed full for " +
-                                 std::to_string(hcq::kDefaultTimeout.count()) + " ms");
+                                 std::to_string(options_.timeout.count()) + " ms");
       }
       lock.unlock();
       progress();
@@ -256,38 +351,6 @@ Status Device::publish(hcq::Engine e, uint64_t va, uint32_t words) {
   // A fault found here fails the device; the submission itself was published.
   progress();
   return Status();
-}
-
-void Device::progress() {
-  if (!mock_) return;  // TODO(nv): read the channels' error notifiers on hardware
-  if (mock_->pump) mock_->pump();
-  if (!mock_->faults) return;
-  std::vector<GpuFault> faults = mock_->faults();
-  std::lock_guard lock(fault_mu_);
-  if (faults.size() <= faults_seen_) return;
-  std::string msg = report(faults[faults_seen_]);
-  faults_seen_ = faults.size();
-  set_error(internal(msg));
-}
-
-std::string Device::report(const GpuFault& f) {
-  std::string msg = f.line;
-  std::string where = "channel " + std::to_string(f.token);
-  for (Channel* ch : {&compute_, &copy_})
-    if (ch->rm.work_submit_token == f.token) where = ch->name;
-  msg += " [" + where;
-  if (f.qmd_va) {
-    std::lock_guard lock(qmd_mu_);
-    auto it = qmd_kernels_.find(f.qmd_va);
-    msg += it != qmd_kernels_.end() ? ", kernel '" + it->second + "'" : ", kernel unknown";
-  }
-  if (f.mmu) {
-    std::optional<hcq::Buffer> owner = allocator_->find(f.address);
-    msg += owner ? ", " + hex_string(f.address) + " is in the buffer at " + hex_string(owner->va) +
-                       " (" + std::to_string(owner->size) + " bytes)"
-                 : ", " + hex_string(f.address) + " is in no allocation";
-  }
-  return msg + "]";
 }
 
 void Device::note_qmd(uint64_t qmd_va, const std::string& kernel) {

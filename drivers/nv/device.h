@@ -4,7 +4,10 @@
 // the fake GPU, whose progress needs the CPU.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,22 +24,19 @@
 
 namespace baregrad::nv {
 
-// A fault the GPU reported (the mock's fake GPU; on hardware the channel's error notifier).
-struct GpuFault {
-  std::string line;  // the GPU's own description
-  uint64_t address = 0;
-  uint32_t token = 0;   // the channel
-  uint64_t qmd_va = 0;  // the QMD being launched, 0 outside a launch
-  bool mmu = false;     // an MMU fault: `address` is the faulting VA
-};
-
 // What a mock device needs besides the fake hcq::Os.
 struct MockHooks {
   std::string name = "MOCK+NV";
   std::string peer_group = "MOCK+NV";
-  std::function<void()> pump;                     // rings pending doorbells, runs the GPU
-  std::function<std::vector<GpuFault>()> faults;  // every fault so far, oldest first
-  std::shared_ptr<void> keepalive;                // the fakes: destroyed after the device
+  std::function<void()> pump;       // rings pending doorbells, runs the GPU
+  std::shared_ptr<void> keepalive;  // the fakes: destroyed after the device
+};
+
+// Sizes and limits of a device (tests make the ring small and the timeout short).
+struct DeviceOptions {
+  size_t pushbuf_ring_bytes = 4 << 20;  // per channel, for unbound submissions (a multiple of 4)
+  // How long a submission waits for pushbuffer ring or GPFIFO space that the GPU does not free.
+  std::chrono::milliseconds timeout = hcq::kDefaultTimeout;
 };
 
 class Device : public hcq::Device {
@@ -44,13 +44,16 @@ class Device : public hcq::Device {
   // Opens the RM (RmIface::open), brings GPU `index` up and sets its channels up.
   static Result<std::unique_ptr<Device>> create(hcq::Os& os,
                                                 int index = 0,
-                                                std::unique_ptr<MockHooks> mock = nullptr);
+                                                std::unique_ptr<MockHooks> mock = nullptr,
+                                                DeviceOptions options = {});
   ~Device() override;
 
   hcq::Allocator& allocator() override { return *allocator_; }
   std::unique_ptr<hcq::HwQueue> compute_queue() override;
   std::unique_ptr<hcq::HwQueue> copy_queue() override;
-  // Mock: rings pending doorbells and runs the fake GPU; then reports new GPU faults.
+  // Mock: rings pending doorbells and runs the fake GPU. Then reads each channel's error
+  // notifier status (one load per channel); when RM wrote one, queries the debugger and sets
+  // the sticky error to the fault report (device_fault.cc).
   void progress() override;
   std::string peer_group() const override { return peer_group_; }
 
@@ -60,34 +63,70 @@ class Device : public hcq::Device {
   const LaunchLimits& limits() const { return limits_; }
 
   // ---- for queues ----
-  // Copies `words` into the channel's pushbuffer ring and submits them (publish()).
-  Status submit_words(hcq::Engine e, std::span<const uint32_t> words);
+  // Copies `words` into the channel's pushbuffer ring, then a host release (after WFI) of the
+  // channel's completion counter with the submission's sequence number (returned in
+  // `*sequence`), and submits them (publish()). Waits (with options' timeout) until the GPU
+  // completed the earlier submissions whose ring words it overwrites.
+  Status submit_words(hcq::Engine e, std::span<const uint32_t> words, uint64_t* sequence = nullptr);
+  // The sequence number of the channel's last ring submission (0: none yet).
+  uint64_t last_sequence(hcq::Engine e) { return channel(e).seq.load(); }
+  // The channel's completion counter: its ring submissions up to this one are done.
+  uint64_t completed_sequence(hcq::Engine e);
+  // Waits (progress(), options' timeout) until completed_sequence(e) >= seq.
+  Status wait_sequence(hcq::Engine e, uint64_t seq);
   // Submits the segment of `words` words at `va`: GP entry (waiting for ring space, with the
   // queue timeout), USERD GPPut, full fence, doorbell; then reports faults (mock: runs the GPU).
   Status publish(hcq::Engine e, uint64_t va, uint32_t words);
   // Remembers which kernel the QMD at `qmd_va` launches, for fault reports.
   void note_qmd(uint64_t qmd_va, const std::string& kernel);
   void forget_qmd(uint64_t qmd_va);
+  // Remembers that kernel `name`'s code is [code_va, code_va + bytes), for fault reports that
+  // name the kernel by the faulting PC (Program::load; the mock for code-less programs).
+  void register_program(uint64_t code_va, uint64_t bytes, const std::string& name);
+  void unregister_program(uint64_t code_va);
+  // The kernel whose registered code holds `pc`, or "" when none does.
+  std::string program_at(uint64_t pc);
 
  private:
+  // Words [begin, end) of the pushbuffer ring, owned by ring submission `seq` until done.
+  struct RingUse {
+    size_t begin, end;
+    uint64_t seq;
+  };
   struct Channel {
     std::string name;
     RmChannel rm;
     std::unique_ptr<GpFifoRing> ring;
     hcq::Mmio userd, entries;
+    std::mutex mu;  // the GPFIFO ring, USERD and the doorbell
+    // Ring submissions, under submit_mu (held across the wait for ring space, so that sequence
+    // numbers reach the GPU in order).
+    std::mutex submit_mu;
     hcq::Buffer pushbuf;     // the ring of pushbuffer words unbound submissions are copied into
     size_t pushbuf_put = 0;  // in words
-    std::mutex mu;
+    std::deque<RingUse> in_flight;            // oldest first, in ring order from pushbuf_put
+    std::atomic<uint64_t> seq{0};             // the last sequence number handed out
+    std::unique_ptr<hcq::Signal> done;        // the completion counter (host memory)
+    std::unique_ptr<hcq::CmdStream> release;  // the release of `done`, payload symbolic
   };
 
   Device(std::string name, std::unique_ptr<MockHooks> mock);
   Status setup();
   Status setup_channel(Channel& ch, const RmChannel& rm, const char* name);
   Channel& channel(hcq::Engine e) { return e == hcq::Engine::kCompute ? compute_ : copy_; }
-  // The fault report for `f`: the fault, the allocation owning its address, channel, kernel.
-  std::string report(const GpuFault& f);
+  // Waits until the GPU completed the ring submissions whose words [put, put + n) overwrites.
+  Status wait_ring_space(Channel& ch, size_t put, size_t n);
+  // Waits until ch's completion counter reaches `seq`; DeadlineExceeded names `what`.
+  Status wait_completed(Channel& ch, uint64_t seq, const std::string& what);
+  // The fault report once a channel's error notifier is set: the RC error and engine, the
+  // channel(s), the MMU fault (address, type, access, owning buffer) and SM error state from the
+  // debugger, the kernel by PC or by the faulting submission's QMDs.
+  std::string report();
+  // The kernels whose QMDs the submission that channel `ch` was executing launches.
+  std::vector<std::string> kernels_of_current_submission(Channel& ch);
 
   std::unique_ptr<MockHooks> mock_;  // first: its fakes outlive everything below
+  DeviceOptions options_;
   std::string peer_group_;
   std::unique_ptr<RmIface> iface_;
   std::unique_ptr<RmGpu> gpu_;
@@ -99,8 +138,14 @@ class Device : public hcq::Device {
   std::mutex qmd_mu_;
   std::map<uint64_t, std::string> qmd_kernels_;
   bool timeline_ready_ = false;
-  size_t faults_seen_ = 0;
   std::mutex fault_mu_;
+  bool fault_reported_ = false;  // under fault_mu_
+  struct ProgramRange {
+    uint64_t end;
+    std::string name;
+  };
+  std::mutex program_mu_;
+  std::map<uint64_t, ProgramRange> programs_;  // by code_va
 };
 
 }  // namespace baregrad::nv

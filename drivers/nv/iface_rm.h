@@ -13,8 +13,9 @@
 //   NV01_DEVICE_0, NV20_SUBDEVICE_0, MC_GET_ARCH_INFO + GET_CLASSLIST_V2, NV01_MEMORY_VIRTUAL,
 //   usermode object + its page mapped, PERF_BOOST (may fail), FERMI_VASPACE_A, GET_GID_INFO,
 //   UVM_REGISTER_GPU + UVM_REGISTER_GPU_VASPACE, GR / FB / name queries, KEPLER_CHANNEL_GROUP_A,
-//   GPFIFO area, FERMI_CONTEXT_SHARE_A, compute channel (+ compute object, GT200_DEBUGGER,
-//   token, UVM_REGISTER_CHANNEL), copy channel (+ copy object, token, UVM_REGISTER_CHANNEL),
+//   GPFIFO area, FERMI_CONTEXT_SHARE_A, compute channel (error notifier + its CPU mapping,
+//   channel, compute object, GT200_DEBUGGER + SET_EXCEPTION_MASK NONE, token,
+//   UVM_REGISTER_CHANNEL), copy channel (the same without the debugger),
 //   NVA06C_CTRL_CMD_GPFIFO_SCHEDULE                                   (bring_up)
 //
 // Errors name the call: "NV_ESC_RM_ALLOC of HOPPER_CHANNEL_GPFIFO_A (0xc86f) under handle
@@ -176,6 +177,38 @@ struct RmChannel {
   uint64_t ring_va = 0;   // entries * 8 bytes of GP entries
   uint64_t userd_va = 0;  // the 512-byte USERD (GPGet/GPPut) right after the ring
   RmAllocation error_notifier;
+  // Its first kErrorNotifierMapBytes mapped into the CPU (elsewhere than its GPU VA): the
+  // NvNotification entries RM writes when it stops the channel.
+  uint8_t* error_notifier_cpu = nullptr;
+};
+
+// What RM wrote into a channel's error notifier (NvNotification, rm_abi_fault.h).
+struct RmErrorNotifier {
+  uint16_t status = 0;  // 0: no error (RM writes 0xffff)
+  uint16_t info16 = 0;  // NV2080_ENGINE_TYPE_* of the engine that faulted
+  uint32_t info32 = 0;  // the ROBUST_CHANNEL_* error code
+  uint64_t timestamp_ns = 0;
+};
+
+// One entry of NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO.
+struct RmMmuFault {
+  uint64_t address = 0;
+  uint32_t fault_type = 0;   // NV_PFAULT_FAULT_TYPE_*
+  uint32_t access_type = 0;  // NV_PFAULT_ACCESS_TYPE_*
+};
+
+// One SM whose error state (NV83DE_SM_ERROR_STATE_REGISTERS) has an ESR set.
+struct RmSmError {
+  uint32_t sm = 0;
+  uint32_t global_esr = 0, warp_esr = 0;
+  uint64_t warp_pc = 0;  // hwwWarpEsrPc64
+};
+
+// What NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES says about a channel's GR context.
+struct RmSmErrors {
+  bool mmu_fault = false;  // mmuFault.valid: READ_MMU_FAULT_INFO has the addresses
+  uint32_t mmu_fault_info = 0;
+  std::vector<RmSmError> errors;  // by SM
 };
 
 struct BringUpOptions {
@@ -232,8 +265,10 @@ class RmGpu {
   Status register_uvm();     // GET_GID_INFO (the UUID), UVM_REGISTER_GPU(_VASPACE)
   Status query_info();       // GR info (SMs, sm_version), FB sizes, the name
   Status alloc_channel_group(const BringUpOptions& opts);  // TSG, GPFIFO area, ctxshare
-  // A channel in the group at `slot` of the GPFIFO area with its engine object (compute: also
-  // GT200_DEBUGGER), work-submit token and UVM registration.
+  // A channel in the group at `slot` of the GPFIFO area with its error notifier (the first page
+  // CPU-mapped), engine object (compute: also GT200_DEBUGGER, its exception mask set to NONE so
+  // that RM runs RC recovery and writes the notifiers; a refusal is logged), work-submit token
+  // and UVM registration.
   Result<RmChannel> alloc_channel(bool compute, int slot, const BringUpOptions& opts);
   Status schedule();  // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on the channel group
 
@@ -245,6 +280,19 @@ class RmGpu {
   // Unmaps from the GPU (UVM_FREE) and the CPU (the VA is reserved again), frees the RM object
   // and returns the VA. Every step runs; the first error is returned.
   Status free_memory(const RmAllocation& a);
+
+  // ---- fault reports (thread-safe) ----
+  // The status of `ch`'s error notifier entry (NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR): 0
+  // until RM stops the channel. One 16-bit load (acquire), cheap enough for every poll.
+  static uint16_t error_status(const RmChannel& ch);
+  // The whole entry; fields other than status are meaningful once status is non-zero.
+  static RmErrorNotifier read_error_notifier(const RmChannel& ch);
+  // NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES on the debugger for channel `ch`, over every
+  // SM in pages of NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL.
+  Result<RmSmErrors> read_sm_errors(const RmChannel& ch);
+  // NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO on the debugger: the MMU faults RM recorded for
+  // the debugger's GR context, oldest first.
+  Result<std::vector<RmMmuFault>> read_mmu_faults();
 
  private:
   RmGpu(RmIface& iface, int index, hcq::Fd dev);
@@ -259,6 +307,7 @@ class RmGpu {
   hcq::Fd dev_;
   BringUp info_;
   hcq::Mapping usermode_map_;
+  std::vector<hcq::Mapping> notifier_maps_;  // the channels' error_notifier_cpu
   bool uvm_gpu_ = false, uvm_vaspace_ = false;
   uint64_t gpfifo_stride_ = 0;       // bytes per channel slot in the GPFIFO area
   std::vector<RmAllocation> owned_;  // the GPFIFO area and error notifiers

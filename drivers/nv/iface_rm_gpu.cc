@@ -128,6 +128,7 @@ RmGpu::~RmGpu() {
     if (!s.ok()) BG_LOG(1) << "nv: " << where() << " teardown: " << s;
   };
   usermode_map_.reset();
+  notifier_maps_.clear();
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) log(free_memory(*it));
   if (uvm_vaspace_) {
     UvmUnregisterGpuVaspaceParams p{};
@@ -319,6 +320,10 @@ Result<RmChannel> RmGpu::alloc_channel(bool compute, int slot, const BringUpOpti
   ASSIGN_OR_RETURN(ch.error_notifier,
                    alloc_memory({opts.error_notifier_bytes, RmMemoryKind::kSystem, false, false}));
   owned_.push_back(ch.error_notifier);
+  ASSIGN_OR_RETURN(void* notifier,
+                   map_to_cpu(ch.error_notifier.handle, kErrorNotifierMapBytes, nullptr, true));
+  notifier_maps_.emplace_back(iface_.os(), notifier, kErrorNotifierMapBytes);
+  ch.error_notifier_cpu = static_cast<uint8_t*>(notifier);
   uint32_t area = info_.gpfifo_area.handle;
   uint64_t userd_offset = ch.userd_va - info_.gpfifo_area.va;
   if (iface_.branch() == RmBranch::k610) {
@@ -338,6 +343,11 @@ Result<RmChannel> RmGpu::alloc_channel(bool compute, int slot, const BringUpOpti
   if (compute) {
     Nv83deAllocParameters dbg{0, iface_.root(), ch.engine_object};
     ASSIGN_OR_RETURN(info_.debugger, iface_.alloc(info_.device, kGt200Debugger, dbg));
+    // NOTE: a debugger taking FATAL events (the default: ALL) makes RM defer RC recovery, and
+    // the channel would stop with its error notifier unwritten (ctrl83dedebug.h).
+    Nv83deCtrlDebugSetExceptionMaskParams mask{kNv83deCtrlDebugSetExceptionMaskNone};
+    Status s = iface_.control(info_.debugger, kNv83deCtrlCmdDebugSetExceptionMask, mask);
+    if (!s.ok()) BG_LOG(0) << "nv: " << s.message() << " (ignored: faults may look like hangs)";
   }
 
   Nvc36fCtrlGpfifoGetWorkSubmitTokenParams token{0xffffffff};

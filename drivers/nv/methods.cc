@@ -49,10 +49,16 @@ void emit_set_object(PushBuffer& pb, Subchannel sc, uint32_t cls) {
 Status emit_semaphore_release(
     PushBuffer& pb, const GpuClasses& gpu, Value addr, Value payload, Release r) {
   bool b64 = r.size == PayloadSize::k64;
+  if (r.timestamp && !addr.symbolic() && addr.imm % 16 != 0) {
+    // The release writes 16 bytes (payload, then the timer at +8).
+    return invalid_argument("semaphore release with timestamp (SEM_EXECUTE RELEASE_TIMESTAMP) at " +
+                            hex_string(static_cast<uint64_t>(addr.imm)) +
+                            ": the address must be 16-byte aligned");
+  }
   RETURN_IF_ERROR(check_address("semaphore release", addr, b64 ? 8 : 4,
                                 semaphore_address_bits(gpu.gpfifo), gpu.gpfifo));
-  uint32_t exec = kSemOperationRelease | kSemReleaseWfiEn | (b64 ? kSemPayloadSize64Bit : 0) |
-                  (r.timestamp ? kSemReleaseTimestampEn : 0);
+  uint32_t exec = kSemOperationRelease | (r.wfi ? kSemReleaseWfiEn : 0) |
+                  (b64 ? kSemPayloadSize64Bit : 0) | (r.timestamp ? kSemReleaseTimestampEn : 0);
   pb.inc(Subchannel::kHost, kSemAddrLo,
          {Word::lo(addr), Word::hi(addr), Word::lo(payload), Word::hi(payload), exec});
   return {};

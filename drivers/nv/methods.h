@@ -22,7 +22,7 @@ constexpr uint32_t kSemExecute = 0x006c;         // _PAYLOAD_LO/_HI, NVC56F_SEM_
 // NVC56F_SEM_EXECUTE fields.
 constexpr uint32_t kSemOperationRelease = 1;           // OPERATION 2:0 RELEASE
 constexpr uint32_t kSemOperationAcqCircGeq = 3;        // OPERATION 2:0 ACQ_CIRC_GEQ
-constexpr uint32_t kSemReleaseWfiEn = 1u << 20;        // RELEASE_WFI 20:20 EN
+constexpr uint32_t kSemReleaseWfiEn = 1u << 20;        // RELEASE_WFI 20:20 EN (DIS = 0)
 constexpr uint32_t kSemPayloadSize64Bit = 1u << 24;    // PAYLOAD_SIZE 24:24 64BIT
 constexpr uint32_t kSemReleaseTimestampEn = 1u << 25;  // RELEASE_TIMESTAMP 25:25 EN
 
@@ -64,14 +64,16 @@ constexpr uint64_t kSharedMemoryWindow = 0x729400000000;
 enum class PayloadSize : uint8_t { k32, k64 };
 struct Release {
   PayloadSize size = PayloadSize::k64;
-  bool timestamp = false;  // also write the GPU clock (ns) at addr + 8
+  bool timestamp = false;  // also write the GPU clock (ns) at addr + 8 (addr 16-aligned)
+  bool wfi = true;         // host release only: RELEASE_WFI (wait for the engine to be idle)
 };
 
 // SET_OBJECT binding `cls` (<= 0xffff) to subchannel `sc`.
 void emit_set_object(PushBuffer& pb, Subchannel sc, uint32_t cls);
 
-// Host semaphore release after the work before it is idle (RELEASE_WFI): writes `payload` at
-// `addr` (4-aligned for 32 bits, 8-aligned for 64). Works on compute and copy channels.
+// Host semaphore release after the work before it is idle (RELEASE_WFI; with r.wfi false, as
+// soon as Host reaches it): writes `payload` at `addr` (4-aligned for 32 bits, 8-aligned for
+// 64, 16-aligned with a timestamp). Works on compute and copy channels.
 Status emit_semaphore_release(
     PushBuffer& pb, const GpuClasses& gpu, hcq::Value addr, hcq::Value payload, Release r = {});
 // Host semaphore acquire: stalls the channel until *addr >= value (ACQ_CIRC_GEQ, i.e. compared

@@ -43,10 +43,12 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev,
   p->param_offset_ = img.param_offset;
   p->banks_ = img.constant_banks;
   p->limits_ = dev.limits();
+  dev.register_program(p->code_va_, p->code_bytes_, name);
   return p;
 }
 
 Program::~Program() {
+  if (dev_ && code_bytes_) dev_->unregister_program(code_va_);
   if (dev_ && image_.size) dev_->allocator().free(image_);
 }
 

@@ -25,7 +25,8 @@ struct LaunchLimits {
 
 class Program : public hcq::Program {
  public:
-  // Loads kernel `name` of `elf` on `dev`: uploads the image, relocates it at its address.
+  // Loads kernel `name` of `elf` on `dev`: uploads the image, relocates it at its address, and
+  // registers its code range with `dev` (fault reports name kernels by PC).
   static Result<std::unique_ptr<Program>> load(Device& dev,
                                                std::span<const uint8_t> elf,
                                                const std::string& name,

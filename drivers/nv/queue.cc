@@ -31,7 +31,8 @@ Queue::Queue(Device& dev, hcq::Engine engine)
       pb_(cs_) {}
 
 Queue::~Queue() {
-  if (submitted_ || bound_.size) (void)dev_.synchronize();  // the GPU may still read QMDs
+  if (submitted_ || bound_.size) (void)dev_.synchronize();       // the GPU may still read QMDs
+  if (last_seq_) (void)dev_.wait_sequence(engine(), last_seq_);  // also outside the timeline
   for (uint64_t q : qmds_) dev_.forget_qmd(q);
   for (const hcq::Buffer& b : qmd_mem_) dev_.allocator().free(b);
   for (const Retired& r : retired_) dev_.allocator().free(r.mem);
@@ -87,7 +88,7 @@ Result<uint64_t> Queue::qmd_slot(void** cpu) {
   size_t chunk = qmd_next_ / kQmdSlotsPerChunk, slot = qmd_next_ % kQmdSlotsPerChunk;
   if (chunk == qmd_mem_.size()) {
     const Retired* r = retired_.empty() ? nullptr : &retired_.front();
-    if (r && (r->epoch != dev_.timeline_epoch() || dev_.timeline().value() >= r->value)) {
+    if (r && dev_.completed_sequence(engine()) >= r->seq) {
       qmd_mem_.push_back(r->mem);
       retired_.pop_front();
     } else {
@@ -203,17 +204,16 @@ Status Queue::submit(std::span<const int64_t> vars) {
   if (cs_.size() == 0) return Status();
   submitted_ = true;
   if (bound_.size) return dev_.publish(engine(), bound_.va, static_cast<uint32_t>(cs_.size()));
-  return dev_.submit_words(engine(), cs_.words());
+  return dev_.submit_words(engine(), cs_.words(), &last_seq_);
 }
 
 void Queue::reset() {
   CHECK(!bound_.size) << cs_.name() << ": reset of a bound queue";
   // The QMDs of a submitted recording may not have run yet: their memory is reused once the
-  // timeline passed the last value handed out (the value of that submission, or later).
-  // NOTE: a submission made outside the timeline is not covered by that value.
+  // channel's completion counter reached our last ring submission (which covers every earlier
+  // one, on the timeline or not: its release follows a WFI).
   if (submitted_) {
-    for (const hcq::Buffer& b : qmd_mem_)
-      retired_.push_back({b, dev_.timeline_value() - 1, dev_.timeline_epoch()});
+    for (const hcq::Buffer& b : qmd_mem_) retired_.push_back({b, last_seq_});
     qmd_mem_.clear();
   }
   cs_.clear();

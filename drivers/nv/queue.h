@@ -55,12 +55,13 @@ class Queue : public hcq::HwQueue {
   std::vector<const hcq::ArgsState*> args_;
   std::vector<hcq::Buffer> qmd_mem_;  // chunks of QMD slots of the current recording
   size_t qmd_next_ = 0;               // slots used since the last reset()
-  // Chunks of earlier recordings, reusable once the timeline reached `value` (or wrapped).
+  // Chunks of earlier recordings, reusable once the channel completed ring submission `seq`.
   struct Retired {
     hcq::Buffer mem;
-    uint64_t value, epoch;
+    uint64_t seq;
   };
   std::deque<Retired> retired_;
+  uint64_t last_seq_ = 0;    // the channel's sequence number of our last ring submission
   std::set<uint64_t> qmds_;  // QMDs recorded (for fault reports)
   hcq::Buffer scratch_;      // 16-byte slot for timestamps
   hcq::Buffer bound_;

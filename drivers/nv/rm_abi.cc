@@ -92,6 +92,9 @@ std::string rm_control_name(uint32_t cmd) {
       {kNv2080CtrlCmdPerfBoost, "NV2080_CTRL_CMD_PERF_BOOST"},
       {kNvc36fCtrlCmdGpfifoGetWorkSubmitToken, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN"},
       {kNva06cCtrlCmdGpfifoSchedule, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE"},
+      {kNv83deCtrlCmdDebugSetExceptionMask, "NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK"},
+      {kNv83deCtrlCmdDebugReadAllSmErrorStates, "NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES"},
+      {kNv83deCtrlCmdDebugReadMmuFaultInfo, "NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO"},
   };
   for (const auto& [id, name] : kNames) {
     if (id == cmd) return std::string(name) + " (" + hex_string(cmd) + ")";
@@ -157,6 +160,12 @@ uint32_t rm_control_params_size(RmBranch b, uint32_t cmd) {
     case kNva06cCtrlCmdGpfifoSchedule:
       return is570 ? sizeof(Nva06cCtrlGpfifoScheduleParams570)
                    : sizeof(Nva06cCtrlGpfifoScheduleParams580);
+    case kNv83deCtrlCmdDebugSetExceptionMask:
+      return sizeof(Nv83deCtrlDebugSetExceptionMaskParams);
+    case kNv83deCtrlCmdDebugReadAllSmErrorStates:
+      return sizeof(Nv83deCtrlDebugReadAllSmErrorStatesParams);
+    case kNv83deCtrlCmdDebugReadMmuFaultInfo:
+      return sizeof(Nv83deCtrlDebugReadMmuFaultInfoParams);
     default:
       return 0;
   }

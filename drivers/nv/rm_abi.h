@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "drivers/nv/rm_abi_fault.h"  // error notifiers, RC codes, GT200_DEBUGGER controls
 
 namespace baregrad::nv {
 

@@ -24,7 +24,7 @@ std::unique_ptr<hcq::Program> mock_nv_program(std::string name,
   int num_bufs = static_cast<int>(buf_bytes.size());
   auto prefix = std::make_shared<size_t>(0);
   auto kernel = [fn, buf_bytes, num_bufs, num_vars, name, prefix](
-                    const mock::LaunchInfo& li, hcq::Device& dev, mock::GpuMemory& mem) -> Status {
+                    const mock::LaunchInfo& li, hcq::Device& dev, mock::TwinMemory& mem) -> Status {
     size_t need = *prefix + 8 * static_cast<size_t>(num_bufs + num_vars);
     if (li.cbank0.size() < need)
       return invalid_argument("kernel '" + name + "': constant bank 0 of " +
@@ -39,11 +39,13 @@ std::unique_ptr<hcq::Program> mock_nv_program(std::string name,
       auto owner = dev.allocator().find(va);
       auto host = mem.resolve(va, n);
       if (!owner || va + n > owner->va + owner->size || !host)
-        return internal("MMU fault: kernel '" + name + "' buffer " + std::to_string(b) + " at " +
-                        hex(va) + " (" + std::to_string(n) + " bytes) is outside every allocation" +
-                        (owner ? " (it starts inside one of " + std::to_string(owner->size) +
-                                     " bytes at " + hex(owner->va) + ")"
-                               : ""));
+        return mem.mmu_fault(
+            va, false,
+            "kernel '" + name + "' buffer " + std::to_string(b) + " (" + std::to_string(n) +
+                " bytes) is outside every allocation" +
+                (owner ? " (it starts inside one of " + std::to_string(owner->size) + " bytes at " +
+                             hex(owner->va) + ")"
+                       : ""));
       bufs[b] = *host;
     }
     if (num_vars) std::memcpy(vars.data(), li.cbank0.data() + *prefix + 8 * num_bufs, 8 * num_vars);

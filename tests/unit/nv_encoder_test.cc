@@ -188,6 +188,58 @@ TEST(NvMethods, SemaphoreReleaseUsesTheHostSemaphoreMethods) {
             }));
 }
 
+TEST(NvMethods, ReleaseWithoutWfiLeavesReleaseWfiDisabled) {
+  CmdStream cs("pb", 16);
+  PushBuffer pb(cs);
+  ASSERT_TRUE(emit_semaphore_release(pb, hopper(), 0x1234567890, 0x1122334455667788,
+                                     {.size = PayloadSize::k64, .wfi = false})
+                  .ok());
+  ASSERT_TRUE(emit_semaphore_release(pb, hopper(), 0x2000, 9,
+                                     {.size = PayloadSize::k32, .timestamp = true, .wfi = false})
+                  .ok());
+  // SEM_EXECUTE: RELEASE 1 | RELEASE_WFI_DIS 0<<20 | PAYLOAD_SIZE_64BIT 1<<24 = 0x01000001;
+  // 32-bit with RELEASE_TIMESTAMP_EN 1<<25: 1 | 0x02000000 = 0x02000001.
+  EXPECT_EQ(words(cs), (Words{
+                           0x20050017,
+                           0x34567890,
+                           0x12,
+                           0x55667788,
+                           0x11223344,
+                           0x01000001,
+                           0x20050017,
+                           0x2000,
+                           0,
+                           9,
+                           0,
+                           0x02000001,
+                       }));
+}
+
+TEST(NvMethods, TimestampedReleasesNeedSixteenByteAlignment) {
+  CmdStream cs("pb", 32);
+  PushBuffer pb(cs);
+  // 8-aligned is enough for the 64-bit payload, not for the 16 bytes a timestamp writes.
+  Status s = emit_semaphore_release(pb, hopper(), 0x1008, 1, {.timestamp = true});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "semaphore release with timestamp (SEM_EXECUTE RELEASE_TIMESTAMP) at 0x1008: the "
+            "address must be 16-byte aligned");
+  EXPECT_EQ(
+      emit_semaphore_release(pb, hopper(), 0x1004, 1, {.size = PayloadSize::k32, .timestamp = true})
+          .code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(cs.size(), 0u);  // nothing written
+  // Without a timestamp 0x1008 is fine; a symbolic address is the caller's to align.
+  EXPECT_TRUE(emit_semaphore_release(pb, hopper(), 0x1008, 1).ok());
+  EXPECT_TRUE(emit_semaphore_release(pb, hopper(), Value::sym(0), 1, {.timestamp = true}).ok());
+  ASSERT_TRUE(emit_semaphore_release(pb, hopper(), 0x1010, 2, {.timestamp = true}).ok());
+  // The last: 0x1010, payload 2, SEM_EXECUTE RELEASE 1 | WFI 1<<20 | 64BIT 1<<24 |
+  // TIMESTAMP 1<<25 = 0x03100001.
+  Words w = words(cs);
+  ASSERT_EQ(w.size(), 18u);
+  EXPECT_EQ(Words(w.begin() + 12, w.end()), (Words{0x20050017, 0x1010, 0, 2, 0, 0x03100001}));
+}
+
 TEST(NvMethods, SemaphoreAcquireWaitsForAGreaterOrEqualValue) {
   CmdStream cs("pb", 16);
   PushBuffer pb(cs);

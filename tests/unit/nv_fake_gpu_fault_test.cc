@@ -166,14 +166,16 @@ TEST(NvFakeGpu, AQmdOfAVersionTheGpuDoesNotRunIsRefused) {
 }
 
 TEST(NvFakeGpu, TimestampReleasesMustBeSixteenByteAligned) {
-  // dev_pbdma.ref: RELEASE_TIMESTAMP needs a 16-byte aligned semaphore. The encoder checks
-  // 8-byte alignment only, so the GPU is what catches this.
+  // dev_pbdma.ref: RELEASE_TIMESTAMP needs a 16-byte aligned semaphore. The encoder refuses a
+  // constant address that is not; a symbolic one reaches the GPU, which catches it.
   Rig r(hopper());
   r.bind();
   CmdStream cs("pb", 16);
   PushBuffer pb(cs);
   ASSERT_TRUE(
-      nv::emit_semaphore_release(pb, r.gpu_classes, r.sig.va(8), 1, {.timestamp = true}).ok());
+      nv::emit_semaphore_release(pb, r.gpu_classes, hcq::Value::sym(0), 1, {.timestamp = true})
+          .ok());
+  cs.apply(std::vector<int64_t>{static_cast<int64_t>(r.sig.va(8))});
   r.submit(r.compute, cs);
   Fault f = r.only_fault();
   EXPECT_EQ(f.kind, FaultKind::kIllegalValue);

@@ -192,14 +192,16 @@ TEST(NvRmBringUp, EscapeSequenceIsTheDocumentedOrder) {
       "NV_ESC_RM_ALLOC 0xa06c", "NV_ESC_RM_ALLOC 0x40", "NV_ESC_REGISTER_FD",
       "NV_ESC_RM_MAP_MEMORY", "UVM_CREATE_EXTERNAL_RANGE", "NV_ESC_RM_MAP_MEMORY_DMA",
       "UVM_MAP_EXTERNAL_ALLOCATION", "NV_ESC_RM_ALLOC 0x9067",
-      // compute channel: error notifier, channel, compute object, debugger, token, UVM
+      // compute channel: error notifier (+ its CPU mapping), channel, compute object,
+      // debugger (+ SET_EXCEPTION_MASK), token, UVM
       "NV_ESC_RM_ALLOC 0x3e", "UVM_CREATE_EXTERNAL_RANGE", "NV_ESC_RM_MAP_MEMORY_DMA",
-      "UVM_MAP_EXTERNAL_ALLOCATION", "NV_ESC_RM_ALLOC 0xc86f", "NV_ESC_RM_ALLOC 0xcbc0",
-      "NV_ESC_RM_ALLOC 0x83de", "NV_ESC_RM_CONTROL 0xc36f0108", "UVM_REGISTER_CHANNEL",
+      "UVM_MAP_EXTERNAL_ALLOCATION", "NV_ESC_RM_MAP_MEMORY", "NV_ESC_RM_ALLOC 0xc86f",
+      "NV_ESC_RM_ALLOC 0xcbc0", "NV_ESC_RM_ALLOC 0x83de", "NV_ESC_RM_CONTROL 0x83de0309",
+      "NV_ESC_RM_CONTROL 0xc36f0108", "UVM_REGISTER_CHANNEL",
       // copy channel
       "NV_ESC_RM_ALLOC 0x3e", "UVM_CREATE_EXTERNAL_RANGE", "NV_ESC_RM_MAP_MEMORY_DMA",
-      "UVM_MAP_EXTERNAL_ALLOCATION", "NV_ESC_RM_ALLOC 0xc86f", "NV_ESC_RM_ALLOC 0xc8b5",
-      "NV_ESC_RM_CONTROL 0xc36f0108", "UVM_REGISTER_CHANNEL",
+      "UVM_MAP_EXTERNAL_ALLOCATION", "NV_ESC_RM_MAP_MEMORY", "NV_ESC_RM_ALLOC 0xc86f",
+      "NV_ESC_RM_ALLOC 0xc8b5", "NV_ESC_RM_CONTROL 0xc36f0108", "UVM_REGISTER_CHANNEL",
       // schedule
       "NV_ESC_RM_CONTROL 0xa06c0101"};
   EXPECT_THAT(got, ElementsAreArray(want));

@@ -37,7 +37,7 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
   void* params = reinterpret_cast<void*>(p.params);
   static constexpr std::pair<uint32_t, ObjKind> kOwners[] = {
       {0x0000, ObjKind::kClient},  {0x0080, ObjKind::kDevice},       {0x2080, ObjKind::kSubdevice},
-      {0xc36f, ObjKind::kChannel}, {0xa06c, ObjKind::kChannelGroup},
+      {0xc36f, ObjKind::kChannel}, {0xa06c, ObjKind::kChannelGroup}, {0x83de, ObjKind::kDebugger},
   };
   for (const auto& [prefix, kind] : kOwners) {
     if (p.cmd >> 16 == prefix && o->kind != kind) {
@@ -77,6 +77,7 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
     default:
       break;
   }
+  if (o->kind == ObjKind::kDebugger) return control_debugger(cit->second, *o, p.cmd, params);
   return o->kind == ObjKind::kDevice ? control_device(*o, p.cmd, params)
                                      : control_subdevice(*o, p.cmd, params);
 }

@@ -57,11 +57,31 @@ struct FakeNvChannel {
   uint32_t gpfifo_class = 0;
   uint32_t engine_class = 0;  // the compute or copy class allocated on it
   bool compute = false;
-  uint32_t token = 0;      // its work-submit token
-  uint64_t ring_va = 0;    // gpFifoOffset
-  uint32_t entries = 0;    // gpFifoEntries
-  uint64_t userd_va = 0;   // GPU VA of hUserdMemory[0] (its DMA mapping) + userdOffset[0]
-  bool scheduled = false;  // its channel group got NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
+  uint32_t token = 0;           // its work-submit token
+  uint64_t ring_va = 0;         // gpFifoOffset
+  uint32_t entries = 0;         // gpFifoEntries
+  uint64_t userd_va = 0;        // GPU VA of hUserdMemory[0] (its DMA mapping) + userdOffset[0]
+  bool scheduled = false;       // its channel group got NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
+  uint32_t error_notifier = 0;  // hObjectError: the memory raise_fault() writes
+};
+
+// A fault as RM reports it after the GPU stopped a channel (raise_fault()).
+struct FakeNvMmuFault {
+  uint64_t address = 0;
+  uint32_t fault_type = 0;   // NV_PFAULT_FAULT_TYPE_*
+  uint32_t access_type = 0;  // NV_PFAULT_ACCESS_TYPE_*
+};
+struct FakeNvSmError {
+  uint32_t sm = 0;  // which SM's NV83DE_SM_ERROR_STATE_REGISTERS hold it
+  uint32_t global_esr = 0, warp_esr = 0;
+  uint64_t pc = 0;  // hwwWarpEsrPc64 (and its low half in hwwWarpEsrPc)
+};
+struct FakeNvFault {
+  uint32_t rc = 0;           // the ROBUST_CHANNEL_* code: the notifier's info32
+  uint16_t engine = 0;       // the NV2080_ENGINE_TYPE_* that faulted: the notifier's info16
+  bool whole_group = false;  // notify every channel of the group (RM does for MMU faults)
+  std::optional<FakeNvMmuFault> mmu{};  // for NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO
+  std::optional<FakeNvSmError> sm{};    // for NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES
 };
 
 // An RM memory object.
@@ -114,6 +134,16 @@ class FakeNvKernel final : public hcq::Os {
   // for each written token calls the doorbell hook. Returns how many it found. The mock device
   // calls this from its progress() hook: doorbell writes are plain stores nothing can trap.
   int poll_doorbells();
+
+  // ---- channel errors (what RM does after a GPU fault interrupt) -------------------------------
+  // The channel with work-submit token `token` faulted: records `f.mmu` and `f.sm` in its
+  // channel group's GR context (the state the GT200_DEBUGGER controls read), then writes the
+  // error notifier entry (NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR) of the channel, or of every
+  // channel of the group, the way RM's krcErrorSetNotifier does: info16, info32, the time, and
+  // status 0xffff last. While a debugger of the group takes FATAL exceptions (its exception
+  // mask; ALL until NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK) RC is deferred: nothing is
+  // written. NotFound for an unknown token.
+  Status raise_fault(uint32_t token, const FakeNvFault& f);
 
   // ---- fault and failure injection ------------------------------------------------------------
   // The next `count` NV escapes `escape` (kNvEscRm*) fail with RM status `rm_status` in their

@@ -334,6 +334,7 @@ uint32_t FakeNvKernel::State::alloc_check(FakeClient& c,
         return NV_ERR_INVALID_OBJECT_HANDLE;
       }
       obj.kind = ObjKind::kDebugger;
+      obj.debug_target = target;
       return NV_OK;
     }
     case kNv01MemoryLocalUser:
@@ -434,7 +435,8 @@ uint32_t FakeNvKernel::State::alloc_channel(FakeClient& c,
                               .token = next_token++,
                               .ring_va = f.ring,
                               .entries = f.entries,
-                              .userd_va = *userd->dma_va + f.userd_offset};
+                              .userd_va = *userd->dma_va + f.userd_offset,
+                              .error_notifier = f.error};
   return NV_OK;
 }
 

@@ -55,6 +55,13 @@ struct FakeObject {
   uint32_t vaspace = 0;                // FERMI_CONTEXT_SHARE_A: its VA space
   FakeNvChannel channel{};             // channels
   bool has_engine = false;             // channels: an engine object was allocated on it
+  uint32_t exception_mask = nv::kNv83deCtrlDebugSetExceptionMaskAll;  // debuggers
+  uint32_t debug_target = 0;  // debuggers: hClass3dObject (a compute object)
+  // Channel groups: the GR context's fault state (raise_fault(), the debugger controls).
+  std::vector<FakeNvMmuFault> mmu_faults{};  // oldest first, the last 4
+  bool mmu_fault_valid = false;
+  uint32_t mmu_fault_info = 0;
+  std::map<uint32_t, FakeNvSmError> sm_errors{};  // by SM
 };
 
 struct FakeClient {
@@ -149,6 +156,10 @@ struct FakeNvKernel::State {
   void free_object(FakeClient& c, uint32_t handle);
   uint32_t control_device(FakeObject& o, uint32_t cmd, void* params);
   uint32_t control_subdevice(FakeObject& o, uint32_t cmd, void* params);
+  // The GT200_DEBUGGER controls (fake_nv_fault.cc).
+  uint32_t control_debugger(FakeClient& c, FakeObject& o, uint32_t cmd, void* params);
+  // The channel group of debugger `o`'s target, or null.
+  FakeObject* debugger_group(FakeClient& c, const FakeObject& o);
   uint32_t alloc_check(FakeClient& c, const nv::Nvos21Parameters& p, FakeObject& obj);
   uint32_t alloc_channel(FakeClient& c, const nv::Nvos21Parameters& p, FakeObject& obj);
   void free_clients_of(int ctl_fd);

@@ -5,7 +5,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/log.h"
 #include "drivers/mock/nv/fake_nv_kernel.h"
+#include "drivers/mock/nv_device/mock_nv_fault.h"
 #include "drivers/mock/nvgpu/fake_gpu.h"
 
 namespace baregrad::mock {
@@ -19,6 +21,7 @@ struct Registry {
   std::vector<std::weak_ptr<Fakes>> fakes;
   std::mutex twin_mu;
   std::unordered_map<uint64_t, MockKernel> twins;
+  std::unordered_map<uint64_t, std::string> names;  // code-less programs' names, by address
 };
 Registry& registry() {
   static Registry* r = new Registry();
@@ -44,26 +47,46 @@ class PeerMemory final : public GpuMemory {
   FakeNvKernel& k_;
 };
 
+// Code-less programs own 256 bytes at code_va() (nv::Program); their registered code range.
+constexpr uint64_t kCodelessBytes = 256;
+
+// Runs twins. Launches run on the pumping thread with the GPU's channels locked, and the
+// GPU's fault hook runs right after a failed one on that thread: failure() needs no lock.
 class TwinExecutor final : public KernelExecutor {
  public:
   explicit TwinExecutor(GpuMemory& mem) : mem_(mem) {}
-  void set_device(hcq::Device* d) { dev_ = d; }
+  void set_device(nv::Device* d) { dev_ = d; }
   Status launch(const LaunchInfo& li) override {
+    failure_.reset();
     MockKernel k;
+    std::string name;
     {
       Registry& r = registry();
       std::lock_guard lock(r.twin_mu);
       auto it = r.twins.find(li.program_va);
-      if (it == r.twins.end())
+      if (it == r.twins.end()) {
+        // NOTE: a freed code-less program may have had this address; its name must not stay.
+        if (dev_) dev_->unregister_program(li.program_va);
+        failure_ = LaunchFailure{li.program_va, std::nullopt};
         return not_found("launch of unknown program at " + nv::hex_string(li.program_va));
+      }
       k = it->second;
+      if (auto n = r.names.find(li.program_va); n != r.names.end()) name = n->second;
     }
-    return k(li, *dev_, mem_);
+    // Code-less programs belong to no device: their range is registered where they run.
+    if (!name.empty()) dev_->register_program(li.program_va, kCodelessBytes, name);
+    TwinMemory mem(mem_);
+    Status s = k(li, *dev_, mem);
+    if (!s.ok()) failure_ = LaunchFailure{li.program_va, mem.fault()};
+    return s;
   }
+  // The failure of the last launch, if it failed.
+  const std::optional<LaunchFailure>& failure() const { return failure_; }
 
  private:
   GpuMemory& mem_;
-  hcq::Device* dev_ = nullptr;
+  nv::Device* dev_ = nullptr;
+  std::optional<LaunchFailure> failure_;
 };
 
 // The fakes one MOCK+NV device owns, in construction order.
@@ -86,6 +109,7 @@ struct Fakes {
   PeerMemory memory;
   FakeNvGpu gpu;
   TwinExecutor executor;
+  const nv::Device* device = nullptr;  // the device over these fakes, once created
 };
 
 // A code-less program that unregisters its twin when destroyed.
@@ -95,16 +119,19 @@ class MockProgram final : public nv::Program {
       : nv::Program(std::move(name), num_bufs, num_vars) {
     std::lock_guard lock(registry().twin_mu);
     registry().twins[code_va()] = std::move(k);
+    registry().names[code_va()] = this->name();
   }
   ~MockProgram() override {
     std::lock_guard lock(registry().twin_mu);
     registry().twins.erase(code_va());
+    registry().names.erase(code_va());
   }
 };
 
 }  // namespace
 
-Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation) {
+Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation,
+                                                 nv::DeviceOptions options) {
   auto fakes = std::make_shared<Fakes>(generation);
   Fakes* f = fakes.get();
   f->kernel.on_channel(
@@ -119,6 +146,15 @@ Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation) {
       },
       [f](const FakeNvChannel& c) { (void)f->gpu.remove_channel(c.token); });
   f->kernel.on_doorbell([f](int, uint32_t token) { f->gpu.ring(token); });
+  // The GPU's fault interrupt: the fake kernel records it as RM would (notifiers, debugger).
+  const FakeNvGpuConfig& cfg = f->kernel.config().gpus[0];
+  f->gpu.on_fault([f, sms = cfg.tpcs * cfg.sm_per_tpc](const Fault& x) {
+    BG_LOG(1) << "MOCK+NV: the fake GPU stopped a channel: " << x.to_string();
+    std::optional<LaunchFailure> launch;
+    if (x.kind == FaultKind::kLaunch) launch = f->executor.failure();
+    Status s = f->kernel.raise_fault(x.token, rm_fault_for(x, launch, sms));
+    if (!s.ok()) BG_LOG(0) << "MOCK+NV: " << s << " (" << x.to_string() << ")";
+  });
   auto hooks = std::make_unique<nv::MockHooks>();
   {
     std::lock_guard lock(registry().mu);
@@ -140,20 +176,24 @@ Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation) {
         x->gpu.run_until_idle();
       }
   };
-  hooks->faults = [f] {
-    std::vector<nv::GpuFault> out;
-    for (const Fault& x : f->gpu.faults())
-      out.push_back({.line = x.to_string(),
-                     .address = x.address,
-                     .token = x.token,
-                     .qmd_va = x.qmd_va,
-                     .mmu = x.kind == FaultKind::kMmuFault});
-    return out;
-  };
   hooks->keepalive = fakes;
-  ASSIGN_OR_RETURN(auto dev, nv::Device::create(f->kernel, 0, std::move(hooks)));
+  ASSIGN_OR_RETURN(auto dev, nv::Device::create(f->kernel, 0, std::move(hooks), options));
   f->executor.set_device(dev.get());
+  f->device = dev.get();
   return dev;
+}
+
+FakeNvGpu* mock_nv_gpu(const nv::Device& dev) {
+  std::lock_guard lock(registry().mu);
+  for (const auto& w : registry().fakes)
+    if (auto f = w.lock(); f && f->device == &dev) return &f->gpu;
+  return nullptr;
+}
+
+Status TwinMemory::mmu_fault(uint64_t va, bool write, const std::string& what) {
+  if (!fault_) fault_ = Fault{va, write};
+  return internal("MMU fault (" + std::string(write ? "write" : "read") + ") at " +
+                  nv::hex_string(va) + ": " + what);
 }
 
 std::unique_ptr<nv::Program> mock_program(std::string name,
@@ -161,6 +201,21 @@ std::unique_ptr<nv::Program> mock_program(std::string name,
                                           int num_vars,
                                           MockKernel kernel) {
   return std::make_unique<MockProgram>(std::move(name), num_bufs, num_vars, std::move(kernel));
+}
+
+std::shared_ptr<void> register_mock_kernel(uint64_t program_va, MockKernel kernel) {
+  {
+    std::lock_guard lock(registry().twin_mu);
+    registry().twins[program_va] = std::move(kernel);
+  }
+  struct Registration {
+    uint64_t va;
+    ~Registration() {
+      std::lock_guard lock(registry().twin_mu);
+      registry().twins.erase(va);
+    }
+  };
+  return std::shared_ptr<void>(new Registration{program_va});
 }
 
 }  // namespace baregrad::mock

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -16,20 +17,52 @@
 
 namespace baregrad::mock {
 
+// The GPU memory a twin reaches, and where it reports the access the GPU would fault on.
+class TwinMemory final : public GpuMemory {
+ public:
+  struct Fault {
+    uint64_t va = 0;
+    bool write = false;
+  };
+  explicit TwinMemory(GpuMemory& inner) : inner_(inner) {}
+  std::optional<uint8_t*> resolve(uint64_t va, size_t bytes) override {
+    return inner_.resolve(va, bytes);
+  }
+  // An MMU fault at `va` (a write or a read): returns the Status the twin returns. The launch
+  // then fails as an SM's MMU fault does: RC ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, the address
+  // in the debugger's MMU fault info.
+  Status mmu_fault(uint64_t va, bool write, const std::string& what);
+  const std::optional<Fault>& fault() const { return fault_; }
+
+ private:
+  GpuMemory& inner_;
+  std::optional<Fault> fault_;
+};
+
 // A kernel's host twin: runs the launch `li` (constant bank 0 in li.cbank0) on device `dev`,
-// reaching GPU memory through `mem`. A non-OK status is the launch fault the GPU records.
-using MockKernel = std::function<Status(const LaunchInfo& li, hcq::Device& dev, GpuMemory& mem)>;
+// reaching GPU memory through `mem`. A non-OK status is the launch fault the GPU records (an
+// MMU fault when it came from mem.mmu_fault(), a graphics exception otherwise).
+using MockKernel = std::function<Status(const LaunchInfo& li, hcq::Device& dev, TwinMemory& mem)>;
 
 // A MOCK+NV device on a fake GPU of `generation` (one fake kernel driver and GPU per device;
 // every MOCK+NV device of the process shares a peer group: their GPUs resolve each other's
-// memory).
+// memory). Each fault the GPU records is raised in the fake kernel as RM would report it
+// (error notifiers, debugger state; mock_nv_fault.h), and the device reads it from there.
 Result<std::unique_ptr<nv::Device>> open_mock_nv(
-    nv::Generation generation = nv::Generation::kHopper);
+    nv::Generation generation = nv::Generation::kHopper, nv::DeviceOptions options = {});
+
+class FakeNvGpu;
+// The fake GPU under a device open_mock_nv() made (for fault injection); null for another.
+FakeNvGpu* mock_nv_gpu(const nv::Device& dev);
 
 // A code-less nv::Program whose launches on any MOCK+NV device run `kernel`.
 std::unique_ptr<nv::Program> mock_program(std::string name,
                                           int num_bufs,
                                           int num_vars,
                                           MockKernel kernel);
+
+// Runs `kernel` for the launches of the program whose code starts at `program_va` (a loaded
+// nv::Program's code_va()) on any MOCK+NV device, until the returned registration is destroyed.
+std::shared_ptr<void> register_mock_kernel(uint64_t program_va, MockKernel kernel);
 
 }  // namespace baregrad::mock

@@ -175,6 +175,11 @@ std::vector<Fault> FakeNvGpu::faults() const {
   return faults_;
 }
 
+void FakeNvGpu::on_fault(std::function<void(const Fault&)> hook) {
+  std::lock_guard info(info_mu_);
+  fault_hook_ = std::move(hook);
+}
+
 GpuCounters FakeNvGpu::counters() const {
   std::lock_guard info(info_mu_);
   return counters_;

@@ -13,11 +13,13 @@
 //   2. the driver writes ring[slot], USERD GPPut, then rings: ring(work_submit_token);
 //   3. its waits pump run_until_idle() (progress()) until signals arrive or they time out;
 //   4. twins().add(program_va, twin) per loaded program (or set_executor() for another one);
-//   5. faults() is what the driver's fault report reads after a timeout.
+//   5. on_fault() tells the fake kernel driver, which writes the channel's error notifier;
+//      faults() lists them for tests.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -142,6 +144,9 @@ class FakeNvGpu {
   // ---- what tests and fault reports read -----------------------------------------------------
   // Every fault so far, in the order they happened (one per dead channel).
   std::vector<Fault> faults() const;
+  // Calls `hook` with each fault as the GPU records it (what a GPU's fault interrupt is to the
+  // kernel driver): on the pumping thread, with the channels locked, no other lock held.
+  void on_fault(std::function<void(const Fault&)> hook);
   // What the GPU has done so far.
   GpuCounters counters() const;
   // A snapshot of one channel; NotFound for an unknown token.
@@ -178,6 +183,7 @@ class FakeNvGpu {
   // Faults, counters and injections; never held while calling out.
   mutable std::mutex info_mu_;
   std::vector<Fault> faults_;
+  std::function<void(const Fault&)> fault_hook_;
   GpuCounters counters_;
   std::set<uint64_t> fault_vas_;
   std::set<uint32_t> hung_;

@@ -245,8 +245,13 @@ Step ChannelRunner::fault(FaultKind kind,
   f.what = std::move(what);
   ch_.dead = true;
   ch_.blocked = false;
-  std::lock_guard info(gpu_.info_mu_);
-  gpu_.faults_.push_back(std::move(f));
+  std::function<void(const Fault&)> hook;
+  {
+    std::lock_guard info(gpu_.info_mu_);
+    gpu_.faults_.push_back(f);
+    hook = gpu_.fault_hook_;
+  }
+  if (hook) hook(f);
   return Step::kStop;
 }
 

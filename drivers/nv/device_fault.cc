@@ -1,0 +1,143 @@
+// nv::Device fault reports: the channels' error notifiers, read after every submit and in every
+// wait loop, and, once RM wrote one, the report built from the debugger object's MMU fault info
+// and SM error states, mapped back to the buffer and the kernel that own the addresses.
+
+#include <algorithm>
+
+#include "drivers/nv/device.h"
+#include "drivers/nv/methods.h"
+#include "drivers/nv/pushbuf.h"
+
+namespace baregrad::nv {
+namespace {
+
+// The QMD addresses SEND_PCAS_A on the compute subchannel receives in the pushbuffer segment
+// `w` (headers as pushbuf.h writes them; anything else ends the walk).
+std::vector<uint64_t> launched_qmds(const uint32_t* w, size_t words) {
+  std::vector<uint64_t> qmds;
+  for (size_t i = 0; i < words;) {
+    uint32_t h = w[i++];
+    auto op = static_cast<SecOp>(h >> 29);
+    uint32_t count = (h >> 16) & kMaxMethodCount;
+    uint32_t sc = (h >> 13) & 7, method = (h & 0xfff) << 2;
+    if (h == 0 || op == SecOp::kImmdDataMethod) continue;  // NOP, or data in the header
+    if (op != SecOp::kIncMethod && op != SecOp::kNonIncMethod && op != SecOp::kOneInc) break;
+    for (uint32_t k = 0; k < count && i < words; ++k, ++i) {
+      uint32_t m = op == SecOp::kIncMethod      ? method + 4 * k
+                   : op == SecOp::kNonIncMethod ? method
+                                                : method + (k == 0 ? 0 : 4);
+      if (sc == static_cast<uint32_t>(Subchannel::kCompute) && m == kSendPcasA) {
+        qmds.push_back(uint64_t{w[i]} << 8);
+      }
+    }
+  }
+  return qmds;
+}
+
+}  // namespace
+
+void Device::progress() {
+  if (mock_ && mock_->pump) mock_->pump();
+  // The cheap path, after every submit and in every wait: one load per channel.
+  if (RmGpu::error_status(compute_.rm) == 0 && RmGpu::error_status(copy_.rm) == 0) return;
+  std::lock_guard lock(fault_mu_);
+  if (fault_reported_) return;
+  fault_reported_ = true;
+  set_error(internal(report()));
+}
+
+std::string Device::report() {
+  // The channels whose notifiers RM wrote (an MMU fault notifies the whole channel group).
+  std::vector<Channel*> hit;
+  RmErrorNotifier n;
+  for (Channel* ch : {&compute_, &copy_}) {
+    if (RmGpu::error_status(ch->rm) == 0) continue;
+    if (hit.empty()) n = RmGpu::read_error_notifier(ch->rm);
+    hit.push_back(ch);
+  }
+  if (hit.empty()) return "GPU fault on " + name() + ": no error notifier is set any more";
+  std::string where = hit[0]->name;
+  // Only the compute channel has a GR engine; copies of both channels use a copy engine.
+  bool compute = (hit.size() == 1 && hit[0] == &compute_) || n.info16 == kNv2080EngineTypeGraphics;
+  if (hit.size() > 1) where = compute ? compute_.name : compute_.name + " or the " + copy_.name;
+  std::string msg = "GPU fault on the " + where + ": " + rc_error_text(n.info32) + ", engine " +
+                    nv2080_engine_name(n.info16);
+
+  // The debugger: SM error states of the compute channel's GR context, then its MMU faults.
+  std::string kernel;
+  Result<RmSmErrors> sm = gpu_->read_sm_errors(compute_.rm);
+  if (!sm.ok()) {
+    msg += "; " + sm.status().message();
+  } else if (sm->mmu_fault) {
+    Result<std::vector<RmMmuFault>> mmu = gpu_->read_mmu_faults();
+    if (!mmu.ok()) {
+      msg += "; " + mmu.status().message();
+    } else if (!mmu->empty()) {
+      const RmMmuFault& f = mmu->back();  // the newest
+      msg += "; MMU fault at " + hex_string(f.address) + " (" + mmu_fault_type_name(f.fault_type) +
+             ", " + mmu_access_type_name(f.access_type) + ")";
+      std::optional<hcq::Buffer> owner = allocator_->find(f.address);
+      msg += owner ? " in the buffer at " + hex_string(owner->va) + " (" +
+                         std::to_string(owner->size) + " bytes)"
+                   : ", which is in no allocation";
+    }
+  }
+  if (sm.ok() && !sm->errors.empty()) {
+    const RmSmError& e = sm->errors.front();
+    msg += "; SM " + std::to_string(e.sm) + ": global ESR " + hex_string(e.global_esr) +
+           ", warp ESR " + hex_string(e.warp_esr) + ", PC " + hex_string(e.warp_pc);
+    if (std::string k = program_at(e.warp_pc); !k.empty()) {
+      kernel = "kernel '" + k + "' (its code holds the PC)";
+    }
+  }
+  if (kernel.empty() && compute) {
+    std::vector<std::string> ks = kernels_of_current_submission(compute_);
+    for (size_t i = 0; i < ks.size(); ++i) kernel += (i ? " or '" : "kernel '") + ks[i] + "'";
+    if (!kernel.empty()) kernel += " (launched by the submission the channel was executing)";
+  }
+  if (!kernel.empty()) msg += "; " + kernel;
+  return msg;
+}
+
+std::vector<std::string> Device::kernels_of_current_submission(Channel& ch) {
+  // NOTE: USERD GPGet counts an entry once the channel begins it, so the entry at GPGet - 1 is
+  // the one executing (the fake GPU; on hardware GP entries may be prefetched further).
+  uint32_t n = ch.rm.entries;
+  if (n == 0) return {};
+  uint32_t get = ch.userd.read<uint32_t>(kUserdGpGet) % n;
+  uint64_t entry = ch.entries.read<uint64_t>(size_t{(get + n - 1) % n} * kGpEntryBytes);
+  uint64_t va = (entry & 0xfffffffc) | ((entry >> 32) & 0xff) << 32;
+  auto words = static_cast<size_t>((entry >> 42) & kGpEntryMaxWords);
+  std::optional<hcq::Buffer> seg = allocator_->find(va);
+  if (words == 0 || !seg || seg->cpu == nullptr || va + words * 4 > seg->va + seg->size) return {};
+  const auto* w = static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4;
+  std::vector<std::string> out;
+  std::lock_guard lock(qmd_mu_);
+  for (uint64_t qmd : launched_qmds(w, words)) {
+    auto it = qmd_kernels_.find(qmd);
+    if (it != qmd_kernels_.end() && std::find(out.begin(), out.end(), it->second) == out.end()) {
+      out.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+void Device::register_program(uint64_t code_va, uint64_t bytes, const std::string& name) {
+  std::lock_guard lock(program_mu_);
+  programs_[code_va] = {code_va + bytes, name};
+}
+
+void Device::unregister_program(uint64_t code_va) {
+  std::lock_guard lock(program_mu_);
+  programs_.erase(code_va);
+}
+
+std::string Device::program_at(uint64_t pc) {
+  std::lock_guard lock(program_mu_);
+  auto it = programs_.upper_bound(pc);
+  if (it == programs_.begin()) return "";
+  --it;
+  return pc < it->second.end ? it->second.name : "";
+}
+
+}  // namespace baregrad::nv
