@@ -86,8 +86,8 @@ class Device {
   }
 };
 
-// Opens a device by name ("CPU", "CPU:C"); an empty name means options().dev, then the best
-// device present. NotFound lists the devices that exist.
+// Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV"); an empty name
+// means options().dev, then the CPU. NotFound lists the names this build knows.
 Result<std::shared_ptr<Device>> open_device(std::string_view name = {});
 // The shared device of that name, opened on first use (the one registry of open devices).
 Result<std::shared_ptr<Device>> get_device(std::string_view name = {});

@@ -1,5 +1,5 @@
-// Kernel ASTs built with the builder, compiled by each CPU backend (LLVM and C), run on all
-// cores, and checked against the float64 reference evaluator.
+// Kernel ASTs built with the builder, compiled by each CPU backend (LLVM and C) and run on all
+// cores, and compiled for the GPU and run on MOCK+NV, checked against the float64 reference.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -359,6 +359,11 @@ TEST_P(KernelTest, LaunchChecksBuffers) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"), [](const auto& info) {
   return info.param == "CPU" ? "llvm" : "clang";
+});
+// The GPU lowering through the NVIDIA driver: cubins from ptxas, launched on MOCK+NV, where the
+// fake GPU runs each kernel's host twin with the grid, block and constant bank of its QMD.
+INSTANTIATE_TEST_SUITE_P(Nv, KernelTest, ::testing::Values("MOCK+NV"), [](const auto&) {
+  return std::string("mock_nv");
 });
 
 }  // namespace
