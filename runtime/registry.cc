@@ -4,6 +4,7 @@
 
 #include "base/options.h"
 #include "runtime/cpu/cpu_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
 #include "runtime/nv/nv_device.h"
 
@@ -28,7 +29,7 @@ std::optional<int> indexed(std::string_view n, std::string_view prefix) {
 }  // namespace
 
 std::vector<std::string> device_names() {
-  return {"CPU", "CPU:C", "NULL", "NV", "NV:<n>", "MOCK+NV", "MOCK+NV:<n>"};
+  return {"CPU", "CPU:C", "NULL", "NV", "NV:<n>", "MOCK+NV", "MOCK+NV:<n>", "CUDA", "CUDA:<n>"};
 }
 
 Result<std::shared_ptr<Device>> open_device(std::string_view name) {
@@ -38,6 +39,10 @@ Result<std::shared_ptr<Device>> open_device(std::string_view name) {
   if (n == "NULL") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm, 0, true));
   if (auto i = indexed(n, "MOCK+NV")) return NvRuntimeDevice::open(*i, true);
   if (auto i = indexed(n, "NV")) return NvRuntimeDevice::open(*i, false);
+  if (std::optional<int> ord = CudaDevice::ordinal_of(n)) {
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::create(*ord));
+    return std::shared_ptr<Device>(std::move(d));
+  }
   std::string known;
   for (auto& d : device_names()) known += (known.empty() ? "" : ", ") + d;
   return not_found("no device named '" + n + "' (this build has: " + known + ")");

@@ -1,0 +1,305 @@
+#include "runtime/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "base/log.h"
+#include "base/options.h"
+#include "base/timer.h"
+#include "compiler/target/nvptx_target.h"
+
+namespace baregrad::runtime {
+
+using compiler::Opt;
+using compiler::UOpPtr;
+using namespace cuda;  // NOLINT: the driver API's own names
+
+namespace {
+
+// `s` with "<what>: " in front of its message.
+Status in(const std::string& what, const Status& s) {
+  return s.ok() ? s : Status(s.code(), what + ": " + s.message());
+}
+
+std::string opts_key(const std::optional<std::vector<Opt>>& opts) {
+  if (!opts) return "heuristic";
+  std::string s;
+  for (auto& o : *opts) s += o.str();
+  return s;
+}
+
+Result<CudaDeviceInfo> query_device(const CudaApi& api, int ordinal) {
+  CudaDeviceInfo d;
+  d.ordinal = ordinal;
+  CUdevice dev;
+  RETURN_IF_ERROR(BG_CU(api, cuDeviceGet, &dev, ordinal));
+  char name[256] = {};
+  RETURN_IF_ERROR(BG_CU(api, cuDeviceGetName, name, static_cast<int>(sizeof(name) - 1), dev));
+  d.name = name;
+  RETURN_IF_ERROR(BG_CU(api, cuDeviceGetAttribute, &d.cc_major,
+                        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  RETURN_IF_ERROR(BG_CU(api, cuDeviceGetAttribute, &d.cc_minor,
+                        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+  RETURN_IF_ERROR(
+      BG_CU(api, cuDeviceGetAttribute, &d.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  RETURN_IF_ERROR(BG_CU(api, cuDeviceTotalMem_v2, &d.total_mem, dev));
+  d.cubin_sm = CudaDevice::cubin_sm(d.cc_major, d.cc_minor);
+  return d;
+}
+
+// A CUevent destroyed with its scope.
+struct Event {
+  const CudaApi& api;
+  CUevent ev = nullptr;
+  ~Event() {
+    if (ev) (void)api.cuEventDestroy_v2(ev);
+  }
+};
+
+}  // namespace
+
+std::string CudaInfo::driver_version_str() const {
+  return std::to_string(driver_version / 1000) + "." + std::to_string(driver_version % 1000 / 10);
+}
+
+Result<std::shared_ptr<CudaContext>> CudaContext::retain(const CudaApi& api, CUdevice dev) {
+  CUcontext ctx = nullptr;
+  RETURN_IF_ERROR(BG_CU(api, cuDevicePrimaryCtxRetain, &ctx, dev));
+  return std::shared_ptr<CudaContext>(new CudaContext(api, dev, ctx));
+}
+
+CudaContext::~CudaContext() { (void)api_.cuDevicePrimaryCtxRelease_v2(dev_); }
+
+Status CudaContext::bind() const { return BG_CU(api_, cuCtxSetCurrent, ctx_); }
+
+CudaKernel::~CudaKernel() {
+  if (!module) return;
+  if (ctx->bind().ok()) (void)ctx->api().cuModuleUnload(module);
+}
+
+Result<CudaInfo> CudaDevice::probe(std::string_view libcuda) {
+  ASSIGN_OR_RETURN(const CudaApi* api, load_cuda_api(libcuda));
+  CudaInfo info;
+  info.library = api->path;
+  RETURN_IF_ERROR(BG_CU(*api, cuDriverGetVersion, &info.driver_version));
+  CUresult r = api->cuInit(0);
+  if (r == CUDA_ERROR_NO_DEVICE) return info;  // a driver without GPUs: an empty list
+  RETURN_IF_ERROR(api->check(r, "cuInit"));
+  int count = 0;
+  RETURN_IF_ERROR(BG_CU(*api, cuDeviceGetCount, &count));
+  for (int i = 0; i < count; i++) {
+    ASSIGN_OR_RETURN(CudaDeviceInfo d, query_device(*api, i));
+    info.devices.push_back(std::move(d));
+  }
+  return info;
+}
+
+int CudaDevice::cubin_sm(int major, int minor) {
+  for (int m = minor; m >= 0; m--)
+    if (compiler::NvptxCompiler::supported(major * 10 + m)) return major * 10 + m;
+  return 0;
+}
+
+std::optional<int> CudaDevice::ordinal_of(std::string_view name) {
+  if (name == "CUDA") return 0;
+  if (!name.starts_with("CUDA:") || name.size() == 5) return std::nullopt;
+  int n = -1;
+  auto [end, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), n);
+  if (ec != std::errc() || end != name.data() + name.size() || n < 0) return std::nullopt;
+  return n;
+}
+
+Result<std::unique_ptr<CudaDevice>> CudaDevice::create(int ordinal, std::string_view libcuda) {
+  ASSIGN_OR_RETURN(const CudaApi* api, load_cuda_api(libcuda));
+  RETURN_IF_ERROR(BG_CU(*api, cuInit, 0));
+  int count = 0;
+  RETURN_IF_ERROR(BG_CU(*api, cuDeviceGetCount, &count));
+  if (ordinal < 0 || ordinal >= count)
+    return not_found("no CUDA device " + std::to_string(ordinal) + " (the driver reports " +
+                     std::to_string(count) + ")");
+  ASSIGN_OR_RETURN(CudaDeviceInfo info, query_device(*api, ordinal));
+  CUdevice dev;
+  RETURN_IF_ERROR(BG_CU(*api, cuDeviceGet, &dev, ordinal));
+  ASSIGN_OR_RETURN(std::shared_ptr<CudaContext> ctx, CudaContext::retain(*api, dev));
+  RETURN_IF_ERROR(ctx->bind());
+  // NOTE: a blocking stream (CU_STREAM_DEFAULT): the synchronous cuMemcpy* calls, which run on
+  // the legacy NULL stream, wait for its launches and it waits for them.
+  CUstream stream = nullptr;
+  RETURN_IF_ERROR(BG_CU(*api, cuStreamCreate, &stream, CU_STREAM_DEFAULT));
+  return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(ctx), stream, std::move(info)));
+}
+
+CudaDevice::CudaDevice(std::shared_ptr<CudaContext> ctx, CUstream stream, CudaDeviceInfo info)
+    : ctx_(std::move(ctx)), stream_(stream), info_(std::move(info)) {
+  int sm = info_.cubin_sm ? info_.cubin_sm : info_.cc_major * 10 + info_.cc_minor;
+  target_ = compiler::nv_target_info(sm);
+  Result<compiler::NvCompiler> nv =
+      info_.cubin_sm ? compiler::NvCompiler::create(info_.cubin_sm)
+                     : Result<compiler::NvCompiler>(invalid_argument(
+                           "no cubin target for compute capability " +
+                           std::to_string(info_.cc_major) + "." + std::to_string(info_.cc_minor)));
+  if (nv.ok()) {
+    nv_.emplace(std::move(*nv));
+  } else {
+    nv_status_ = nv.status();
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  if (bind().ok()) {
+    (void)api().cuStreamSynchronize(stream_);
+    (void)api().cuStreamDestroy_v2(stream_);
+  }
+}
+
+std::string CudaDevice::name() const {
+  return info_.ordinal == 0 ? "CUDA" : "CUDA:" + std::to_string(info_.ordinal);
+}
+
+Result<Buffer> CudaDevice::alloc(size_t bytes) {
+  RETURN_IF_ERROR(bind());
+  CUdeviceptr p = 0;
+  // cuMemAlloc refuses 0 bytes; its allocations are aligned to at least 256 bytes.
+  RETURN_IF_ERROR(in(name() + " alloc of " + std::to_string(bytes) + " bytes",
+                     BG_CU(api(), cuMemAlloc_v2, &p, std::max<size_t>(bytes, 1))));
+  return Buffer{reinterpret_cast<void*>(static_cast<uintptr_t>(p)), bytes};
+}
+
+void CudaDevice::free(Buffer b) {
+  if (!b.ptr) return;
+  Status s = bind();
+  if (s.ok()) s = BG_CU(api(), cuMemFree_v2, reinterpret_cast<uintptr_t>(b.ptr));
+  if (!s.ok()) BG_LOG(1) << name() << " free: " << s.to_string();
+}
+
+Status CudaDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
+  if (bytes > dst.bytes)
+    return invalid_argument("copy_in of " + std::to_string(bytes) + " bytes into a buffer of " +
+                            std::to_string(dst.bytes));
+  if (bytes == 0) return Status();
+  RETURN_IF_ERROR(bind());
+  return BG_CU(api(), cuMemcpyHtoD_v2, reinterpret_cast<uintptr_t>(dst.ptr), src, bytes);
+}
+
+Status CudaDevice::copy_out(void* dst, Buffer src, size_t bytes) {
+  if (bytes > src.bytes)
+    return invalid_argument("copy_out of " + std::to_string(bytes) + " bytes from a buffer of " +
+                            std::to_string(src.bytes));
+  if (bytes == 0) return Status();
+  RETURN_IF_ERROR(bind());
+  return BG_CU(api(), cuMemcpyDtoH_v2, dst, reinterpret_cast<uintptr_t>(src.ptr), bytes);
+}
+
+Status CudaDevice::synchronize() {
+  RETURN_IF_ERROR(bind());
+  return BG_CU(api(), cuStreamSynchronize, stream_);
+}
+
+Result<float> CudaDevice::time_ms(const std::function<Status()>& enqueue) {
+  RETURN_IF_ERROR(bind());
+  Event start{api()}, end{api()};
+  RETURN_IF_ERROR(BG_CU(api(), cuEventCreate, &start.ev, CU_EVENT_DEFAULT));
+  RETURN_IF_ERROR(BG_CU(api(), cuEventCreate, &end.ev, CU_EVENT_DEFAULT));
+  RETURN_IF_ERROR(BG_CU(api(), cuEventRecord, start.ev, stream_));
+  RETURN_IF_ERROR(enqueue());
+  RETURN_IF_ERROR(bind());  // enqueue may have run on another context
+  RETURN_IF_ERROR(BG_CU(api(), cuEventRecord, end.ev, stream_));
+  RETURN_IF_ERROR(BG_CU(api(), cuEventSynchronize, end.ev));
+  float ms = 0;
+  RETURN_IF_ERROR(BG_CU(api(), cuEventElapsedTime, &ms, start.ev, end.ev));
+  return ms;
+}
+
+Result<std::shared_ptr<Program>> CudaDevice::compile(const UOpPtr& ast,
+                                                     const std::optional<std::vector<Opt>>& opts) {
+  // UOps are interned, so the AST's address identifies it while the entry keeps it alive.
+  auto key = std::make_pair(ast.get(), opts_key(opts));
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = programs_.find(key); it != programs_.end()) return it->second.second;
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts));
+  std::lock_guard lock(mu_);
+  programs_.emplace(key, std::make_pair(ast, prg));
+  return prg;
+}
+
+Result<std::shared_ptr<Program>> CudaDevice::build(const UOpPtr& ast,
+                                                   const std::optional<std::vector<Opt>>& opts) {
+  if (!nv_) return in(name() + " compile", nv_status_);
+  double t0 = now_ms();
+  ASSIGN_OR_RETURN(compiler::NvKernel k, nv_->compile(ast, opts));
+  const std::string fn = k.spec.name;  // a copy: k.spec moves into the program
+  if (k.params.buffer_offsets.size() != k.spec.bufs.size())
+    return internal("compile " + fn + ": the kernel takes " +
+                    std::to_string(k.params.buffer_offsets.size()) + " buffers, the spec has " +
+                    std::to_string(k.spec.bufs.size()));
+  auto kern = std::make_shared<CudaKernel>();
+  kern->ctx = ctx_;
+  kern->grid = k.grid;
+  kern->block = k.block;
+  kern->params = k.params;
+  RETURN_IF_ERROR(bind());
+  RETURN_IF_ERROR(
+      in("compile " + fn, BG_CU(api(), cuModuleLoadData, &kern->module, k.cubin.data())));
+  RETURN_IF_ERROR(in("compile " + fn,
+                     BG_CU(api(), cuModuleGetFunction, &kern->function, kern->module, fn.c_str())));
+  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuFuncGetAttribute, &kern->registers,
+                                            CU_FUNC_ATTRIBUTE_NUM_REGS, kern->function)));
+  auto prg = std::make_shared<Program>();
+  prg->spec = std::move(k.spec);
+  prg->source = std::move(k.ptx);
+  prg->cache_hit = k.cache_hit;
+  prg->entry = kern->function;
+  prg->handle = kern;
+  prg->compile_ms = now_ms() - t0;
+  BG_LOG(1) << name() << " compiled " << fn << " in " << prg->compile_ms << " ms, "
+            << kern->registers << " registers" << (prg->cache_hit ? " (cached cubin)" : "");
+  return prg;
+}
+
+Status CudaDevice::launch(const Program& prg,
+                          std::span<const Buffer> bufs,
+                          std::span<const int64_t> vars) {
+  const auto& spec = prg.spec;
+  if (bufs.size() != spec.bufs.size())
+    return invalid_argument("launch " + spec.name + ": expected " +
+                            std::to_string(spec.bufs.size()) + " buffers, got " +
+                            std::to_string(bufs.size()));
+  for (const auto& b : spec.bufs) {
+    size_t need = static_cast<size_t>(b.size) * b.dtype.itemsize();
+    if (bufs[b.slot].bytes < need || !bufs[b.slot].ptr)
+      return invalid_argument("launch " + spec.name + ": buffer " + std::to_string(b.slot) + " (" +
+                              b.dtype.name() + ") needs " + std::to_string(need) + " bytes, got " +
+                              std::to_string(bufs[b.slot].bytes));
+  }
+  if (vars.size() != spec.vars.size())
+    return invalid_argument("launch " + spec.name + ": expected " +
+                            std::to_string(spec.vars.size()) + " vars, got " +
+                            std::to_string(vars.size()));
+  const auto* kern = static_cast<const CudaKernel*>(prg.handle.get());
+  if (!kern || kern->function != prg.entry)
+    return invalid_argument("launch " + spec.name + ": not a program of " + name());
+  // kernelParams: one pointer per kernel parameter, each to its 8 bytes (the buffer's device
+  // address, then the int64 vars); the driver copies them at the call.
+  std::vector<uint64_t> values;
+  values.reserve(bufs.size() + vars.size());
+  for (const Buffer& b : bufs) values.push_back(reinterpret_cast<uintptr_t>(b.ptr));
+  for (int64_t v : vars) values.push_back(static_cast<uint64_t>(v));
+  std::vector<void*> params;
+  for (uint64_t& v : values) params.push_back(&v);
+  RETURN_IF_ERROR(bind());
+  auto enqueue = [&] {
+    return in("launch " + spec.name,
+              BG_CU(api(), cuLaunchKernel, kern->function, kern->grid[0], kern->grid[1],
+                    kern->grid[2], kern->block[0], kern->block[1], kern->block[2], 0, stream_,
+                    params.empty() ? nullptr : params.data(), nullptr));
+  };
+  // Launches are asynchronous; DEBUG=1 times each on the device and waits for it.
+  if (options().debug < 1) return enqueue();
+  ASSIGN_OR_RETURN(float ms, time_ms(enqueue));
+  BG_LOG(1) << "launch " << spec.name << ": " << ms << " ms";
+  return Status();
+}
+
+}  // namespace baregrad::runtime
