@@ -20,7 +20,8 @@ struct Field {
 
 // The single definition of every option. CACHE_DIR's default is computed (default_cache_dir).
 constexpr Field kFields[] = {
-    {{"DEV", "string", "", "device to run on; empty picks the best device present"}, &Options::dev},
+    {{"DEV", "string", "", "device: CPU, CPU:C, NULL, NV[:n], MOCK+NV, CUDA[:n]; empty is CPU"},
+     &Options::dev},
     {{"DEBUG", "int", "0",
       "log level: 1 kernel names and timings, 2 pass timings, 3 IR after passes, "
       "4 generated source"},

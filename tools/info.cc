@@ -1,0 +1,122 @@
+// bare_info: what each device is. `./bare info` lists every device of this build and whether it
+// opens; `./bare info DEV...` describes the named ones (MOCK+NV only when named: it is a test
+// instrument). For NVIDIA GPUs: the driver and the struct layouts chosen for it, the GPU, its
+// architecture and the classes the driver selected, SMs and memory.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "drivers/nv/device.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/device.h"
+#include "runtime/nv/nv_device.h"
+
+namespace baregrad {
+namespace {
+
+std::string gib(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return b;
+}
+
+void describe_nv(runtime::NvRuntimeDevice& d) {
+  nv::Device& dev = d.nv();
+  const nv::BringUp& b = dev.info();
+  const nv::GpuClasses& c = b.classes;
+  const nv::RmIface& rm = dev.rm().iface();
+  std::printf("%s: %s%s\n", d.name().c_str(), b.name.c_str(),
+              d.mock() ? " (the fake GPU of drivers/mock: a test instrument)" : "");
+  std::printf("  driver         %s (struct layouts of branch %d)\n", rm.driver_version().c_str(),
+              nv::rm_branch_number(rm.branch()));
+  std::printf("  PCI            %04x:%02x:%02x.%x, device id 0x%04x, /dev/nvidia%u\n",
+              b.card.pci.domain, b.card.pci.bus, b.card.pci.slot, b.card.pci.function,
+              b.card.pci.device_id, b.card.minor_number);
+  std::printf("  architecture   %s, %s (MC_GET_ARCH_INFO 0x%x / 0x%x)\n",
+              std::string(nv::generation_name(c.generation)).c_str(), b.arch.c_str(),
+              c.architecture, c.implementation);
+  std::printf("  compute class  %s, QMD V0%d_00\n", nv::class_name(c.compute).c_str(),
+              static_cast<int>(c.qmd));
+  std::printf("  copy class     %s\n", nv::class_name(c.copy).c_str());
+  std::printf("  channel class  %s\n", nv::class_name(c.gpfifo).c_str());
+  std::printf("  usermode class %s\n", nv::class_name(c.usermode).c_str());
+  std::printf("  SMs            %u (%u TPCs x %u SMs; %u warps per SM)\n", b.gr.sms, b.gr.tpcs,
+              b.gr.sm_per_tpc, b.gr.max_warps_per_sm);
+  std::printf("  memory         %s (%s usable)\n", gib(b.vram_bytes).c_str(),
+              gib(b.heap_bytes).c_str());
+  std::printf("  shared memory  %u KiB per block at most\n", dev.limits().max_shared_bytes >> 10);
+  std::printf("  compiler       %s: LLVM NVPTX, then ptxas%s\n", d.target().name.c_str(),
+              d.mock() ? "; the fake GPU runs each cubin's host twin" : "");
+}
+
+// Opens `name` and describes it; false (with the reason printed) when it does not open.
+bool describe(const std::string& name) {
+  auto dev = runtime::open_device(name);
+  if (!dev.ok()) {
+    std::printf("%s: not available: %s\n", name.c_str(), dev.status().message().c_str());
+    return false;
+  }
+  if (auto* nvd = dynamic_cast<runtime::NvRuntimeDevice*>(dev->get())) {
+    describe_nv(*nvd);
+    return true;
+  }
+  const compiler::TargetInfo& t = (*dev)->target();
+  std::printf("%s: %s, %d threads%s\n", (*dev)->name().c_str(), t.name.c_str(), t.threads,
+              name == "NULL" ? " (compiles; runs nothing)" : "");
+  return true;
+}
+
+// The vendor stack (DEV=CUDA): what libcuda reports.
+void describe_cuda() {
+  auto info = runtime::CudaDevice::probe();
+  if (!info.ok()) {
+    std::printf("CUDA: not available: %s\n", info.status().message().c_str());
+    return;
+  }
+  std::printf("CUDA: driver API %s (%s), %zu device(s)\n", info->driver_version_str().c_str(),
+              info->library.c_str(), info->devices.size());
+  for (const runtime::CudaDeviceInfo& d : info->devices)
+    std::printf("  CUDA:%d  %s, compute capability %d.%d, %d SMs, %s; cubins for sm_%d\n",
+                d.ordinal, d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+                gib(d.total_mem).c_str(), d.cubin_sm);
+}
+
+int usage() {
+  std::printf(
+      "usage: bare info [DEV...]\n\n"
+      "Without arguments: every device of this build (CPU, CPU:C, NULL, NV:<n>, CUDA:<n>) and\n"
+      "whether it opens. With names: those devices only (MOCK+NV, the fake NVIDIA GPU, only when "
+      "named).\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace baregrad
+
+int main(int argc, char** argv) {
+  using namespace baregrad;
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; i++) {
+    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) return usage();
+    names.push_back(argv[i]);
+  }
+  if (!names.empty()) {
+    bool all = true;
+    for (const std::string& n : names) all = describe(n) && all;
+    return all ? 0 : 1;
+  }
+  for (const char* n : {"CPU", "CPU:C", "NULL"}) describe(n);
+  // Every NVIDIA GPU the driver lists (NV is NV:0).
+  auto first = runtime::open_device("NV");
+  if (first.ok()) {
+    auto& nv0 = dynamic_cast<runtime::NvRuntimeDevice&>(**first);
+    size_t cards = nv0.nv().rm().iface().cards().size();
+    describe_nv(nv0);
+    for (size_t i = 1; i < cards; i++) describe("NV:" + std::to_string(i));
+  } else {
+    std::printf("NV: not available: %s\n", first.status().message().c_str());
+  }
+  describe_cuda();
+  return 0;
+}
