@@ -1,5 +1,6 @@
 #include "drivers/nv/queue.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "drivers/nv/methods.h"
@@ -12,6 +13,29 @@ constexpr size_t kQueueWords = 1 << 14;
 constexpr size_t kQmdSlotBytes = 512;  // >= the largest QMD, 256-aligned
 constexpr size_t kQmdChunkBytes = 64 << 10;
 constexpr size_t kQmdSlotsPerChunk = kQmdChunkBytes / kQmdSlotBytes;
+// The driver's words in constant bank 0, which compiled code reads (generic addressing of
+// shared and local memory, the stack): the shared and local memory windows the channel set up
+// and the stack top, as tinygrad's NV backend writes them (shared/reference/hcq-interfaces.md
+// 2.8): 32-bit words 6..11 before Blackwell; on Blackwell words 188..191 (the two windows) and
+// 223 (the stack top).
+constexpr uint64_t kStackTop = 0xfffdc0;
+void write_driver_words(uint8_t* cb0, size_t prefix, Generation g) {
+  auto put64 = [&](size_t word, uint64_t v) {
+    if ((word + 2) * 4 <= prefix) std::memcpy(cb0 + word * 4, &v, 8);
+  };
+  auto put32 = [&](size_t word, uint32_t v) {
+    if ((word + 1) * 4 <= prefix) std::memcpy(cb0 + word * 4, &v, 4);
+  };
+  if (g == Generation::kBlackwell) {
+    put64(188, kSharedMemoryWindow);
+    put64(190, kLocalMemoryWindow);
+    put32(223, static_cast<uint32_t>(kStackTop));
+  } else {
+    put64(6, kSharedMemoryWindow);
+    put64(8, kLocalMemoryWindow);
+    put64(10, kStackTop);
+  }
+}
 // Upper bounds of each command's words (checked before emitting, so that a full stream is a
 // refusal, not a CHECK failure).
 constexpr size_t kSemaphoreWords = 8;
@@ -132,6 +156,9 @@ hcq::HwQueue& Queue::exec(const hcq::Program& hprg,
                             " bytes) is not a 64-byte aligned constant bank of <= 64 KiB"));
     return *this;
   }
+  if (cb0.cpu != nullptr)
+    write_driver_words(static_cast<uint8_t*>(cb0.cpu),
+                       std::min<size_t>(prg->args_prefix(), cb0.size), dev_.classes().generation);
   QmdParams p{.program_address = prg->code_va(),
               .program_bytes = prg->code_bytes(),
               .grid = {grid.x, grid.y, grid.z},

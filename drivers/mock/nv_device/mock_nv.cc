@@ -115,8 +115,8 @@ struct Fakes {
 // A code-less program that unregisters its twin when destroyed.
 class MockProgram final : public nv::Program {
  public:
-  MockProgram(std::string name, int num_bufs, int num_vars, MockKernel k)
-      : nv::Program(std::move(name), num_bufs, num_vars) {
+  MockProgram(std::string name, int num_bufs, int num_vars, MockKernel k, uint32_t param_offset)
+      : nv::Program(std::move(name), num_bufs, num_vars, param_offset) {
     std::lock_guard lock(registry().twin_mu);
     registry().twins[code_va()] = std::move(k);
     registry().names[code_va()] = this->name();
@@ -196,11 +196,10 @@ Status TwinMemory::mmu_fault(uint64_t va, bool write, const std::string& what) {
                   nv::hex_string(va) + ": " + what);
 }
 
-std::unique_ptr<nv::Program> mock_program(std::string name,
-                                          int num_bufs,
-                                          int num_vars,
-                                          MockKernel kernel) {
-  return std::make_unique<MockProgram>(std::move(name), num_bufs, num_vars, std::move(kernel));
+std::unique_ptr<nv::Program> mock_program(
+    std::string name, int num_bufs, int num_vars, MockKernel kernel, uint32_t param_offset) {
+  return std::make_unique<MockProgram>(std::move(name), num_bufs, num_vars, std::move(kernel),
+                                       param_offset);
 }
 
 std::shared_ptr<void> register_mock_kernel(uint64_t program_va, MockKernel kernel) {

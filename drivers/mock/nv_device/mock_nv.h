@@ -55,11 +55,10 @@ class FakeNvGpu;
 // The fake GPU under a device open_mock_nv() made (for fault injection); null for another.
 FakeNvGpu* mock_nv_gpu(const nv::Device& dev);
 
-// A code-less nv::Program whose launches on any MOCK+NV device run `kernel`.
-std::unique_ptr<nv::Program> mock_program(std::string name,
-                                          int num_bufs,
-                                          int num_vars,
-                                          MockKernel kernel);
+// A code-less nv::Program whose launches on any MOCK+NV device run `kernel`; its parameters
+// start at `param_offset` in constant bank 0 (0x210: sm_90's; Blackwell's is 0x380).
+std::unique_ptr<nv::Program> mock_program(
+    std::string name, int num_bufs, int num_vars, MockKernel kernel, uint32_t param_offset = 0x210);
 
 // Runs `kernel` for the launches of the program whose code starts at `program_va` (a loaded
 // nv::Program's code_va()) on any MOCK+NV device, until the returned registration is destroyed.
