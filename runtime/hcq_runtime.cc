@@ -11,13 +11,6 @@
 namespace baregrad::runtime {
 namespace {
 
-std::string opts_key(const std::optional<std::vector<compiler::Opt>>& opts) {
-  if (!opts) return "heuristic";
-  std::string s;
-  for (auto& o : *opts) s += o.str();
-  return s;
-}
-
 hcq::Buffer as_hcq(Buffer b) {
   return hcq::Buffer{reinterpret_cast<uint64_t>(b.ptr), b.bytes, nullptr, 0, {}};
 }
@@ -59,10 +52,7 @@ void HcqRuntimeDevice::shutdown() {
   if (shut_down_ || !hcq_) return;
   shut_down_ = true;
   (void)synchronize();
-  {
-    std::lock_guard lock(mu_);
-    programs_.clear();
-  }
+  programs_.clear();
   queue_.reset();
   if (hcq_->profiling()) write_profile();
 }
@@ -128,16 +118,7 @@ void HcqRuntimeDevice::retire_locked(bool all) {
 
 Result<std::shared_ptr<Program>> HcqRuntimeDevice::compile(
     const compiler::UOpPtr& ast, const std::optional<std::vector<compiler::Opt>>& opts) {
-  // UOps are interned, so the AST's address identifies it while the entry keeps it alive.
-  auto key = std::make_pair(ast.get(), opts_key(opts));
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = programs_.find(key); it != programs_.end()) return it->second.second;
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts));
-  std::lock_guard lock(mu_);
-  programs_.emplace(key, std::make_pair(ast, prg));
-  return prg;
+  return programs_.get(ast, opts, [&] { return build(ast, opts); });
 }
 
 Status HcqRuntimeDevice::launch(const Program& prg,

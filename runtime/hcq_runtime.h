@@ -5,7 +5,6 @@
 #pragma once
 
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +14,7 @@
 
 #include "hcq/hcq.h"
 #include "runtime/device.h"
+#include "runtime/program_cache.h"
 
 namespace baregrad::runtime {
 
@@ -73,11 +73,7 @@ class HcqRuntimeDevice : public Device {
     std::unique_ptr<hcq::ArgsState> args;
   };
   std::deque<InFlight> in_flight_;  // under launch_mu_
-  std::mutex mu_;
-  // (AST, opts) -> program; the entry holds the AST so its address stays unique.
-  std::map<std::pair<const compiler::UOp*, std::string>,
-           std::pair<compiler::UOpPtr, std::shared_ptr<Program>>>
-      programs_;
+  ProgramCache programs_;
   bool shut_down_ = false;
 };
 

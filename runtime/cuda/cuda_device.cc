@@ -21,13 +21,6 @@ Status in(const std::string& what, const Status& s) {
   return s.ok() ? s : Status(s.code(), what + ": " + s.message());
 }
 
-std::string opts_key(const std::optional<std::vector<Opt>>& opts) {
-  if (!opts) return "heuristic";
-  std::string s;
-  for (auto& o : *opts) s += o.str();
-  return s;
-}
-
 Result<CudaDeviceInfo> query_device(const CudaApi& api, int ordinal) {
   CudaDeviceInfo d;
   d.ordinal = ordinal;
@@ -212,16 +205,7 @@ Result<float> CudaDevice::time_ms(const std::function<Status()>& enqueue) {
 
 Result<std::shared_ptr<Program>> CudaDevice::compile(const UOpPtr& ast,
                                                      const std::optional<std::vector<Opt>>& opts) {
-  // UOps are interned, so the AST's address identifies it while the entry keeps it alive.
-  auto key = std::make_pair(ast.get(), opts_key(opts));
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = programs_.find(key); it != programs_.end()) return it->second.second;
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build(ast, opts));
-  std::lock_guard lock(mu_);
-  programs_.emplace(key, std::make_pair(ast, prg));
-  return prg;
+  return programs_.get(ast, opts, [&] { return build(ast, opts); });
 }
 
 Result<std::shared_ptr<Program>> CudaDevice::build(const UOpPtr& ast,

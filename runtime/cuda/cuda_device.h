@@ -9,7 +9,6 @@
 
 #include <array>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "compiler/target/nv_program.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/device.h"
+#include "runtime/program_cache.h"
 
 namespace baregrad::runtime {
 
@@ -134,11 +134,7 @@ class CudaDevice : public Device {
   std::optional<compiler::NvCompiler> nv_;
   Status nv_status_;  // why nv_ is empty
 
-  std::mutex mu_;
-  // (AST, opts) -> program; the entry holds the AST so its address stays unique.
-  std::map<std::pair<const compiler::UOp*, std::string>,
-           std::pair<compiler::UOpPtr, std::shared_ptr<Program>>>
-      programs_;
+  ProgramCache programs_;
 };
 
 }  // namespace baregrad::runtime
