@@ -155,7 +155,10 @@ Status Device::synchronize(std::chrono::milliseconds timeout) {
   if (!timelines_[0]) return Status();  // torn down
   Status s = timeline().wait(timeline_value_ - 1, timeout);
   if (!s.ok()) {
-    if (s.code() == StatusCode::kDeadlineExceeded) set_error(s);
+    if (s.code() == StatusCode::kDeadlineExceeded) {
+      std::string what = describe_hang();
+      set_error(what.empty() ? s : deadline_exceeded(s.message() + "; " + what));
+    }
     return error();
   }
   if (timeline_value_ > kTimelineWrap) {

@@ -284,6 +284,9 @@ class Device {
   virtual std::unique_ptr<HwQueue> copy_queue() { return nullptr; }
   // Called by waits between polls: a device whose progress needs the CPU advances here.
   virtual void progress() {}
+  // What the device's queues were doing when synchronize() timed out (which commands each one
+  // was executing, what it waits for), appended to the sticky error; empty when unknown.
+  virtual std::string describe_hang() { return {}; }
   // Whether queues execute what they record (DEV=NULL does not).
   virtual bool executes() const { return true; }
   // Devices whose signals and memory each other's queues can reach share a peer group.

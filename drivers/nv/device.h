@@ -55,6 +55,9 @@ class Device : public hcq::Device {
   // notifier status (one load per channel); when RM wrote one, queries the debugger and sets
   // the sticky error to the fault report (device_fault.cc).
   void progress() override;
+  // Per busy channel: GP entries fetched and ring submissions completed, the kernels of the
+  // submission it is executing and the semaphore it waits for, if any (device_fault.cc).
+  std::string describe_hang() override;
   std::string peer_group() const override { return peer_group_; }
 
   const BringUp& info() const { return gpu_->info(); }

@@ -3,6 +3,7 @@
 // and SM error states, mapped back to the buffer and the kernel that own the addresses.
 
 #include <algorithm>
+#include <cstring>
 
 #include "drivers/nv/device.h"
 #include "drivers/nv/methods.h"
@@ -11,10 +12,21 @@
 namespace baregrad::nv {
 namespace {
 
-// The QMD addresses SEND_PCAS_A on the compute subchannel receives in the pushbuffer segment
-// `w` (headers as pushbuf.h writes them; anything else ends the walk).
-std::vector<uint64_t> launched_qmds(const uint32_t* w, size_t words) {
+// What a pushbuffer segment asks of the GPU, from its method headers (as pushbuf.h writes
+// them; anything else ends the walk): the QMDs SEND_PCAS_A on the compute subchannel launches,
+// and the semaphore acquires of host methods (SEM_ADDR_LO/HI, SEM_PAYLOAD_LO/HI, SEM_EXECUTE).
+struct Acquire {
+  uint64_t address = 0, value = 0;
+  bool b64 = false;
+};
+struct Segment {
   std::vector<uint64_t> qmds;
+  std::vector<Acquire> acquires;
+};
+Segment walk_segment(const uint32_t* w, size_t words) {
+  constexpr uint32_t kSemPayloadHi = kSemAddrLo + 12;
+  Segment seg;
+  uint32_t sem[4] = {};  // ADDR_LO, ADDR_HI, PAYLOAD_LO, PAYLOAD_HI
   for (size_t i = 0; i < words;) {
     uint32_t h = w[i++];
     auto op = static_cast<SecOp>(h >> 29);
@@ -27,11 +39,17 @@ std::vector<uint64_t> launched_qmds(const uint32_t* w, size_t words) {
                    : op == SecOp::kNonIncMethod ? method
                                                 : method + (k == 0 ? 0 : 4);
       if (sc == static_cast<uint32_t>(Subchannel::kCompute) && m == kSendPcasA) {
-        qmds.push_back(uint64_t{w[i]} << 8);
+        seg.qmds.push_back(uint64_t{w[i]} << 8);
+      } else if (m >= kSemAddrLo && m <= kSemPayloadHi) {
+        sem[(m - kSemAddrLo) / 4] = w[i];
+      } else if (m == kSemExecute && (w[i] & 7) == kSemOperationAcqCircGeq) {
+        seg.acquires.push_back({(uint64_t{sem[1]} << 32) | sem[0],
+                                (uint64_t{sem[3]} << 32) | sem[2],
+                                (w[i] & kSemPayloadSize64Bit) != 0});
       }
     }
   }
-  return qmds;
+  return seg;
 }
 
 }  // namespace
@@ -113,7 +131,7 @@ std::vector<std::string> Device::kernels_of_current_submission(Channel& ch) {
   const auto* w = static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4;
   std::vector<std::string> out;
   std::lock_guard lock(qmd_mu_);
-  for (uint64_t qmd : launched_qmds(w, words)) {
+  for (uint64_t qmd : walk_segment(w, words).qmds) {
     auto it = qmd_kernels_.find(qmd);
     if (it != qmd_kernels_.end() && std::find(out.begin(), out.end(), it->second) == out.end()) {
       out.push_back(it->second);
@@ -138,6 +156,53 @@ std::string Device::program_at(uint64_t pc) {
   if (it == programs_.begin()) return "";
   --it;
   return pc < it->second.end ? it->second.name : "";
+}
+
+std::string Device::describe_hang() {
+  std::string out;
+  for (Channel* ch : {&compute_, &copy_}) {
+    uint32_t n = ch->rm.entries, get, put;
+    {
+      std::lock_guard lock(ch->mu);
+      if (n == 0 || !ch->ring) continue;
+      get = ch->userd.read<uint32_t>(kUserdGpGet) % n;
+      put = ch->ring->put() % n;
+    }
+    uint64_t done = ch->done ? ch->done->value() : 0, last = ch->seq.load();
+    if (get == put && done >= last) continue;  // idle
+    std::string line = ch->name + ": GP entry " + std::to_string(get) + " of " +
+                       std::to_string(put) + " reached, ring submissions " + std::to_string(done) +
+                       " of " + std::to_string(last) + " done";
+    // The last entry the channel began: the one before GPGet (GPGet counts an entry once begun;
+    // the fake GPU's rule, see kernels_of_current_submission).
+    uint64_t entry = ch->entries.read<uint64_t>(size_t{(get + n - 1) % n} * kGpEntryBytes);
+    uint64_t va = (entry & 0xfffffffc) | ((entry >> 32) & 0xff) << 32;
+    auto words = static_cast<size_t>((entry >> 42) & kGpEntryMaxWords);
+    std::optional<hcq::Buffer> seg = allocator_->find(va);
+    if (words && seg && seg->cpu && va + words * 4 <= seg->va + seg->size) {
+      Segment s = walk_segment(static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4, words);
+      for (const Acquire& a : s.acquires) {
+        std::optional<hcq::Buffer> m = allocator_->find(a.address);
+        if (!m || !m->cpu || a.address + (a.b64 ? 8 : 4) > m->va + m->size) continue;
+        const auto* p = static_cast<const uint8_t*>(m->cpu) + (a.address - m->va);
+        uint64_t now = 0;
+        std::memcpy(&now, p, a.b64 ? 8 : 4);
+        if (now >= a.value) continue;  // satisfied
+        line += "; its last begun submission waits for the semaphore at " + hex_string(a.address) +
+                " to reach " + std::to_string(a.value) + " (it holds " + std::to_string(now) + ")";
+        break;
+      }
+      std::lock_guard lock(qmd_mu_);
+      std::string ks;
+      for (uint64_t q : s.qmds)
+        if (auto it = qmd_kernels_.find(q); it != qmd_kernels_.end())
+          if (ks.find("'" + it->second + "'") == std::string::npos)
+            ks += (ks.empty() ? "" : ", ") + ("'" + it->second + "'");
+      if (!ks.empty()) line += "; that submission launches " + ks;
+    }
+    out += (out.empty() ? "" : "; ") + line;
+  }
+  return out;
 }
 
 }  // namespace baregrad::nv

@@ -226,6 +226,35 @@ TEST(NvFault, AHungChannelEndsInATimeoutErrorNotAFrozenProcess) {
   r.expect_sticky(err);
 }
 
+TEST(NvFault, ATimeoutNamesTheSemaphoreTheQueueWaitsForAndItsKernels) {
+  Rig r;
+  auto never = r.dev->new_signal("never");
+  ASSERT_TRUE(never.ok()) << never.status();
+  const hcq::Program* self = nullptr;
+  auto prg = mock::mock_program("after_the_wait", 1, 0, reads_buffer0(self));
+  self = prg.get();
+  hcq::Buffer buf = r.alloc(64);
+  hcq::ArgsState& args = r.args_for(*prg);
+  args.set_buf(0, static_cast<int64_t>(buf.va));
+  auto q = r.dev->compute_queue();
+  ASSERT_TRUE(r.dev
+                  ->submit_on_timeline(*q,
+                                       [&](hcq::HwQueue& hq) {
+                                         hq.wait(**never, 5);
+                                         hq.exec(*prg, args, {1, 1, 1}, {1, 1, 1});
+                                       })
+                  .ok());
+  Status err = r.dev->synchronize(milliseconds(200));
+  EXPECT_EQ(err.code(), StatusCode::kDeadlineExceeded) << err;
+  EXPECT_THAT(err.message(), HasSubstr("; compute queue of MOCK+NV: GP entry "));
+  EXPECT_THAT(err.message(), HasSubstr("its last begun submission waits for the semaphore at " +
+                                       hex_string((*never)->va()) + " to reach 5 (it holds 0)"));
+  EXPECT_THAT(err.message(), HasSubstr("that submission launches 'after_the_wait'"));
+  EXPECT_THAT(err.message(), Not(HasSubstr("copy queue")));  // idle: not described
+  r.expect_sticky(err);
+  (*never)->set(5);  // the GPU finishes before teardown
+}
+
 TEST(NvFault, TheProgramRegistryMapsAPcToTheKernelWhoseCodeHoldsIt) {
   Rig r;
   r.dev->register_program(0x1000, 0x100, "a");
