@@ -72,6 +72,8 @@ void register_train_benches();
 void register_gpt2_benches();
 // Defined in bench/bench_hcq.cc (with the kernel benches).
 void register_hcq_benches();
+// Defined in bench/bench_gpu.cc (with the kernel benches).
+void register_gpu_benches();
 
 // Runs fn once as warm-up, then repeatedly until it ran at least min_reps times and for at least
 // min_total_ms in total; returns the median of the timed runs in milliseconds.

@@ -148,6 +148,7 @@ int run(int argc, char** argv) {
   register_train_benches();
   register_gpt2_benches();
   register_hcq_benches();
+  register_gpu_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);
