@@ -15,8 +15,10 @@
 namespace baregrad::nv {
 namespace {
 
-constexpr size_t kMinPushbufRingBytes = 256;      // the channel setup and its release fit
-constexpr uint32_t kLocalBytesPerThread = 0x100;  // local memory provisioned per thread
+constexpr size_t kMinPushbufRingBytes = 256;  // the channel setup and its release fit
+// Local memory provisioned per thread at first: the reserve every launch needs (see
+// kLocalReserveBytes in program.h), rounded to 32 as tinygrad rounds it.
+constexpr uint32_t kLocalBytesPerThread = 0x240;
 constexpr uint64_t kLocalTpcAlign = 0x8000;
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -156,28 +158,54 @@ Status Device::setup() {
   const GpuClasses& c = info.classes;
   uint32_t carveout = c.smem_carveouts_kib.empty() ? 100 : c.smem_carveouts_kib.back();
   limits_.max_shared_bytes = (carveout - 1) << 10;
-  limits_.local_bytes_per_thread = kLocalBytesPerThread;
-  // Local memory as tinygrad sizes it: per thread, x 32 lanes, x warps per SM, x SMs per TPC.
-  uint32_t warps = info.gr.max_warps_per_sm ? info.gr.max_warps_per_sm : 64;
-  uint32_t sm_per_tpc = info.gr.sm_per_tpc ? info.gr.sm_per_tpc : 2;
-  uint64_t per_tpc =
-      round_up(round_up(kLocalBytesPerThread * 32ull, 0x200) * warps * sm_per_tpc, kLocalTpcAlign);
-  uint64_t tpcs = info.gr.tpcs ? info.gr.tpcs : 1;
-  ASSIGN_OR_RETURN(local_memory_, allocator_->alloc(per_tpc * tpcs, {.nolru = true}));
 
   // Channel setup: bind the engine classes (compute channel: compute on 1, copy on 4 for its
-  // copies), then the compute engine's shader memory windows and local memory.
+  // copies), then the compute engine's shader memory windows, then its local memory.
   hcq::CmdStream cs("channel setup of " + name(), 64);
   PushBuffer pb(cs);
   emit_set_object(pb, Subchannel::kCompute, c.compute);
   emit_set_object(pb, Subchannel::kCopy, c.copy);
   RETURN_IF_ERROR(emit_shader_memory_windows(pb, kLocalMemoryWindow, kSharedMemoryWindow));
-  RETURN_IF_ERROR(emit_shader_local_memory(pb, c, static_cast<int64_t>(local_memory_.va), per_tpc));
   RETURN_IF_ERROR(submit_words(hcq::Engine::kCompute, cs.words()));
+  RETURN_IF_ERROR(ensure_local_memory(kLocalBytesPerThread));
   cs.clear();
   emit_set_object(pb, Subchannel::kCopy, c.copy);
   RETURN_IF_ERROR(submit_words(hcq::Engine::kCopy, cs.words()));
   return error();
+}
+
+Status Device::ensure_local_memory(uint32_t bytes) {
+  std::lock_guard lock(local_mu_);
+  if (bytes <= local_per_thread_.load()) return Status();
+  const BringUp& info = gpu_->info();
+  // As tinygrad sizes it: per thread (rounded to 32), x 32 lanes, x warps per SM, x SMs per
+  // TPC, for every TPC.
+  uint64_t per_thread = round_up(bytes, 32);
+  uint32_t warps = info.gr.max_warps_per_sm ? info.gr.max_warps_per_sm : 64;
+  uint32_t sm_per_tpc = info.gr.sm_per_tpc ? info.gr.sm_per_tpc : 2;
+  uint64_t per_tpc =
+      round_up(round_up(per_thread * 32, 0x200) * warps * sm_per_tpc, kLocalTpcAlign);
+  uint64_t tpcs = info.gr.tpcs ? info.gr.tpcs : 1;
+  auto mem = allocator_->alloc(per_tpc * tpcs, {.nolru = true});
+  if (!mem.ok())
+    return resource_exhausted(
+        name() + ": " + std::to_string(per_thread) + " bytes of local memory per thread need " +
+        std::to_string(per_tpc * tpcs >> 20) + " MiB (" + std::to_string(per_tpc) +
+        " bytes for each of " + std::to_string(tpcs) + " TPCs): " + mem.status().message());
+  hcq::CmdStream cs("local memory of " + name(), 16);
+  PushBuffer pb(cs);
+  Status s = emit_shader_local_memory(pb, info.classes, static_cast<int64_t>(mem->va), per_tpc);
+  if (s.ok()) s = submit_words(hcq::Engine::kCompute, cs.words());
+  if (!s.ok()) {
+    allocator_->free(*mem);
+    return s;
+  }
+  if (local_memory_.size) old_local_memory_.push_back(local_memory_);
+  local_memory_ = *mem;
+  local_per_thread_.store(static_cast<uint32_t>(per_thread));
+  BG_LOG(1) << name() << ": local memory " << per_thread << " bytes per thread ("
+            << (per_tpc * tpcs >> 20) << " MiB)";
+  return Status();
 }
 
 Status Device::setup_channel(Channel& ch, const RmChannel& rm, const char* what) {
@@ -207,6 +235,7 @@ Device::~Device() {
     ch->done.reset();  // its slot goes back before release_memory()
   }
   if (local_memory_.size) allocator_->free(local_memory_);
+  for (const hcq::Buffer& b : old_local_memory_) allocator_->free(b);
   if (allocator_) release_memory();
   allocator_.reset();
   compute_.rm.error_notifier_cpu = copy_.rm.error_notifier_cpu = nullptr;  // unmapped with gpu_

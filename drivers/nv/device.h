@@ -64,6 +64,13 @@ class Device : public hcq::Device {
   const GpuClasses& classes() const { return gpu_->info().classes; }
   RmGpu& rm() { return *gpu_; }
   const LaunchLimits& limits() const { return limits_; }
+  // Local memory (stacks, spills) provisioned per thread; grows with ensure_local_memory().
+  uint32_t local_bytes_per_thread() const { return local_per_thread_.load(); }
+  // Provisions at least `bytes` of local memory per thread: a larger backing store, and its
+  // SET_SHADER_LOCAL_MEMORY methods on the compute channel, ahead of anything submitted later
+  // (the old store stays allocated for launches already submitted, until the device closes).
+  // ResourceExhausted naming the sizes when the memory cannot be had.
+  Status ensure_local_memory(uint32_t bytes);
 
   // ---- for queues ----
   // Copies `words` into the channel's pushbuffer ring, then a host release (after WFI) of the
@@ -137,6 +144,9 @@ class Device : public hcq::Device {
   hcq::Doorbell doorbell_;
   Channel compute_, copy_;
   hcq::Buffer local_memory_;
+  std::vector<hcq::Buffer> old_local_memory_;  // replaced stores, freed at destruction
+  std::atomic<uint32_t> local_per_thread_{0};
+  std::mutex local_mu_;
   LaunchLimits limits_;
   std::mutex qmd_mu_;
   std::map<uint64_t, std::string> qmd_kernels_;

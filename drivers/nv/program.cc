@@ -38,7 +38,7 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev,
   p->code_bytes_ = static_cast<uint32_t>(img.code_size);
   p->registers_ = static_cast<uint32_t>(img.registers);
   p->shared_bytes_ = img.shared_bytes;
-  p->local_bytes_ = img.local_bytes;
+  p->local_bytes_ = img.local_bytes + kLocalReserveBytes;
   p->sass_version_ = static_cast<uint32_t>(img.sm / 10 << 4 | img.sm % 10);  // 90 -> 0x90
   p->param_offset_ = img.param_offset;
   p->banks_ = img.constant_banks;
@@ -72,9 +72,10 @@ Status Program::check_launch(hcq::Dim3 grid, hcq::Dim3 block) const {
   if (shared_bytes_ > limits_.max_shared_bytes)
     return refuse(std::to_string(shared_bytes_) + " bytes of shared memory exceed " +
                   std::to_string(limits_.max_shared_bytes));
-  if (local_bytes_ > limits_.local_bytes_per_thread)
+  uint32_t local = dev_ ? dev_->local_bytes_per_thread() : limits_.local_bytes_per_thread;
+  if (local_bytes_ > local)
     return refuse(std::to_string(local_bytes_) + " bytes of local memory per thread exceed the " +
-                  std::to_string(limits_.local_bytes_per_thread) + " the device provides");
+                  std::to_string(local) + " the device provides");
   return Status();
 }
 

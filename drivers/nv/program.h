@@ -16,11 +16,16 @@ namespace baregrad::nv {
 
 class Device;
 
+// Local memory every launch needs per thread beyond the kernel's own stack
+// (EIATTR_MIN_STACK_SIZE): tinygrad's NV backend adds 0x240 (shared/reference/hcq-interfaces.md
+// 2.8) to size both the QMD's SHADER_LOCAL_MEMORY_HIGH_SIZE and the device's local memory.
+constexpr uint32_t kLocalReserveBytes = 0x240;
+
 // Per-GPU launch limits check_launch() applies.
 struct LaunchLimits {
   uint32_t max_shared_bytes = 227 << 10;  // the largest carveout minus the 1 KiB reserved
   uint32_t registers_per_sm = 65536;
-  uint32_t local_bytes_per_thread = 0;  // what the device's local memory holds per thread
+  uint32_t local_bytes_per_thread = 0;  // code-less programs; loaded ones ask their device
 };
 
 class Program : public hcq::Program {
@@ -47,6 +52,7 @@ class Program : public hcq::Program {
   uint32_t code_bytes() const { return code_bytes_; }
   uint32_t registers() const { return registers_; }
   uint32_t shared_bytes() const { return shared_bytes_; }
+  // Local memory per thread a launch needs: the stack plus kLocalReserveBytes (0 code-less).
   uint32_t local_bytes() const { return local_bytes_; }
   uint32_t sass_version() const { return sass_version_; }
   // Constant banks other than 0 (module constants) in the uploaded image.

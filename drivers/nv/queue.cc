@@ -148,6 +148,10 @@ hcq::HwQueue& Queue::exec(const hcq::Program& hprg,
                             std::to_string(prg->num_vars())));
     return *this;
   }
+  // Local memory grows before the first launch that needs more (its methods precede ours).
+  if (prg->local_bytes() > dev_.local_bytes_per_thread() &&
+      !ok(dev_.ensure_local_memory(prg->local_bytes())))
+    return *this;
   if (!ok(prg->check_launch(grid, block)) || !fits(kLaunchWords)) return *this;
   const hcq::Buffer& cb0 = args.mem();
   if (cb0.va % 64 != 0 || cb0.size > (64 << 10)) {
