@@ -1,7 +1,5 @@
 #include "runtime/cuda/cublas_api.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "base/options.h"
+#include "runtime/cuda/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {
@@ -45,36 +44,17 @@ std::vector<std::string> candidates() {
   return out;
 }
 
-// dlsym of `sym`, or NotFound naming it with dlerror() (read before any dlclose).
-Result<void*> resolve(void* lib, const std::string& path, const char* sym) {
-  dlerror();
-  if (void* p = dlsym(lib, sym)) return p;
-  const char* err = dlerror();
-  return not_found("cuBLAS " + path + " has no " + sym + ": " +
-                   (err ? err : "dlsym returned null"));
-}
-
 // `loaded` tells a library that dlopen refused from one that lacks a symbol.
 Result<std::unique_ptr<CublasApi>> open_api(const std::string& path, bool& loaded) {
-  dlerror();
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  loaded = lib != nullptr;
-  if (!lib) {
-    const char* err = dlerror();
-    return not_found("cannot load cuBLAS " + path + ": " + (err ? err : "dlopen failed"));
-  }
+  const std::string what = "cuBLAS";
+  Result<void*> opened = dl_open(path, what);
+  loaded = opened.ok();
+  if (!opened.ok()) return opened.status();
+  void* lib = *opened;
   auto api = std::make_unique<CublasApi>();
   api->path = path;
   api->lib = lib;
-#define BG_RESOLVE(sym)                                      \
-  if (Result<void*> p = resolve(lib, path, #sym); !p.ok()) { \
-    dlclose(lib);                                            \
-    return p.status();                                       \
-  } else {                                                   \
-    api->sym = reinterpret_cast<decltype(api->sym)>(*p);     \
-  }
-  BG_CUBLAS_SYMBOLS(BG_RESOLVE)
-#undef BG_RESOLVE
+  BG_CUBLAS_SYMBOLS(BG_DL_RESOLVE)
   return api;
 }
 

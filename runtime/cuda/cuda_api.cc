@@ -1,11 +1,11 @@
 #include "runtime/cuda/cuda_api.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "runtime/cuda/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {
@@ -93,36 +93,14 @@ StatusCode code_of(CUresult r) {
   }
 }
 
-// dlsym of `sym`, or NotFound naming it with dlerror() (read before any dlclose).
-Result<void*> resolve(void* lib, const std::string& path, const char* sym) {
-  dlerror();
-  if (void* p = dlsym(lib, sym)) return p;
-  const char* err = dlerror();
-  return not_found("the CUDA driver library " + path + " has no " + sym + ": " +
-                   (err ? err : "dlsym returned null"));
-}
-
 // dlopen + dlsym of every symbol; the caller caches the result.
 Result<std::unique_ptr<CudaApi>> open_api(const std::string& path) {
-  dlerror();
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* err = dlerror();
-    return not_found("cannot load the CUDA driver library " + path + ": " +
-                     (err ? err : "dlopen failed"));
-  }
+  const std::string what = "the CUDA driver library";
+  ASSIGN_OR_RETURN(void* lib, dl_open(path, what));
   auto api = std::make_unique<CudaApi>();
   api->path = path;
   api->lib = lib;
-#define BG_RESOLVE(sym)                                      \
-  if (Result<void*> p = resolve(lib, path, #sym); !p.ok()) { \
-    dlclose(lib);                                            \
-    return p.status();                                       \
-  } else {                                                   \
-    api->sym = reinterpret_cast<decltype(api->sym)>(*p);     \
-  }
-  BG_CUDA_SYMBOLS(BG_RESOLVE)
-#undef BG_RESOLVE
+  BG_CUDA_SYMBOLS(BG_DL_RESOLVE)
   return api;
 }
 
