@@ -52,6 +52,23 @@ Segment walk_segment(const uint32_t* w, size_t words) {
   return seg;
 }
 
+// The segment of the last GP entry channel `entries` (of `n`) began, given USERD GPGet `get`:
+// the entry before GPGet. NOTE: GPGet counts an entry once the channel begins it (the fake
+// GPU's rule; on hardware GP entries may be prefetched further). nullopt when its words are not
+// in CPU-visible memory of `mem`.
+std::optional<Segment> begun_segment(const hcq::Mmio& entries,
+                                     uint32_t get,
+                                     uint32_t n,
+                                     const hcq::Allocator& mem) {
+  uint64_t entry = entries.read<uint64_t>(size_t{(get + n - 1) % n} * kGpEntryBytes);
+  uint64_t va = (entry & 0xfffffffc) | ((entry >> 32) & 0xff) << 32;
+  auto words = static_cast<size_t>((entry >> 42) & kGpEntryMaxWords);
+  std::optional<hcq::Buffer> seg = mem.find(va);
+  if (words == 0 || !seg || seg->cpu == nullptr || va + words * 4 > seg->va + seg->size)
+    return std::nullopt;
+  return walk_segment(static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4, words);
+}
+
 }  // namespace
 
 void Device::progress() {
@@ -118,20 +135,14 @@ std::string Device::report() {
 }
 
 std::vector<std::string> Device::kernels_of_current_submission(Channel& ch) {
-  // NOTE: USERD GPGet counts an entry once the channel begins it, so the entry at GPGet - 1 is
-  // the one executing (the fake GPU; on hardware GP entries may be prefetched further).
   uint32_t n = ch.rm.entries;
   if (n == 0) return {};
-  uint32_t get = ch.userd.read<uint32_t>(kUserdGpGet) % n;
-  uint64_t entry = ch.entries.read<uint64_t>(size_t{(get + n - 1) % n} * kGpEntryBytes);
-  uint64_t va = (entry & 0xfffffffc) | ((entry >> 32) & 0xff) << 32;
-  auto words = static_cast<size_t>((entry >> 42) & kGpEntryMaxWords);
-  std::optional<hcq::Buffer> seg = allocator_->find(va);
-  if (words == 0 || !seg || seg->cpu == nullptr || va + words * 4 > seg->va + seg->size) return {};
-  const auto* w = static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4;
+  std::optional<Segment> seg =
+      begun_segment(ch.entries, ch.userd.read<uint32_t>(kUserdGpGet) % n, n, *allocator_);
+  if (!seg) return {};
   std::vector<std::string> out;
   std::lock_guard lock(qmd_mu_);
-  for (uint64_t qmd : walk_segment(w, words).qmds) {
+  for (uint64_t qmd : seg->qmds) {
     auto it = qmd_kernels_.find(qmd);
     if (it != qmd_kernels_.end() && std::find(out.begin(), out.end(), it->second) == out.end()) {
       out.push_back(it->second);
@@ -173,15 +184,8 @@ std::string Device::describe_hang() {
     std::string line = ch->name + ": GP entry " + std::to_string(get) + " of " +
                        std::to_string(put) + " reached, ring submissions " + std::to_string(done) +
                        " of " + std::to_string(last) + " done";
-    // The last entry the channel began: the one before GPGet (GPGet counts an entry once begun;
-    // the fake GPU's rule, see kernels_of_current_submission).
-    uint64_t entry = ch->entries.read<uint64_t>(size_t{(get + n - 1) % n} * kGpEntryBytes);
-    uint64_t va = (entry & 0xfffffffc) | ((entry >> 32) & 0xff) << 32;
-    auto words = static_cast<size_t>((entry >> 42) & kGpEntryMaxWords);
-    std::optional<hcq::Buffer> seg = allocator_->find(va);
-    if (words && seg && seg->cpu && va + words * 4 <= seg->va + seg->size) {
-      Segment s = walk_segment(static_cast<const uint32_t*>(seg->cpu) + (va - seg->va) / 4, words);
-      for (const Acquire& a : s.acquires) {
+    if (std::optional<Segment> seg = begun_segment(ch->entries, get, n, *allocator_)) {
+      for (const Acquire& a : seg->acquires) {
         std::optional<hcq::Buffer> m = allocator_->find(a.address);
         if (!m || !m->cpu || a.address + (a.b64 ? 8 : 4) > m->va + m->size) continue;
         const auto* p = static_cast<const uint8_t*>(m->cpu) + (a.address - m->va);
@@ -192,14 +196,11 @@ std::string Device::describe_hang() {
                 " to reach " + std::to_string(a.value) + " (it holds " + std::to_string(now) + ")";
         break;
       }
-      std::lock_guard lock(qmd_mu_);
-      std::string ks;
-      for (uint64_t q : s.qmds)
-        if (auto it = qmd_kernels_.find(q); it != qmd_kernels_.end())
-          if (ks.find("'" + it->second + "'") == std::string::npos)
-            ks += (ks.empty() ? "" : ", ") + ("'" + it->second + "'");
-      if (!ks.empty()) line += "; that submission launches " + ks;
     }
+    std::string ks;
+    for (const std::string& k : kernels_of_current_submission(*ch))
+      ks += (ks.empty() ? "'" : ", '") + k + "'";
+    if (!ks.empty()) line += "; that submission launches " + ks;
     out += (out.empty() ? "" : "; ") + line;
   }
   return out;
