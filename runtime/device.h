@@ -70,6 +70,15 @@ class Device {
   virtual Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) = 0;
+  // Copies `bytes` from `src` to `dst`, buffers of this device that do not overlap;
+  // asynchronous, ordered after earlier launches and copies (synchronize() waits for it).
+  // InvalidArgument (check_copy) before anything is issued; Unimplemented on devices without.
+  virtual Status copy(Buffer dst, Buffer src, size_t bytes) {
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return unimplemented(name() + " has no device-to-device copy");
+  }
   // Runs `prg` with bufs[i] bound to slot i; checks counts and sizes first.
   virtual Status launch(const Program& prg,
                         std::span<const Buffer> bufs,
@@ -85,6 +94,17 @@ class Device {
     return unimplemented(name() + " has no graphs");
   }
 };
+
+// What Device::copy checks first: InvalidArgument naming "copy", `bytes`, both buffer sizes and
+// the device when `bytes` exceeds either buffer or a buffer is null (with bytes > 0).
+inline Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes) {
+  if (bytes <= dst.bytes && bytes <= src.bytes && (bytes == 0 || (dst.ptr && src.ptr)))
+    return Status();
+  std::string why = bytes > dst.bytes || bytes > src.bytes ? "" : " (a null buffer)";
+  return invalid_argument("copy of " + std::to_string(bytes) + " bytes from a buffer of " +
+                          std::to_string(src.bytes) + " into a buffer of " +
+                          std::to_string(dst.bytes) + " on " + dev.name() + why);
+}
 
 // Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV"); an empty name
 // means options().dev, then the CPU. NotFound lists the names this build knows.

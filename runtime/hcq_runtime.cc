@@ -43,6 +43,8 @@ class HcqGraph : public Graph {
 void HcqRuntimeDevice::attach(std::unique_ptr<hcq::Device> dev) {
   hcq_ = std::move(dev);
   queue_ = hcq_->compute_queue();
+  copy_queue_ = hcq_->copy_queue();
+  if (!copy_queue_) copy_queue_ = hcq_->compute_queue();
   hcq_->set_profiling(options().profile);
 }
 
@@ -54,6 +56,7 @@ void HcqRuntimeDevice::shutdown() {
   (void)synchronize();
   programs_.clear();
   queue_.reset();
+  copy_queue_.reset();
   if (hcq_->profiling()) write_profile();
 }
 
@@ -99,6 +102,21 @@ Status HcqRuntimeDevice::copy_out(void* dst, Buffer src, size_t bytes) {
     return invalid_argument("copy_out of " + std::to_string(bytes) + " bytes from a buffer of " +
                             std::to_string(src.bytes) + " on " + name());
   return hcq_->allocator().copy_out(dst, as_hcq(src), bytes);
+}
+
+Status HcqRuntimeDevice::copy(Buffer dst, Buffer src, size_t bytes) {
+  RETURN_IF_ERROR(check_copy(*this, dst, src, bytes));
+  if (bytes == 0) return Status();
+  std::lock_guard lock(launch_mu_);
+  // wait(timeline, v - 1) orders the copy after every earlier launch and copy.
+  Result<uint64_t> v = hcq_->submit_on_timeline(
+      *copy_queue_,
+      [&](hcq::HwQueue& q) {
+        q.copy(static_cast<int64_t>(as_hcq(dst).va), static_cast<int64_t>(as_hcq(src).va),
+               static_cast<int64_t>(bytes));
+      },
+      {}, "copy");
+  return v.status();
 }
 
 Status HcqRuntimeDevice::synchronize() {

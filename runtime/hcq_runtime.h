@@ -1,7 +1,8 @@
 // What every runtime device over an HCQ device shares: memory from the HCQ allocator, host
-// copies through its staging buffers, launches on the compute queue ordered by the timeline,
-// argument blocks retired by timeline value, graphs as hcq::Graph, the program cache and the
-// PROFILE=1 trace. A backend (CPU, NV) supplies the compile step and each program's hcq form.
+// copies through its staging buffers, launches on the compute queue and device copies on the
+// copy queue (both ordered by the timeline), argument blocks retired by timeline value, graphs
+// as hcq::Graph, the program cache and the PROFILE=1 trace. A backend (CPU, NV) supplies the
+// compile step and each program's hcq form.
 #pragma once
 
 #include <deque>
@@ -26,6 +27,8 @@ class HcqRuntimeDevice : public Device {
   void free(Buffer b) override;
   Status copy_in(Buffer dst, const void* src, size_t bytes) override;
   Status copy_out(void* dst, Buffer src, size_t bytes) override;
+  // On the copy queue (the compute queue without one), ordered on the timeline like launches.
+  Status copy(Buffer dst, Buffer src, size_t bytes) override;
   // Cached per (AST, opts); build() on a miss.
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
@@ -66,7 +69,8 @@ class HcqRuntimeDevice : public Device {
 
   std::unique_ptr<hcq::Device> hcq_;
   std::mutex launch_mu_;
-  std::unique_ptr<hcq::HwQueue> queue_;  // the compute queue, under launch_mu_
+  std::unique_ptr<hcq::HwQueue> queue_;       // the compute queue, under launch_mu_
+  std::unique_ptr<hcq::HwQueue> copy_queue_;  // device-to-device copies, under launch_mu_
   struct InFlight {
     uint64_t timeline_value;  // done once the timeline reaches it
     hcq::Buffer args_mem;

@@ -25,11 +25,19 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUkern_st;
+struct CUgraph_st;
+struct CUgraphNode_st;
+struct CUgraphExec_st;
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
 using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
+using CUkernel = CUkern_st*;
+using CUgraph = CUgraph_st*;
+using CUgraphNode = CUgraphNode_st*;
+using CUgraphExec = CUgraphExec_st*;
 
 // CUresult values we name (cuGetErrorName gives the name of any other).
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -61,6 +69,29 @@ constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 // cuStreamCreate / cuEventCreate flags
 constexpr unsigned CU_STREAM_DEFAULT = 0x0;  // synchronizes with the legacy NULL stream
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+
+// A kernel node of a graph, as cuGraphAddKernelNode_v2 and cuGraphExecKernelNodeSetParams_v2
+// take it (cuda.h: CUDA_KERNEL_NODE_PARAMS_v2_st, the layout cuda.h names
+// CUDA_KERNEL_NODE_PARAMS). `kern` and `ctx` are ignored when `func` is set; the driver copies
+// `kernelParams` and the values they point to during the call.
+struct CUDA_KERNEL_NODE_PARAMS_v2 {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v2) == 72);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, gridDimX) == 8);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, blockDimX) == 20);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes) == 32);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, kernelParams) == 40);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, extra) == 48);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, kern) == 56);
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS_v2, ctx) == 64);
 
 // The driver entry points, one member per symbol, named as the symbol dlsym resolved (the _v2
 // names where the ABI versioned them). Filled by load_cuda_api(); every member is non-null.
@@ -99,6 +130,7 @@ struct CudaApi {
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, size_t bytes);
   CUresult (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD8_v2)(CUdeviceptr dst, unsigned char value, size_t count);
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
   CUresult (*cuStreamDestroy_v2)(CUstream stream);
@@ -110,6 +142,22 @@ struct CudaApi {
   // NOTE: the unversioned symbol: every driver since CUDA 4 exports it (cuda.h 12.8+ maps the
   // macro to cuEventElapsedTime_v2, which older drivers lack); same signature.
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end);
+  CUresult (*cuGraphCreate)(CUgraph* graph, unsigned flags);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+  CUresult (*cuGraphAddKernelNode_v2)(CUgraphNode* node,
+                                      CUgraph graph,
+                                      const CUgraphNode* dependencies,
+                                      size_t num_dependencies,
+                                      const CUDA_KERNEL_NODE_PARAMS_v2* params);
+  // cuda.h maps cuGraphInstantiate to this symbol.
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec,
+                                          CUgraph graph,
+                                          unsigned long long flags);
+  CUresult (*cuGraphExecKernelNodeSetParams_v2)(CUgraphExec exec,
+                                                CUgraphNode node,
+                                                const CUDA_KERNEL_NODE_PARAMS_v2* params);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 

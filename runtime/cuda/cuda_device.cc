@@ -40,6 +40,22 @@ Result<CudaDeviceInfo> query_device(const CudaApi& api, int ordinal) {
   return d;
 }
 
+size_t slot_bytes(const compiler::BufferArg& b) {
+  return static_cast<size_t>(b.size) * b.dtype.itemsize();
+}
+
+uintptr_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.ptr); }
+
+// InvalidArgument "<what>: buffer <slot> (<dtype>) needs N bytes, got M" when `buf` is null or
+// smaller than slot `b` of the kernel.
+Status check_buffer(const std::string& what, const compiler::BufferArg& b, const Buffer& buf) {
+  size_t need = slot_bytes(b);
+  if (buf.bytes >= need && buf.ptr) return Status();
+  return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" + b.dtype.name() +
+                          ") needs " + std::to_string(need) + " bytes, got " +
+                          std::to_string(buf.bytes));
+}
+
 // A CUevent destroyed with its scope.
 struct Event {
   const CudaApi& api;
@@ -183,6 +199,13 @@ Status CudaDevice::copy_out(void* dst, Buffer src, size_t bytes) {
   return BG_CU(api(), cuMemcpyDtoH_v2, dst, reinterpret_cast<uintptr_t>(src.ptr), bytes);
 }
 
+Status CudaDevice::copy(Buffer dst, Buffer src, size_t bytes) {
+  RETURN_IF_ERROR(check_copy(*this, dst, src, bytes));
+  if (bytes == 0) return Status();
+  RETURN_IF_ERROR(bind());
+  return BG_CU(api(), cuMemcpyDtoDAsync_v2, addr(dst), addr(src), bytes, stream_);
+}
+
 Status CudaDevice::synchronize() {
   RETURN_IF_ERROR(bind());
   return BG_CU(api(), cuStreamSynchronize, stream_);
@@ -250,13 +273,8 @@ Status CudaDevice::launch(const Program& prg,
     return invalid_argument("launch " + spec.name + ": expected " +
                             std::to_string(spec.bufs.size()) + " buffers, got " +
                             std::to_string(bufs.size()));
-  for (const auto& b : spec.bufs) {
-    size_t need = static_cast<size_t>(b.size) * b.dtype.itemsize();
-    if (bufs[b.slot].bytes < need || !bufs[b.slot].ptr)
-      return invalid_argument("launch " + spec.name + ": buffer " + std::to_string(b.slot) + " (" +
-                              b.dtype.name() + ") needs " + std::to_string(need) + " bytes, got " +
-                              std::to_string(bufs[b.slot].bytes));
-  }
+  for (const auto& b : spec.bufs)
+    RETURN_IF_ERROR(check_buffer("launch " + spec.name, b, bufs[b.slot]));
   if (vars.size() != spec.vars.size())
     return invalid_argument("launch " + spec.name + ": expected " +
                             std::to_string(spec.vars.size()) + " vars, got " +
@@ -268,7 +286,7 @@ Status CudaDevice::launch(const Program& prg,
   // address, then the int64 vars); the driver copies them at the call.
   std::vector<uint64_t> values;
   values.reserve(bufs.size() + vars.size());
-  for (const Buffer& b : bufs) values.push_back(reinterpret_cast<uintptr_t>(b.ptr));
+  for (const Buffer& b : bufs) values.push_back(addr(b));
   for (int64_t v : vars) values.push_back(static_cast<uint64_t>(v));
   std::vector<void*> params;
   for (uint64_t& v : values) params.push_back(&v);
@@ -284,6 +302,173 @@ Status CudaDevice::launch(const Program& prg,
   ASSIGN_OR_RETURN(float ms, time_ms(enqueue));
   BG_LOG(1) << "launch " << spec.name << ": " << ms << " ms";
   return Status();
+}
+
+namespace {
+
+// A runtime::Graph as a CUDA graph: one kernel node per launch, each depending on the one
+// before (so they run in order, as on the stream), instantiated once. replay() patches the
+// nodes whose input addresses changed and launches the executable graph on the device's stream.
+class CudaGraph : public Graph {
+ public:
+  // Checks `launches` like launch() does (input slots are checked at replay), then builds and
+  // instantiates the graph.
+  static Result<std::unique_ptr<Graph>> create(CudaDevice& dev,
+                                               const std::vector<GraphLaunch>& launches,
+                                               size_t num_inputs);
+  ~CudaGraph() override;
+  Status replay(std::span<const Buffer> inputs) override;
+  size_t size() const override { return nodes_.size(); }
+
+ private:
+  struct Node {
+    std::shared_ptr<Program> prg;  // keeps the module (and the function) loaded
+    const CudaKernel* kern = nullptr;
+    CUgraphNode node = nullptr;
+    std::vector<int> input;        // per slot: the input bound there, or -1
+    std::vector<uint64_t> values;  // the kernel parameters the executable graph holds
+  };
+  explicit CudaGraph(CudaDevice& dev) : dev_(dev), ctx_(dev.context()) {}
+  // The node's parameters with `values` as its kernel parameters; `ptrs` holds their addresses.
+  static CUDA_KERNEL_NODE_PARAMS_v2 params_of(const Node& n,
+                                              std::vector<uint64_t>& values,
+                                              std::vector<void*>& ptrs);
+
+  CudaDevice& dev_;
+  std::shared_ptr<CudaContext> ctx_;  // released after the graph
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::vector<Node> nodes_;
+  std::vector<size_t> need_;  // per input: the bytes its slots need
+  std::vector<bool> used_;    // per input: bound to a slot
+  std::mutex mu_;             // one replay patches at a time
+};
+
+CUDA_KERNEL_NODE_PARAMS_v2 CudaGraph::params_of(const Node& n,
+                                                std::vector<uint64_t>& values,
+                                                std::vector<void*>& ptrs) {
+  ptrs.clear();
+  for (uint64_t& v : values) ptrs.push_back(&v);
+  CUDA_KERNEL_NODE_PARAMS_v2 p{};
+  p.func = n.kern->function;
+  p.gridDimX = n.kern->grid[0];
+  p.gridDimY = n.kern->grid[1];
+  p.gridDimZ = n.kern->grid[2];
+  p.blockDimX = n.kern->block[0];
+  p.blockDimY = n.kern->block[1];
+  p.blockDimZ = n.kern->block[2];
+  p.sharedMemBytes = 0;
+  p.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
+  return p;  // extra, kern and ctx stay null: `func` names the kernel
+}
+
+Result<std::unique_ptr<Graph>> CudaGraph::create(CudaDevice& dev,
+                                                 const std::vector<GraphLaunch>& launches,
+                                                 size_t num_inputs) {
+  std::unique_ptr<CudaGraph> g(new CudaGraph(dev));
+  g->need_.assign(num_inputs, 0);
+  g->used_.assign(num_inputs, false);
+  for (const GraphLaunch& l : launches) {
+    if (!l.prg)
+      return invalid_argument("graph on " + dev.name() + ": launch " +
+                              std::to_string(&l - launches.data()) + " has no program");
+    const auto& spec = l.prg->spec;
+    const std::string what = "graph of " + spec.name + " on " + dev.name();
+    if (l.bufs.size() != spec.bufs.size())
+      return invalid_argument(what + ": " + std::to_string(l.bufs.size()) + " buffers for " +
+                              std::to_string(spec.bufs.size()) + " slots");
+    if (l.input.size() != l.bufs.size())
+      return invalid_argument(what + ": " + std::to_string(l.input.size()) +
+                              " input bindings for " + std::to_string(l.bufs.size()) + " buffers");
+    if (!spec.vars.empty())
+      return invalid_argument(what + ": " + std::to_string(spec.vars.size()) +
+                              " vars (symbolic kernels are not supported)");
+    const auto* kern = static_cast<const CudaKernel*>(l.prg->handle.get());
+    if (!kern || kern->function != l.prg->entry)
+      return invalid_argument(what + ": not a program of " + dev.name());
+    Node n{l.prg, kern, nullptr, l.input, {}};
+    for (const auto& b : spec.bufs) {
+      int input = l.input[b.slot];
+      if (input >= static_cast<int>(num_inputs))
+        return invalid_argument(what + ": slot " + std::to_string(b.slot) + " binds input " +
+                                std::to_string(input) + " of " + std::to_string(num_inputs));
+      if (input < 0) {
+        RETURN_IF_ERROR(check_buffer(what, b, l.bufs[b.slot]));
+      } else {
+        g->need_[input] = std::max(g->need_[input], slot_bytes(b));
+        g->used_[input] = true;
+      }
+    }
+    // Inputs start at the recorded buffers; replay patches them.
+    for (const Buffer& b : l.bufs) n.values.push_back(addr(b));
+    g->nodes_.push_back(std::move(n));
+  }
+  RETURN_IF_ERROR(dev.bind());
+  const std::string what = "graph on " + dev.name();
+  const CudaApi& api = dev.api();
+  RETURN_IF_ERROR(in(what, BG_CU(api, cuGraphCreate, &g->graph_, 0)));
+  std::vector<void*> ptrs;
+  CUgraphNode prev = nullptr;
+  for (Node& n : g->nodes_) {
+    CUDA_KERNEL_NODE_PARAMS_v2 p = params_of(n, n.values, ptrs);
+    RETURN_IF_ERROR(in("graph of " + n.prg->spec.name + " on " + dev.name(),
+                       BG_CU(api, cuGraphAddKernelNode_v2, &n.node, g->graph_,
+                             prev ? &prev : nullptr, prev ? 1 : 0, &p)));
+    prev = n.node;
+  }
+  RETURN_IF_ERROR(in(what, BG_CU(api, cuGraphInstantiateWithFlags, &g->exec_, g->graph_, 0)));
+  return std::unique_ptr<Graph>(std::move(g));
+}
+
+CudaGraph::~CudaGraph() {
+  if (!ctx_->bind().ok()) return;
+  // The driver frees an executable graph still running once it completes.
+  if (exec_) (void)ctx_->api().cuGraphExecDestroy(exec_);
+  if (graph_) (void)ctx_->api().cuGraphDestroy(graph_);
+}
+
+Status CudaGraph::replay(std::span<const Buffer> inputs) {
+  if (inputs.size() != need_.size())
+    return invalid_argument("graph replay on " + dev_.name() + ": " +
+                            std::to_string(inputs.size()) + " inputs for a graph of " +
+                            std::to_string(need_.size()));
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (used_[i] && (inputs[i].bytes < need_[i] || !inputs[i].ptr))
+      return invalid_argument("graph replay on " + dev_.name() + ": input " + std::to_string(i) +
+                              " needs " + std::to_string(need_[i]) + " bytes, got " +
+                              std::to_string(inputs[i].bytes) + (inputs[i].ptr ? "" : " (null)"));
+  RETURN_IF_ERROR(dev_.bind());
+  const CudaApi& api = dev_.api();
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> values;
+  std::vector<void*> ptrs;
+  for (Node& n : nodes_) {
+    values = n.values;
+    for (size_t s = 0; s < n.input.size(); s++)
+      if (n.input[s] >= 0) values[s] = addr(inputs[n.input[s]]);
+    if (values == n.values) continue;
+    // Only later launches of the executable graph see the new parameters.
+    CUDA_KERNEL_NODE_PARAMS_v2 p = params_of(n, values, ptrs);
+    RETURN_IF_ERROR(in("graph replay of " + n.prg->spec.name,
+                       BG_CU(api, cuGraphExecKernelNodeSetParams_v2, exec_, n.node, &p)));
+    n.values = values;
+  }
+  auto enqueue = [&] {
+    return in("graph replay on " + dev_.name(), BG_CU(api, cuGraphLaunch, exec_, dev_.stream()));
+  };
+  // Replays are asynchronous; DEBUG=1 times each on the device and waits for it.
+  if (options().debug < 1) return enqueue();
+  ASSIGN_OR_RETURN(float ms, dev_.time_ms(enqueue));
+  BG_LOG(1) << "graph replay of " << nodes_.size() << " launches on " << dev_.name() << ": " << ms
+            << " ms";
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Graph>> CudaDevice::make_graph(const std::vector<GraphLaunch>& launches,
+                                                      size_t num_inputs) {
+  return CudaGraph::create(*this, launches, num_inputs);
 }
 
 }  // namespace baregrad::runtime

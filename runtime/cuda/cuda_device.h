@@ -100,6 +100,8 @@ class CudaDevice : public Device {
   // Synchronous: they return once the bytes have moved, after earlier launches on the stream.
   Status copy_in(Buffer dst, const void* src, size_t bytes) override;
   Status copy_out(void* dst, Buffer src, size_t bytes) override;
+  // Asynchronous on the device's stream (cuMemcpyDtoDAsync_v2), after earlier launches.
+  Status copy(Buffer dst, Buffer src, size_t bytes) override;
   // NvCompiler for info().cubin_sm, then cuModuleLoadData + cuModuleGetFunction; cached by
   // (AST, opts). The error of NvCompiler::create (no ptxas, unsupported sm) when it failed.
   Result<std::shared_ptr<Program>> compile(
@@ -111,6 +113,11 @@ class CudaDevice : public Device {
                 std::span<const Buffer> bufs,
                 std::span<const int64_t> vars = {}) override;
   Status synchronize() override;
+  // A CUDA graph: one kernel node per launch, each after the one before, instantiated once.
+  // replay() patches the nodes whose inputs moved and launches it on stream(), asynchronous
+  // like launch(). The graph must not outlive the device.
+  Result<std::unique_ptr<Graph>> make_graph(const std::vector<GraphLaunch>& launches,
+                                            size_t num_inputs) override;
 
   const CudaDeviceInfo& info() const { return info_; }
   const cuda::CudaApi& api() const { return ctx_->api(); }
@@ -118,6 +125,8 @@ class CudaDevice : public Device {
   cuda::CUstream stream() const { return stream_; }
   // Makes the device's context current on the calling thread.
   Status bind() const { return ctx_->bind(); }
+  // The device's primary context (what its programs and graphs hold on to).
+  const std::shared_ptr<CudaContext>& context() const { return ctx_; }
   // Device milliseconds between events recorded before and after `enqueue` (which issues work
   // on stream()); waits for the end event.
   Result<float> time_ms(const std::function<Status()>& enqueue);

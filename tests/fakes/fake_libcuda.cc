@@ -3,13 +3,20 @@
 // it on machines without NVIDIA hardware. One device ("Fake CUDA GPU", compute capability 9.0,
 // 132 SMs); device memory is host memory (a CUdeviceptr is a host address) and copies are
 // memcpy; modules must be sm_90 cubins (ELF, EM_CUDA); kernels never run: cuLaunchKernel
-// builds the parameter area from the cubin's EIATTR_KPARAM_INFO records and logs it. The hooks
+// builds the parameter area from the cubin's EIATTR_KPARAM_INFO records and logs it. Graphs hold
+// kernel nodes whose parameter areas are built when the node is added or patched (the driver
+// copies the parameters then); cuGraphLaunch logs each node as cuLaunchKernel would. The hooks
 // in fake_libcuda.h read the log and make a chosen call fail next.
+//
+// The kernel node parameter struct is declared here from the driver API reference, not taken
+// from our cuda_api.h, so that a layout mistake there fails the tests instead of agreeing with
+// itself.
 #include "tests/fakes/fake_libcuda.h"
 
 #include <elf.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,8 +51,40 @@ struct baregrad::runtime::cuda::CUevent_st {
   bool recorded = false;
   float ms = 0;
 };
+// A kernel node's launch: parameters copied when the node was added or patched.
+struct KernelLaunch {
+  CUfunction fn = nullptr;
+  FakeCudaLaunch launch{};
+};
+struct baregrad::runtime::cuda::CUgraphNode_st {
+  CUgraph graph = nullptr;
+  KernelLaunch kernel;
+};
+struct baregrad::runtime::cuda::CUgraph_st {
+  // In the order added: a topological order, since dependencies must exist first.
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+struct baregrad::runtime::cuda::CUgraphExec_st {
+  std::vector<std::pair<CUgraphNode, KernelLaunch>> nodes;  // a copy taken at instantiation
+};
 
 namespace {
+
+// CUDA_KERNEL_NODE_PARAMS (CUDA_KERNEL_NODE_PARAMS_v2_st): what cuGraphAddKernelNode_v2 and
+// cuGraphExecKernelNodeSetParams_v2 read, per the driver API reference.
+struct KernelNodeParams {
+  void* func;  // CUfunction
+  uint32_t grid_dim[3];
+  uint32_t block_dim[3];
+  uint32_t shared_mem_bytes;
+  void** kernel_params;
+  void** extra;
+  void* kern;  // CUkernel, used when func is null
+  void* ctx;   // CUcontext, ignored when func is set
+};
+static_assert(sizeof(KernelNodeParams) == 72, "64-bit driver ABI");
+static_assert(offsetof(KernelNodeParams, kernel_params) == 40, "64-bit driver ABI");
+static_assert(offsetof(KernelNodeParams, ctx) == 64, "64-bit driver ABI");
 
 constexpr uint16_t kEmCuda = 190;  // e_machine of a cubin
 constexpr uint8_t kEifmtSval = 0x04, kEiattrKparamInfo = 0x17, kEiattrRegcount = 0x2f;
@@ -58,6 +97,9 @@ struct State {
   std::set<CUmodule> modules;
   std::set<CUstream> streams;
   std::set<CUevent> events;
+  std::set<CUgraph> graphs;
+  std::set<CUgraphNode> nodes;  // of live graphs
+  std::set<CUgraphExec> execs;
   std::vector<FakeCudaLaunch> launches;
   std::map<std::string, int> calls, fail_next;
   float clock_ms = 0;
@@ -105,6 +147,64 @@ bool in_allocation(CUdeviceptr p, size_t n) {
   --it;
   return p >= it->first && p + n <= it->first + it->second;
 }
+
+// Whether `fn` is a function of a loaded module.
+bool live_function(CUfunction fn) {
+  for (CUmodule m : state().modules)
+    for (auto& f : m->functions)
+      if (f.get() == fn) return true;
+  return false;
+}
+
+// Checks a launch of `fn` and builds what the driver would: the dimensions and the parameter
+// area, each parameter's bytes copied from kernel_params[ordinal] (state().mu held).
+CUresult build_launch(CUfunction fn,
+                      const unsigned dims[6],
+                      unsigned shared_bytes,
+                      void** kernel_params,
+                      void** extra,
+                      FakeCudaLaunch* out) {
+  if (!fn || !live_function(fn)) return CUDA_ERROR_INVALID_HANDLE;
+  if (extra || (!kernel_params && !fn->params.empty())) return CUDA_ERROR_INVALID_VALUE;
+  if (!dims[0] || !dims[1] || !dims[2] || !dims[3] || !dims[4] || !dims[5] ||
+      uint64_t{dims[3]} * dims[4] * dims[5] > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  FakeCudaLaunch l{};
+  std::snprintf(l.function, sizeof(l.function), "%s", fn->name.c_str());
+  std::copy(dims, dims + 3, l.grid);
+  std::copy(dims + 3, dims + 6, l.block);
+  l.shared_bytes = shared_bytes;
+  for (const auto& p : fn->params) {
+    if (p.offset + p.size > sizeof(l.params) || !kernel_params[p.ordinal])
+      return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(l.params + p.offset, kernel_params[p.ordinal], p.size);
+    l.param_bytes = std::max(l.param_bytes, p.offset + p.size);
+  }
+  *out = l;
+  return CUDA_SUCCESS;
+}
+
+// build_launch for a kernel node; only `func` is supported (a CUkernel is refused).
+CUresult build_node(const void* params, KernelLaunch* out) {
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  KernelNodeParams p;
+  std::memcpy(&p, params, sizeof(p));
+  if (!p.func) return CUDA_ERROR_INVALID_VALUE;
+  unsigned dims[6] = {p.grid_dim[0],  p.grid_dim[1],  p.grid_dim[2],
+                      p.block_dim[0], p.block_dim[1], p.block_dim[2]};
+  out->fn = static_cast<CUfunction>(p.func);
+  return build_launch(out->fn, dims, p.shared_mem_bytes, p.kernel_params, p.extra, &out->launch);
+}
+
+// Logs `l` as run on `stream` (state().mu held).
+void run(FakeCudaLaunch l, CUstream stream, CUgraphExec exec) {
+  l.stream = stream;
+  l.graph_exec = exec;
+  state().launches.push_back(l);
+  state().clock_ms += kFakeCudaLaunchMs;
+}
+
+bool valid_stream(CUstream stream) { return !stream || state().streams.count(stream); }
 
 template <class T>
 T read(const uint8_t* p) {
@@ -352,25 +452,11 @@ CUresult cuLaunchKernel(CUfunction fn,
                         void** kernel_params,
                         void** extra) {
   ENTER_CTX("cuLaunchKernel");
-  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
-  if (stream && !state().streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (extra || (!kernel_params && !fn->params.empty())) return CUDA_ERROR_INVALID_VALUE;
-  if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t{bx} * by * bz > 1024)
-    return CUDA_ERROR_INVALID_VALUE;
-  FakeCudaLaunch l{};
-  std::snprintf(l.function, sizeof(l.function), "%s", fn->name.c_str());
-  uint32_t dims[6] = {gx, gy, gz, bx, by, bz};
-  std::copy(dims, dims + 3, l.grid);
-  std::copy(dims + 3, dims + 6, l.block);
-  l.shared_bytes = shared_bytes;
-  l.stream = stream;
-  for (const auto& p : fn->params) {
-    if (p.offset + p.size > sizeof(l.params)) return CUDA_ERROR_INVALID_VALUE;
-    std::memcpy(l.params + p.offset, kernel_params[p.ordinal], p.size);
-    l.param_bytes = std::max(l.param_bytes, p.offset + p.size);
-  }
-  state().launches.push_back(l);
-  state().clock_ms += kFakeCudaLaunchMs;
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned dims[6] = {gx, gy, gz, bx, by, bz};
+  FakeCudaLaunch l;
+  if (CUresult r = build_launch(fn, dims, shared_bytes, kernel_params, extra, &l)) return r;
+  run(l, stream, nullptr);
   return CUDA_SUCCESS;
 }
 
@@ -411,6 +497,14 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   ENTER_CTX("cuMemcpyDtoD_v2");
+  if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  ENTER_CTX("cuMemcpyDtoDAsync_v2");
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
@@ -481,6 +575,83 @@ CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+// ---- graphs: kernel nodes only ----
+
+CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
+  ENTER_CTX("cuGraphCreate");
+  if (!graph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  *graph = new CUgraph_st();
+  state().graphs.insert(*graph);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+  ENTER_CTX("cuGraphDestroy");
+  if (!state().graphs.erase(graph)) return CUDA_ERROR_INVALID_VALUE;
+  for (auto& n : graph->nodes) state().nodes.erase(n.get());
+  delete graph;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddKernelNode_v2(CUgraphNode* node,
+                                 CUgraph graph,
+                                 const CUgraphNode* dependencies,
+                                 size_t num_dependencies,
+                                 const void* params) {
+  ENTER_CTX("cuGraphAddKernelNode_v2");
+  if (!node || !state().graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (num_dependencies && !dependencies) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < num_dependencies; i++)
+    if (!state().nodes.count(dependencies[i]) || dependencies[i]->graph != graph)
+      return CUDA_ERROR_INVALID_VALUE;
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->graph = graph;
+  if (CUresult r = build_node(params, &n->kernel)) return r;
+  *node = n.get();
+  state().nodes.insert(n.get());
+  graph->nodes.push_back(std::move(n));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  ENTER_CTX("cuGraphInstantiateWithFlags");
+  if (!exec || !state().graphs.count(graph) || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  *exec = new CUgraphExec_st();
+  for (auto& n : graph->nodes) (*exec)->nodes.emplace_back(n.get(), n->kernel);
+  state().execs.insert(*exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const void* params) {
+  ENTER_CTX("cuGraphExecKernelNodeSetParams_v2");
+  // The node must still be in the graph the executable graph was instantiated from.
+  if (!state().execs.count(exec) || !state().nodes.count(node)) return CUDA_ERROR_INVALID_VALUE;
+  for (auto& [n, kernel] : exec->nodes) {
+    if (n != node) continue;
+    KernelLaunch k;
+    if (CUresult r = build_node(params, &k)) return r;
+    kernel = k;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  ENTER_CTX("cuGraphLaunch");
+  if (!state().execs.count(exec) || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& [n, kernel] : exec->nodes)
+    if (!live_function(kernel.fn)) return CUDA_ERROR_INVALID_HANDLE;  // its module was unloaded
+  for (auto& [n, kernel] : exec->nodes) run(kernel.launch, stream, exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  ENTER_CTX("cuGraphExecDestroy");
+  if (!state().execs.erase(exec)) return CUDA_ERROR_INVALID_VALUE;
+  delete exec;
+  return CUDA_SUCCESS;
+}
+
 // Like the driver: usable before cuInit; CUDA_ERROR_INVALID_VALUE (and *out = NULL) for a value
 // it does not know.
 CUresult cuGetErrorName(CUresult error, const char** out) {
@@ -535,6 +706,8 @@ int fake_cuda_live(const char* kind) {
   if (k == "streams") return static_cast<int>(state().streams.size());
   if (k == "events") return static_cast<int>(state().events.size());
   if (k == "primary_ctx_refs") return state().ctx.refs;
+  if (k == "graphs") return static_cast<int>(state().graphs.size());
+  if (k == "graph_execs") return static_cast<int>(state().execs.size());
   return -1;
 }
 

@@ -7,7 +7,8 @@
 
 extern "C" {
 
-// One cuLaunchKernel as the fake saw it.
+// One kernel launch as the fake saw it: a cuLaunchKernel, or a kernel node run by cuGraphLaunch
+// (logged exactly the same, with `graph_exec` set).
 struct FakeCudaLaunch {
   char function[128];  // the entry name cuModuleGetFunction was given
   uint32_t grid[3];
@@ -18,6 +19,7 @@ struct FakeCudaLaunch {
   // kernelParams[ordinal]) at its EIATTR_KPARAM_INFO offset in the cubin.
   uint32_t param_bytes;
   uint8_t params[512];
+  void* graph_exec;  // the CUgraphExec that ran the node; null for cuLaunchKernel
 };
 
 // Clears the launch log, the call counts and any pending failure; keeps live objects.
@@ -29,7 +31,8 @@ int fake_cuda_launch_count();
 int fake_cuda_get_launch(int i, FakeCudaLaunch* out);
 // Calls of `function` since the last reset.
 int fake_cuda_calls(const char* function);
-// Live objects of a kind: "allocations", "modules", "streams", "events", "primary_ctx_refs".
+// Live objects of a kind: "allocations", "modules", "streams", "events", "primary_ctx_refs",
+// "graphs", "graph_execs".
 int fake_cuda_live(const char* kind);
 
 using FakeCudaResetFn = void (*)();
@@ -45,5 +48,5 @@ constexpr const char* kFakeCudaName = "Fake CUDA GPU";
 constexpr int kFakeCudaSmCount = 132;
 constexpr uint64_t kFakeCudaTotalMem = 80ull << 30;
 constexpr int kFakeCudaDriverVersion = 13000;
-// Every launch advances the fake's event clock by this much.
+// Every launch (each kernel node of a graph launch too) advances the fake's event clock by this.
 constexpr float kFakeCudaLaunchMs = 1.5f;

@@ -5,7 +5,6 @@
 // meson (BAREGRAD_FAKE_LIBCUDA / BAREGRAD_FAKE_LIBCUBLAS); the compile tests need ptxas.
 #include "runtime/cuda/cuda_device.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,48 +12,17 @@
 #include <filesystem>
 #include <vector>
 
-#include "compiler/ast.h"
-#include "compiler/target/nv_program.h"
 #include "runtime/cuda/cublas.h"
 #include "tests/fakes/fake_libcublas.h"
-#include "tests/fakes/fake_libcuda.h"
+#include "tests/unit/cuda_rig.h"
 
 namespace baregrad::runtime {
 namespace {
 
-using namespace compiler;  // NOLINT: AST builders
+using namespace compiler;   // NOLINT: AST builders
+using namespace cuda_test;  // NOLINT: the rig
 using cuda::CudaApi;
-
-constexpr const char* kFakeCuda = BAREGRAD_FAKE_LIBCUDA;
-constexpr const char* kFakeCublas = BAREGRAD_FAKE_LIBCUBLAS;
 constexpr DType kF32 = dtypes::kFloat32;
-
-#define REQUIRE_PTXAS()                                                                     \
-  do {                                                                                      \
-    Result<Ptxas> p = Ptxas::find();                                                        \
-    if (!p.ok()) GTEST_SKIP() << "CUDA compile tests need ptxas: " << p.status().message(); \
-  } while (0)
-
-// dlsym of a hook in an already-loaded fake (dlopen of the same path gives the same handle).
-template <class F>
-F hook(const char* lib, const char* name) {
-  void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-  if (!h) h = dlopen(lib, RTLD_NOW);
-  CHECK(h) << dlerror();
-  void* p = dlsym(h, name);
-  CHECK(p) << name << ": " << dlerror();
-  return reinterpret_cast<F>(p);
-}
-
-struct FakeCuda {
-  FakeCudaResetFn reset = hook<FakeCudaResetFn>(kFakeCuda, "fake_cuda_reset");
-  FakeCudaFailNextFn fail_next = hook<FakeCudaFailNextFn>(kFakeCuda, "fake_cuda_fail_next");
-  FakeCudaLaunchCountFn launch_count =
-      hook<FakeCudaLaunchCountFn>(kFakeCuda, "fake_cuda_launch_count");
-  FakeCudaGetLaunchFn get_launch = hook<FakeCudaGetLaunchFn>(kFakeCuda, "fake_cuda_get_launch");
-  FakeCudaCountFn calls = hook<FakeCudaCountFn>(kFakeCuda, "fake_cuda_calls");
-  FakeCudaCountFn live = hook<FakeCudaCountFn>(kFakeCuda, "fake_cuda_live");
-};
 
 struct FakeCublas {
   FakeCublasResetFn reset = hook<FakeCublasResetFn>(kFakeCublas, "fake_cublas_reset");
@@ -87,40 +55,12 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-std::vector<uint8_t> le64(std::initializer_list<uint64_t> values) {
-  std::vector<uint8_t> out;
-  for (uint64_t v : values)
-    for (int i = 0; i < 8; i++) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  return out;
-}
-
-uint64_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.ptr); }
-
 // out[37 x 53] = a[37 x 53] + b[53] broadcast: 1961 threads, so 16 blocks of 128.
 UOpPtr add_broadcast() {
   auto a = global(0, kF32), b = global(1, kF32), o = global(2, kF32);
   auto v = load(a, ShapeTracker::contiguous({37, 53})) + load(b, broadcast_to({1, 53}, {37, 53}));
   return sink({store(o, ShapeTracker::contiguous({37, 53}), v)});
 }
-
-class CudaDeviceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fake_.reset();
-    Result<std::unique_ptr<CudaDevice>> d = CudaDevice::create(0, kFakeCuda);
-    ASSERT_TRUE(d.ok()) << d.status().to_string();
-    dev_ = std::move(*d);
-  }
-  // Everything the device made is released with it.
-  void TearDown() override {
-    dev_.reset();
-    for (const char* kind : {"allocations", "modules", "streams", "events", "primary_ctx_refs"})
-      EXPECT_EQ(fake_.live(kind), 0) << kind;
-    fake_.reset();
-  }
-  FakeCuda fake_;
-  std::unique_ptr<CudaDevice> dev_;
-};
 
 TEST(CudaApi, MissingLibraryIsNotFoundNamingIt) {
   Result<const CudaApi*> api = cuda::load_cuda_api("/nonexistent/libcuda-missing.so.1");
@@ -279,6 +219,51 @@ TEST_F(CudaDeviceTest, CopySizeChecksComeBeforeTheDriver) {
   EXPECT_EQ(out.message(), "copy_out of 1001 bytes from a buffer of 1000");
   EXPECT_EQ(fake_.calls("cuMemcpyHtoD_v2") + fake_.calls("cuMemcpyDtoH_v2"), 0);
   dev_->free(*b);
+}
+
+TEST_F(CudaDeviceTest, DeviceCopyMovesTheBytesOnTheStream) {
+  Buffer src = *dev_->alloc(1000), dst = *dev_->alloc(1200);
+  std::vector<uint8_t> in(1000), out(1200, 0);
+  for (size_t i = 0; i < in.size(); i++) in[i] = static_cast<uint8_t>(i * 13 + 5);
+  ASSERT_TRUE(dev_->copy_in(src, in.data(), in.size()).ok());
+  std::vector<uint8_t> fill(1200, 0xee);
+  ASSERT_TRUE(dev_->copy_in(dst, fill.data(), fill.size()).ok());
+  Status s = dev_->copy(dst, src, 999);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(dev_->synchronize().ok());
+  ASSERT_TRUE(dev_->copy_out(out.data(), dst, out.size()).ok());
+  // The first 999 bytes are src's; the rest of dst is untouched.
+  std::vector<uint8_t> want = fill;
+  std::memcpy(want.data(), in.data(), 999);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(fake_.calls("cuMemcpyDtoDAsync_v2"), 1);
+  EXPECT_EQ(fake_.calls("cuMemcpyHtoD_v2"), 2);
+  EXPECT_TRUE(dev_->copy(dst, src, 0).ok());  // nothing to move: no driver call
+  EXPECT_EQ(fake_.calls("cuMemcpyDtoDAsync_v2"), 1);
+  dev_->free(src);
+  dev_->free(dst);
+}
+
+TEST_F(CudaDeviceTest, DeviceCopyChecksSizesBeforeTheDriver) {
+  Buffer small = *dev_->alloc(100), big = *dev_->alloc(300);
+  Status s = dev_->copy(big, small, 101);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "copy of 101 bytes from a buffer of 100 into a buffer of 300 on CUDA");
+  s = dev_->copy(small, big, 200);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "copy of 200 bytes from a buffer of 300 into a buffer of 100 on CUDA");
+  s = dev_->copy(Buffer{nullptr, 300}, big, 10);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("(a null buffer)"), std::string::npos) << s.message();
+  EXPECT_EQ(fake_.calls("cuMemcpyDtoDAsync_v2"), 0);
+  // A driver refusal names the call.
+  fake_.fail_next("cuMemcpyDtoDAsync_v2", cuda::CUDA_ERROR_INVALID_VALUE);
+  s = dev_->copy(big, small, 100);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "cuMemcpyDtoDAsync_v2 failed: CUDA_ERROR_INVALID_VALUE (invalid argument)");
+  dev_->free(small);
+  dev_->free(big);
 }
 
 TEST_F(CudaDeviceTest, OutOfMemoryIsResourceExhaustedNamingTheCall) {
