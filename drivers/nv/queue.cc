@@ -230,12 +230,18 @@ Status Queue::bind() {
 Status Queue::submit(std::span<const int64_t> vars) {
   RETURN_IF_ERROR(refusal());
   RETURN_IF_ERROR(dev_.error());
+  // A bound queue's words and argument blocks are patched in place: the GPU must be done with
+  // the last submission of them first, even one made outside the timeline.
+  if (bound_.size && last_seq_) RETURN_IF_ERROR(dev_.wait_sequence(engine(), last_seq_));
   cs_.apply(vars);
   for (const hcq::ArgsState* a : args_) a->apply(vars);
   if (cs_.size() == 0) return Status();
   submitted_ = true;
-  if (bound_.size) return dev_.publish(engine(), bound_.va, static_cast<uint32_t>(cs_.size()));
-  return dev_.submit_words(engine(), cs_.words(), &last_seq_);
+  if (!bound_.size) return dev_.submit_words(engine(), cs_.words(), &last_seq_);
+  RETURN_IF_ERROR(dev_.publish(engine(), bound_.va, static_cast<uint32_t>(cs_.size())));
+  // An empty ring submission behind the bound words: its completion release (after a WFI)
+  // tells when the GPU finished them.
+  return dev_.submit_words(engine(), {}, &last_seq_);
 }
 
 void Queue::reset() {

@@ -62,6 +62,7 @@ class Queue : public hcq::HwQueue {
   };
   std::deque<Retired> retired_;
   uint64_t last_seq_ = 0;    // the channel's sequence number of our last ring submission
+                             // (bound: the empty one published behind the bound words)
   std::set<uint64_t> qmds_;  // QMDs recorded (for fault reports)
   hcq::Buffer scratch_;      // 16-byte slot for timestamps
   hcq::Buffer bound_;

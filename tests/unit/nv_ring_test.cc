@@ -256,6 +256,40 @@ TEST(NvRing, AHungGpuFailsTheRingWaitWithDeadlineExceeded) {
   EXPECT_LT(Clock::now() - teardown, milliseconds(5000));
 }
 
+// A bound queue is patched in place: a second submit waits until the GPU ran the first, even
+// outside the timeline. Each submission copies to its own destination; patching early would
+// send both copies to the second one.
+TEST(NvRing, ABoundQueueIsPatchedOnlyOnceTheGpuRanItsLastSubmission) {
+  auto dev = open({.timeout = milliseconds(5000)});
+  ASSERT_NE(dev, nullptr);
+  CopyRig rig(*dev, 2);
+  auto gate = dev->new_signal("gate");
+  auto done = dev->new_signal("done");
+  ASSERT_TRUE(gate.ok() && done.ok());
+  auto q = dev->copy_queue();
+  ASSERT_NE(q, nullptr);
+  q->wait(**gate, 1);
+  q->copy(hcq::Value::sym(0), rig.src.va(0), 8);
+  q->signal(**done, hcq::Value::sym(1));
+  ASSERT_TRUE(q->bind().ok());
+  ASSERT_TRUE(q->submit(std::vector<int64_t>{static_cast<int64_t>(rig.dst.va(0)), 1}).ok());
+
+  std::atomic<bool> second_returned{false}, returned_before_gate{true};
+  std::thread opener([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    returned_before_gate = second_returned.load();
+    (*gate)->set(1);
+  });
+  Status s = q->submit(std::vector<int64_t>{static_cast<int64_t>(rig.dst.va(1)), 2});
+  second_returned = true;
+  opener.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(returned_before_gate.load());  // the second submit waited for the first run
+  ASSERT_TRUE((*done)->wait(2, milliseconds(5000)).ok());
+  EXPECT_EQ(rig.dst.get(0), value_of(0));
+  EXPECT_EQ(rig.dst.get(1), value_of(0));
+}
+
 TEST(NvRing, AResetQueueDoesNotReuseQmdsTheGpuHasNotRun) {
   auto dev = open({});
   ASSERT_NE(dev, nullptr);
