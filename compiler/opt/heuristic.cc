@@ -41,14 +41,40 @@ int widest_element(const Kernel& k) {
   return w;
 }
 
+// Threads a GPU kernel keeps at least, when tiling trades threads for work per thread: 256
+// blocks of 128, enough to cover the SMs of a large GPU with a few blocks each.
+constexpr int64_t kGpuMinThreads = 32768;
+
+// GPU targets: one thread per output element, except that a reduction reading operands that
+// are broadcast along output axes (a matmul) gets a register tile of up to 4 x 4 outputs per
+// thread: each loaded element then feeds 4 multiply-adds instead of 1. The tile's contiguous
+// axis becomes vector lanes, the other one copies. There are no shared-memory tiles or group
+// reductions yet.
+std::vector<Opt> gpu_optimizations(Kernel k) {
+  std::vector<Opt> opts;
+  if (k.count(AxisKind::kReduce) == 0) return opts;
+  int64_t threads = 1;
+  for (int a = 0; a < k.ndim(); a++)
+    if (k.kinds()[a] == AxisKind::kGlobal) threads *= k.shape()[a];
+  int tiles = 0;
+  for (int a = k.first(AxisKind::kReduce) - 1; a >= 0 && tiles < 2; a--) {  // innermost first
+    if (k.kinds()[a] != AxisKind::kGlobal || !has_stride(k, a, 0)) continue;
+    if (threads / 4 < kGpuMinThreads) break;
+    if (try_apply(k, {OptOp::kUpcast, a, 4}, opts)) {
+      threads /= 4;
+      tiles++;
+    }
+  }
+  return opts;
+}
+
 }  // namespace
 
 std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& target) {
   Kernel k = in;
   std::vector<Opt> opts;
   if (k.ndim() == 0) return opts;  // a single element: nothing to choose
-  // GPU targets: one thread per output element, no tiles yet (no shared memory or groups).
-  if (target.gpu) return opts;
+  if (target.gpu) return gpu_optimizations(k);
   bool reduce = k.count(AxisKind::kReduce) > 0;
   int lanes = std::max(1, target.vector_bytes / widest_element(k));
 

@@ -9,8 +9,9 @@
 
 namespace baregrad::compiler {
 
-// The codegen's view of an sm_<sm> GPU: GPU lowering (one thread per output element, blocks of
-// up to 128), software transcendentals (no libdevice).
+// The codegen's view of an sm_<sm> GPU: GPU lowering (one thread per output element, or per
+// 4 x 4 register tile of a large matmul; blocks of up to 128), software transcendentals (no
+// libdevice).
 TargetInfo nv_target_info(int sm);
 
 class NvptxCompiler {

@@ -254,6 +254,32 @@ TEST_P(KernelTest, Matmul) {
   }
 }
 
+// bf16 (and fp16) inputs multiplied and summed in fp32, stored as fp32 and as the input type:
+// the mixed-precision matmul of bench's "matmul bf16" row. The reference rounds the inputs
+// first, so only the fp32 accumulation (and the final rounding) differs.
+TEST_P(KernelTest, MixedPrecisionMatmulAccumulatesInFloat32) {
+  for (DType t : {dtypes::kBFloat16, dtypes::kFloat16}) {
+    for (DType out : {dtypes::kFloat32, t}) {
+      for (auto [m, n, k] :
+           {std::tuple<int64_t, int64_t, int64_t>{64, 64, 256}, {13, 7, 11}, {32, 128, 64}}) {
+        SCOPED_TRACE(t.name() + " -> " + out.name() + " " + std::to_string(m) + "x" +
+                     std::to_string(n) + "x" + std::to_string(k));
+        auto a = global(0, t), b = global(1, t), c = global(2, out);
+        auto la = cast(load(a, strided({m, n, k}, {k, 0, 1})), dtypes::kFloat32);
+        auto lb = cast(load(b, strided({m, n, k}, {0, 1, n})), dtypes::kFloat32);
+        auto prod = cast(reduce_axis(Op::ADD, {2}, la * lb), out);
+        check(sink({store(c, strided({m, n, 1}, {n, 1, 0}), prod)}),
+              {{t, random(m * k, t, 13)},
+               {t, random(k * n, t, 14)},
+               {out, std::vector<double>(m * n, 0)}},
+              // partial sums grow past 1: 4x the fp32 tolerance, still far
+              // below one bf16/fp16 rounding of an accumulator (2^-8, 2^-11)
+              out == t ? tol(t) : 4 * tol(dtypes::kFloat32, static_cast<double>(k)));
+      }
+    }
+  }
+}
+
 // Explicit opts replace the heuristics and give the same answer.
 TEST_P(KernelTest, MatmulExplicitOpts) {
   DType t = dtypes::kFloat32;

@@ -5,6 +5,7 @@
 // Skipped (saying why) when there is no ptxas; /usr/local/cuda/bin/ptxas is where CI has it.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -12,6 +13,7 @@
 #include "base/options.h"
 #include "compiler/ast.h"
 #include "compiler/codegen/pipeline.h"
+#include "compiler/opt/kernel.h"
 #include "compiler/render/llvm_ir.h"
 #include "compiler/target/nv_program.h"
 #include "drivers/nv/cubin.h"
@@ -25,6 +27,7 @@ namespace {
 constexpr int kArchs[] = {80, 90, 120};
 constexpr DType kF32 = dtypes::kFloat32;
 constexpr DType kI32 = dtypes::kInt32;
+constexpr DType kBF16 = dtypes::kBFloat16;
 
 #define REQUIRE_PTXAS()                                                                   \
   do {                                                                                    \
@@ -52,6 +55,10 @@ std::vector<uint8_t> encode(DType t, const std::vector<double>& v) {
     } else if (t == kI32) {
       int32_t x = static_cast<int32_t>(v[i]);
       std::memcpy(&out[i * 4], &x, 4);
+    } else if (t == kBF16) {  // round to nearest even (the values here are finite)
+      uint32_t f = std::bit_cast<uint32_t>(static_cast<float>(v[i]));
+      auto h = static_cast<uint16_t>((f + 0x7fff + ((f >> 16) & 1)) >> 16);
+      std::memcpy(&out[i * 2], &h, 2);
     } else {
       CHECK(t == dtypes::kFloat64) << t.name();
       std::memcpy(&out[i * 8], &v[i], 8);
@@ -71,6 +78,10 @@ std::vector<double> decode(DType t, const std::vector<uint8_t>& b) {
       int32_t x;
       std::memcpy(&x, &b[i * 4], 4);
       out[i] = x;
+    } else if (t == kBF16) {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      out[i] = std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
     } else {
       std::memcpy(&out[i], &b[i * 8], 8);
     }
@@ -180,6 +191,20 @@ std::vector<Case> cases() {
     out.push_back(
         make("exp2_sin", sink({store(o2, ShapeTracker::contiguous({700}), v)}), {kF32, kF32, kF32},
              {random(700, kF32, 13), random(700, kF32, 14), std::vector<double>(700)}, 2e-6));
+  }
+  {  // bf16 inputs, fp32 products and sum: the mixed-precision matmul (bf16 arithmetic is
+     // native from sm_90; LLVM widens it to fp32 on sm_80)
+    auto ba = global(0, kBF16), bb = global(1, kBF16);
+    auto la = cast(load(ba, strided({24, 40, 72}, {72, 0, 1})), kF32),
+         lb = cast(load(bb, strided({24, 40, 72}, {0, 1, 40})), kF32);
+    auto rounded = [](std::vector<double> v) { return decode(kBF16, encode(kBF16, v)); };
+    out.push_back(make(
+        "matmul_bf16",
+        sink({store(o2, strided({24, 40, 1}, {40, 1, 0}), reduce_axis(Op::ADD, {2}, la * lb))}),
+        {kBF16, kBF16, kF32},
+        {rounded(random(24 * 72, kF32, 15)), rounded(random(72 * 40, kF32, 16)),
+         std::vector<double>(24 * 40)},
+        1e-5));
   }
   return out;
 }
@@ -332,6 +357,38 @@ TEST(Nvptx, LaunchDimsAreOneThreadPerOutputElementInBlocksOfUpTo128) {
     EXPECT_EQ(k->block, (std::array<uint32_t, 3>{want[c.what].second, 1, 1})) << c.what;
     EXPECT_EQ(k->spec.global_size[0], want[c.what].first);
     EXPECT_EQ(k->spec.local_size[0], want[c.what].second);
+  }
+}
+
+// A matmul large enough to keep 32768 threads busy gets a 4 x 4 register tile per thread (the
+// column tile as vector lanes, the row tile as copies), fp32 and bf16 alike; a small one stays
+// at one thread per output. The tiled cubins match the float64 reference.
+TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
+  REQUIRE_PTXAS();
+  ScopedSpec spec;
+  auto matmul = [](DType in, int64_t m, int64_t n, int64_t k) {
+    auto la = cast(load(global(0, in), strided({m, n, k}, {k, 0, 1})), kF32),
+         lb = cast(load(global(1, in), strided({m, n, k}, {0, 1, n})), kF32);
+    return sink({store(global(2, kF32), strided({m, n, 1}, {n, 1, 0}),
+                       reduce_axis(Op::ADD, {2}, la * lb))});
+  };
+  EXPECT_TRUE(
+      hand_coded_optimizations(Kernel(matmul(kF32, 64, 64, 48)), nv_target_info(90)).empty());
+  for (DType in : {kF32, kBF16}) {
+    SCOPED_TRACE(in.name());
+    Case c = make(
+        "tiled", matmul(in, 1024, 512, 24), {in, in, kF32},
+        {decode(in, encode(in, random(1024 * 24, kF32, 30))),
+         decode(in, encode(in, random(24 * 512, kF32, 31))), std::vector<double>(1024 * 512, 3)},
+        1e-5);
+    std::vector<Opt> want_opts{{OptOp::kUpcast, 1, 4}, {OptOp::kUpcast, 0, 4}};
+    EXPECT_EQ(hand_coded_optimizations(Kernel(c.ast), nv_target_info(90)), want_opts);
+    Result<NvKernel> k = nv(90).compile(c.ast);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{256, 1, 1}));  // 1024 * 512 / 16 / 128
+    EXPECT_EQ(k->block, (std::array<uint32_t, 3>{128, 1, 1}));
+    EXPECT_EQ(k->ptxas.spill_store_bytes, 0) << k->ptxas_log;
+    expect_close(run_twin(*k, c, k->grid), reference(c), c.rtol, k->spec.name);
   }
 }
 
