@@ -130,6 +130,58 @@ Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
   return make(std::move(b));
 }
 
+namespace {
+
+Lazy reduce_node(Op op, const Lazy& src, std::vector<int> axes) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kReduce;
+  b->op = op;
+  b->dtype = src.dtype();
+  b->shape = src.shape();
+  for (int a : axes) b->shape[a] = 1;
+  b->axes = std::move(axes);
+  b->device = src.base->device;
+  b->srcs = {src};
+  return make(std::move(b));
+}
+
+// Reductions of at least this many elements per output are split in two kernels.
+constexpr int64_t kSplitReduceMin = 32768;
+
+// A kernel runs one thread (one core on the CPU) per output element, so a large reduction into
+// few outputs runs nearly serially. Split (tinygrad's split_reduceop): the largest reduce axis
+// s becomes (s / d, d), a first kernel reduces every axis but d, giving d partial results per
+// output with d threads, and a second kernel combines them. d is the axis' largest divisor up to
+// 256 (4096 on GPUs, which need many more threads) leaving at least 16 elements per partial
+// result; d is the inner, contiguous part, so neighbouring threads read neighbouring elements.
+std::optional<Lazy> split_reduce(Op op, const Lazy& src, const std::vector<int>& axes) {
+  if (op != Op::ADD && op != Op::MAX) return std::nullopt;
+  int64_t per_output = 1;
+  int axis = -1;
+  for (int a : axes) {
+    per_output *= src.shape()[a];
+    if (axis < 0 || src.shape()[a] > src.shape()[axis]) axis = a;
+  }
+  if (per_output < kSplitReduceMin) return std::nullopt;
+  const auto& dev = src.base->device;
+  int64_t max_split = dev && dev->target().gpu ? 4096 : 256, s = src.shape()[axis], d = 0;
+  for (int64_t c = std::min(max_split, s / 16); c >= 8 && d == 0; c--)
+    if (s % c == 0) d = c;
+  if (d == 0) return std::nullopt;
+  std::vector<int64_t> shape = src.shape();
+  shape[axis] = s / d;
+  shape.insert(shape.begin() + axis + 1, d);
+  std::vector<int> first;  // every reduce axis, those after `axis` moved one on
+  for (int a : axes) first.push_back(a > axis ? a + 1 : a);
+  Lazy partial = reduce_node(op, lazy_view(src, compiler::reshape(src.st, shape)), first);
+  Lazy total = reduce_node(op, partial, {axis + 1});
+  std::vector<int64_t> out = src.shape();
+  for (int a : axes) out[a] = 1;
+  return lazy_view(total, compiler::reshape(total.st, out));
+}
+
+}  // namespace
+
 Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes) {
   // Reducing an empty axis gives the identity (no kernel loop would run to write it).
   std::vector<int64_t> out_shape = src.shape();
@@ -154,16 +206,8 @@ Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes) {
     if (op == Op::MAX && n == 0) r = compiler::dtypes::min_value(src.dtype());
     return lazy_const(src.base->device, src.dtype(), to_dtype(src.dtype(), r), shape);
   }
-  auto b = std::make_shared<LazyBase>();
-  b->kind = LazyKind::kReduce;
-  b->op = op;
-  b->dtype = src.dtype();
-  b->shape = src.shape();
-  for (int a : axes) b->shape[a] = 1;
-  b->axes = std::move(axes);
-  b->device = src.base->device;
-  b->srcs = {src};
-  return make(std::move(b));
+  if (auto split = split_reduce(op, src, axes)) return *split;
+  return reduce_node(op, src, std::move(axes));
 }
 
 Lazy lazy_cast(const Lazy& src, DType dtype) {

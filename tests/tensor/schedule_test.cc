@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "tensor/tensor.h"
 
@@ -75,6 +76,48 @@ TEST(Schedule, ReducingAnEmptyAxisGivesTheIdentity) {
   EXPECT_EQ(Tensor::from_data({}, {0, 4}).max({0}).to_vector(), std::vector<double>(4, -INFINITY));
   EXPECT_EQ(x.shrink({{0, 4}, {0, 0}}).matmul(x.shrink({{0, 0}, {0, 4}})).to_vector(),
             std::vector<double>(16, 0));
+}
+
+// A reduction of 32768 or more elements per output is split: a first kernel of d partial
+// results per output (d a divisor of the largest reduce axis, up to 256, 4096 on GPUs), then a
+// second one combining them. The results match a float64 sum within fp32 rounding of 2^20
+// terms (1e-2; one element left out would be off by 0.5 on average), the max exactly; an axis
+// without a divisor in [8, size / 16] stays one kernel.
+TEST(Schedule, LargeReductionsSplitIntoTwoKernelsThatAgreeWithTheReference) {
+  std::mt19937_64 rng(5);
+  auto data = [&](size_t n) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = std::uniform_real_distribution<double>(-1, 1)(rng);
+    return v;
+  };
+  auto sum64 = [](const std::vector<double>& v, size_t begin, size_t end) {
+    double s = 0;
+    for (size_t i = begin; i < end; i++) s += static_cast<double>(static_cast<float>(v[i]));
+    return s;
+  };
+  std::vector<double> v = data(size_t{1} << 20);
+  Tensor x = Tensor::from_data(v, {1 << 20}).realize();
+  EXPECT_EQ(kernels(x.sum()), 2u);
+  EXPECT_EQ(kernels(x.max()), 2u);
+  EXPECT_EQ(kernels(x.reshape({4, 1 << 18}).sum({1})), 2u);
+  EXPECT_EQ(kernels(x.reshape({64, 1 << 14}).sum({1})), 1u);  // 16384 per output: not split
+  EXPECT_NEAR(x.sum().to_vector()[0], sum64(v, 0, v.size()), 1e-2);
+  double mx = -1;
+  for (double e : v) mx = std::max(mx, static_cast<double>(static_cast<float>(e)));
+  EXPECT_EQ(x.max().to_vector()[0], mx);
+  std::vector<double> rows = x.reshape({4, 1 << 18}).sum({1}).to_vector();
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t r = 0; r < 4; r++)
+    EXPECT_NEAR(rows[r], sum64(v, r << 18, (r + 1) << 18), 1e-2) << "row " << r;
+  // Both axes reduced, the largest split: a transposed view reduced over everything.
+  Tensor t = x.reshape({512, 2048}).transpose();
+  EXPECT_EQ(kernels(t.sum()), 2u);
+  EXPECT_NEAR(t.sum().to_vector()[0], sum64(v, 0, v.size()), 1e-2);
+  // 65537 elements (a prime): no divisor, one kernel.
+  std::vector<double> p = data(65537);
+  Tensor y = Tensor::from_data(p, {65537}).realize();
+  EXPECT_EQ(kernels(y.sum()), 1u);
+  EXPECT_NEAR(y.sum().to_vector()[0], sum64(p, 0, p.size()), 1e-2);
 }
 
 TEST(Schedule, PaddingAnEmptyTensor) {
