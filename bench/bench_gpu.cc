@@ -1,10 +1,10 @@
 // GPUs side by side: our NVIDIA driver (DEV=NV) against the vendor stack (DEV=CUDA: the same
 // cubins through libcuda, and cuBLAS) in the same run: tiny-kernel dispatch latency, graph
-// replay of 1000 tiny kernels, host <-> device copy bandwidth, an elementwise kernel over 1 GiB
-// and an fp32 matmul (ours vs cuBLAS), plus cuBLAS' bf16 matmul as the bar for a later bf16
-// path. Rows appear for each GPU device that opens; NV rows carry CUDA's value as the
-// reference. With DEV=MOCK+NV the fake GPU is measured too, at small sizes (host simulation
-// numbers: a check of the benchmark itself, not of any GPU).
+// replay of 1000 tiny kernels, host <-> device and device-to-device copy bandwidth, an
+// elementwise kernel over 1 GiB, and fp32 and bf16 matmuls (ours vs cuBLAS). Rows appear for each
+// GPU device that opens; NV rows carry CUDA's value as the reference. With DEV=MOCK+NV the fake GPU
+// is measured too, at small sizes (host simulation numbers: a check of the benchmark itself, not of
+// any GPU).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -44,10 +44,12 @@ UOpPtr add_ast(int64_t n) {
   return sink({store(global(0, kF32), st, load(global(1, kF32), st) + load(global(2, kF32), st))});
 }
 
-// c[n x n] = a[n x n] @ b[n x n], row-major.
-UOpPtr matmul_ast(int64_t n) {
-  auto la = load(global(1, kF32), strided({n, n, n}, {n, 0, 1}));
-  auto lb = load(global(2, kF32), strided({n, n, n}, {0, 1, n}));
+// c[n x n] = a[n x n] @ b[n x n], row-major; a and b of dtype `in`, products and sums in fp32
+// (cuBLAS' GemmEx configuration for both rows).
+UOpPtr matmul_ast(int64_t n, DType in) {
+  auto la = load(global(1, in), strided({n, n, n}, {n, 0, 1}));
+  auto lb = load(global(2, in), strided({n, n, n}, {0, 1, n}));
+  if (in != kF32) la = cast(la, kF32), lb = cast(lb, kF32);
   return sink(
       {store(global(0, kF32), strided({n, n, 1}, {n, 1, 0}), reduce_axis(Op::ADD, {2}, la * lb))});
 }
@@ -61,8 +63,9 @@ struct Sizes {
 // One device's measurements; NaN where it has none.
 struct Measured {
   std::string device, note;
-  double launch_us = kNan, graph_us = kNan, in_gbs = kNan, out_gbs = kNan, ew_gbs = kNan,
-         mm_gflops = kNan, cublas_fp32 = kNan, cublas_bf16 = kNan;
+  double launch_us = kNan, graph_us = kNan, in_gbs = kNan, out_gbs = kNan, d2d_gbs = kNan,
+         ew_gbs = kNan, mm_gflops = kNan, bf16_gflops = kNan, cublas_fp32 = kNan,
+         cublas_bf16 = kNan;
 };
 
 Measured measure(runtime::Device& dev, const Sizes& sz) {
@@ -114,6 +117,15 @@ Measured measure(runtime::Device& dev, const Sizes& sz) {
     ms = time_median_ms([&] { check(dev.copy_out(host.data(), big, host.size()), "copy_out"); }, 3,
                         300);
     m.out_gbs = static_cast<double>(sz.copy_bytes) / (ms * 1e6);
+    // Device to device: the bytes are read once and written once.
+    Buffer big2 = alloc(sz.copy_bytes);
+    ms = time_median_ms(
+        [&] {
+          check(dev.copy(big2, big, sz.copy_bytes), "copy");
+          check(dev.synchronize(), "synchronize");
+        },
+        3, 300);
+    m.d2d_gbs = 2.0 * static_cast<double>(sz.copy_bytes) / (ms * 1e6);
 
     // Elementwise c = a + b with ew_bytes per array.
     auto n = static_cast<int64_t>(sz.ew_bytes / 4);
@@ -129,7 +141,7 @@ Measured measure(runtime::Device& dev, const Sizes& sz) {
 
     // fp32 matmul: ours, and cuBLAS on the CUDA device.
     int64_t mn = sz.matmul_n;
-    auto mm = check(dev.compile(matmul_ast(mn)), "compile");
+    auto mm = check(dev.compile(matmul_ast(mn, kF32)), "compile");
     size_t mbytes = static_cast<size_t>(mn * mn) * 4;
     std::vector<Buffer> mmb{alloc(mbytes), alloc(mbytes), alloc(mbytes)};
     double flop = 2.0 * static_cast<double>(mn) * mn * mn;
@@ -140,6 +152,19 @@ Measured measure(runtime::Device& dev, const Sizes& sz) {
         },
         2, 300);
     m.mm_gflops = flop / (ms * 1e6);
+    // bf16 matmul: ours (bf16 loads, fp32 products and sums), then cuBLAS on the same buffers.
+    int64_t bn = sz.bf16_n;
+    size_t in_bytes = static_cast<size_t>(bn * bn) * 2, out_bytes = in_bytes * 2;
+    std::vector<Buffer> bmb{alloc(out_bytes), alloc(in_bytes), alloc(in_bytes)};
+    double bflop = 2.0 * static_cast<double>(bn) * bn * bn;
+    auto bmm = check(dev.compile(matmul_ast(bn, dtypes::kBFloat16)), "compile");
+    ms = time_median_ms(
+        [&] {
+          check(dev.launch(*bmm, bmb), "launch");
+          check(dev.synchronize(), "synchronize");
+        },
+        2, 300);
+    m.bf16_gflops = bflop / (ms * 1e6);
     if (auto* cuda = dynamic_cast<runtime::CudaDevice*>(&dev)) {
       auto blas = check(runtime::Cublas::create(*cuda), "cuBLAS");
       ms = time_median_ms(
@@ -150,13 +175,9 @@ Measured measure(runtime::Device& dev, const Sizes& sz) {
           },
           3, 300);
       m.cublas_fp32 = flop / (ms * 1e6);
-      int64_t bn = sz.bf16_n;
-      size_t in_bytes = static_cast<size_t>(bn * bn) * 2, out_bytes = in_bytes * 2;
-      Buffer ba = alloc(in_bytes), bb = alloc(in_bytes), bc = alloc(out_bytes);
-      double bflop = 2.0 * static_cast<double>(bn) * bn * bn;
       ms = time_median_ms(
           [&] {
-            check(blas->gemm(runtime::GemmInput::kBf16, ba, bb, bc, bn, bn, bn),
+            check(blas->gemm(runtime::GemmInput::kBf16, bmb[1], bmb[2], bmb[0], bn, bn, bn),
                   "cublasGemmEx bf16");
             check(dev.synchronize(), "synchronize");
           },
@@ -231,15 +252,20 @@ std::vector<Row> gpu_rows(const Context& ctx) {
         std::to_string(sz.copy_bytes >> 20) + " MiB");
     add("copy-out (device -> host)", "bandwidth", "GB/s", m.out_gbs, &Measured::out_gbs,
         std::to_string(sz.copy_bytes >> 20) + " MiB");
+    add("copy device -> device", "bandwidth", "GB/s", m.d2d_gbs, &Measured::d2d_gbs,
+        std::to_string(sz.copy_bytes >> 20) + " MiB, read + written");
     add("elementwise add", "bandwidth", "GB/s", m.ew_gbs, &Measured::ew_gbs,
         std::to_string(sz.ew_bytes >> 20) + " MiB per array, 3 arrays moved");
     add("matmul fp32 " + std::to_string(sz.matmul_n), "throughput", "GFLOP/s", m.mm_gflops,
-        &Measured::cublas_fp32, "our kernel (one thread per output)", "cuBLAS");
+        &Measured::cublas_fp32,
+        "our kernel (register tiles up to 4 x 4 outputs per thread, no shared memory)", "cuBLAS");
     add("matmul fp32 " + std::to_string(sz.matmul_n) + " (cuBLAS)", "throughput", "GFLOP/s",
         m.cublas_fp32, &Measured::cublas_fp32, "cublasGemmEx, fp32 accumulate");
+    add("matmul bf16 " + std::to_string(sz.bf16_n), "throughput", "GFLOP/s", m.bf16_gflops,
+        &Measured::cublas_bf16, "our kernel: bf16 in, fp32 accumulate and out; no tensor cores",
+        "cuBLAS");
     add("matmul bf16 " + std::to_string(sz.bf16_n) + " (cuBLAS)", "throughput", "GFLOP/s",
-        m.cublas_bf16, &Measured::cublas_bf16,
-        "cublasGemmEx, fp32 accumulate; ours has no bf16 dtype yet");
+        m.cublas_bf16, &Measured::cublas_bf16, "cublasGemmEx, fp32 accumulate and out");
   }
   if (!absent.empty()) std::fprintf(stderr, "bare_bench: gpu: not measured: %s\n", absent.c_str());
   return rows;
@@ -250,7 +276,8 @@ std::vector<Row> gpu_rows(const Context& ctx) {
 void register_gpu_benches() {
   register_bench("gpu", gpu_rows,
                  "GPUs: DEV=NV (our driver) vs DEV=CUDA (libcuda, cuBLAS): launch latency, "
-                 "graph replay, copies, elementwise, matmul; DEV=MOCK+NV adds the fake GPU");
+                 "graph replay, copies, elementwise, fp32 and bf16 matmul; DEV=MOCK+NV adds the "
+                 "fake GPU");
 }
 
 }  // namespace baregrad::bench
