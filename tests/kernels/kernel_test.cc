@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -391,6 +392,22 @@ INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"), [](
 INSTANTIATE_TEST_SUITE_P(Nv, KernelTest, ::testing::Values("MOCK+NV"), [](const auto&) {
   return std::string("mock_nv");
 });
+// DEV=NV, NV:<n>, CUDA or CUDA:<n> adds that GPU (on a machine that has one; none otherwise).
+std::vector<std::string> gpu_from_env() {
+  const char* dev = std::getenv("DEV");
+  std::string d = dev ? dev : "";
+  if (d.rfind("NV", 0) == 0 || d.rfind("CUDA", 0) == 0) return {d};
+  return {};
+}
+INSTANTIATE_TEST_SUITE_P(Gpu,
+                         KernelTest,
+                         ::testing::ValuesIn(gpu_from_env()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == ':') c = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace baregrad::testing
