@@ -5,104 +5,45 @@
 #include <vector>
 
 #include "drivers/null/device.h"
-#if BAREGRAD_HAS_MOCK_NV
-#include "drivers/mock/nv_device/mock_nv.h"
-#endif
 
 namespace baregrad::cts {
 
-#if BAREGRAD_HAS_MOCK_NV
-namespace {
-// The fake GPU's twin of a CPU-ABI kernel: constant bank 0 holds, from the program's parameter
-// offset, one 8-byte address per buffer then one 8-byte value per scalar. Each buffer must lie
-// in one allocation of the device for `buf_bytes[i]` bytes (else an MMU fault, as drivers/cpu
-// reports it); the kernel runs over grid.x * block.x items on the host addresses behind them.
-std::unique_ptr<hcq::Program> mock_nv_program(std::string name,
-                                              KernelFn fn,
-                                              std::vector<size_t> buf_bytes,
-                                              int num_vars) {
-  int num_bufs = static_cast<int>(buf_bytes.size());
-  auto prefix = std::make_shared<size_t>(0);
-  auto kernel = [fn, buf_bytes, num_bufs, num_vars, name, prefix](
-                    const mock::LaunchInfo& li, hcq::Device& dev, mock::TwinMemory& mem) -> Status {
-    size_t need = *prefix + 8 * static_cast<size_t>(num_bufs + num_vars);
-    if (li.cbank0.size() < need)
-      return invalid_argument("kernel '" + name + "': constant bank 0 of " +
-                              std::to_string(li.cbank0.size()) + " bytes, " + std::to_string(need) +
-                              " needed");
-    std::vector<void*> bufs(static_cast<size_t>(num_bufs));
-    std::vector<int64_t> vars(static_cast<size_t>(num_vars) + 1);
-    for (int b = 0; b < num_bufs; b++) {
-      uint64_t va;
-      std::memcpy(&va, li.cbank0.data() + *prefix + 8 * b, 8);
-      size_t n = std::max<size_t>(buf_bytes[b], 1);
-      auto owner = dev.allocator().find(va);
-      auto host = mem.resolve(va, n);
-      if (!owner || va + n > owner->va + owner->size || !host)
-        return mem.mmu_fault(
-            va, false,
-            "kernel '" + name + "' buffer " + std::to_string(b) + " (" + std::to_string(n) +
-                " bytes) is outside every allocation" +
-                (owner ? " (it starts inside one of " + std::to_string(owner->size) + " bytes at " +
-                             hex(owner->va) + ")"
-                       : ""));
-      bufs[b] = *host;
-    }
-    if (num_vars) std::memcpy(vars.data(), li.cbank0.data() + *prefix + 8 * num_bufs, 8 * num_vars);
-    fn(bufs.data(), vars.data(), 0, int64_t{li.grid.x} * li.block.x);
-    return Status();
-  };
-  auto prg = mock::mock_program(std::move(name), num_bufs, num_vars, std::move(kernel));
-  *prefix = prg->args_prefix();
-  return prg;
-}
-}  // namespace
-#endif
-
 const std::vector<Backend>& backends() {
-  static const std::vector<Backend> all = {
-      {
-          .name = "cpu",
-          .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-            ASSIGN_OR_RETURN(auto d, drivers::cpu::Device::create(2));
-            return std::unique_ptr<hcq::Device>(std::move(d));
-          },
-          .program = [](std::string name, KernelFn fn, std::vector<size_t> buf_bytes,
-                        int num_vars) -> std::unique_ptr<hcq::Program> {
-            return std::make_unique<drivers::cpu::Program>(std::move(name), fn,
-                                                           std::move(buf_bytes), num_vars);
-          },
-          .unsupported = {},
-      },
-      {
-          .name = "null",
-          .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-            ASSIGN_OR_RETURN(auto d, drivers::null::Device::create());
-            return std::unique_ptr<hcq::Device>(std::move(d));
-          },
-          .program = [](std::string name, KernelFn, std::vector<size_t> buf_bytes,
-                        int num_vars) -> std::unique_ptr<hcq::Program> {
-            return std::make_unique<drivers::null::Program>(
-                std::move(name), static_cast<int>(buf_bytes.size()), num_vars);
-          },
-          .unsupported = {{"execution",
-                           "NULL executes no command: waits, copies and kernels are no-ops"},
-                          {"address checks",
-                           "NULL device memory is address space only; copies are not checked"},
-                          {"command buffer", "NULL records no command words"}},
-      },
+  static const std::vector<Backend> all = [] {
+    std::vector<Backend> v = {
+        {
+            .name = "cpu",
+            .open = []() -> Result<std::unique_ptr<hcq::Device>> {
+              ASSIGN_OR_RETURN(auto d, drivers::cpu::Device::create(2));
+              return std::unique_ptr<hcq::Device>(std::move(d));
+            },
+            .program = [](const ProgramRequest& r) -> std::unique_ptr<hcq::Program> {
+              return std::make_unique<drivers::cpu::Program>(r.name, r.fn, r.buf_bytes, r.num_vars);
+            },
+            .unsupported = {},
+        },
+        {
+            .name = "null",
+            .open = []() -> Result<std::unique_ptr<hcq::Device>> {
+              ASSIGN_OR_RETURN(auto d, drivers::null::Device::create());
+              return std::unique_ptr<hcq::Device>(std::move(d));
+            },
+            .program = [](const ProgramRequest& r) -> std::unique_ptr<hcq::Program> {
+              return std::make_unique<drivers::null::Program>(
+                  r.name, static_cast<int>(r.buf_bytes.size()), r.num_vars);
+            },
+            .unsupported = {{"execution",
+                             "NULL executes no command: waits, copies and kernels are no-ops"},
+                            {"address checks",
+                             "NULL device memory is address space only; copies are not checked"},
+                            {"command buffer", "NULL records no command words"}},
+        },
+    };
 #if BAREGRAD_HAS_MOCK_NV
-      {
-          .name = "mock_nv",
-          .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-            ASSIGN_OR_RETURN(auto d, mock::open_mock_nv());
-            return std::unique_ptr<hcq::Device>(std::move(d));
-          },
-          .program = mock_nv_program,
-          .unsupported = {},
-      },
+    for (Backend& b : nv_backends()) v.push_back(std::move(b));
 #endif
-  };
+    return v;
+  }();
   return all;
 }
 
@@ -113,6 +54,7 @@ void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 void Cts::SetUp() { CTS_ASSERT_OK_AND_ASSIGN(dev_, GetParam().open()); }
 
 void Cts::TearDown() {
+  keep_.clear();  // the test's programs are gone
   for (auto& [d, b] : buffers_) d->allocator().free(b);
   buffers_.clear();
   args_.clear();
@@ -124,6 +66,15 @@ std::string Cts::unsupported_reason(const std::string& feature) const {
   auto it = GetParam().unsupported.find(feature);
   if (it == GetParam().unsupported.end()) return "";
   return GetParam().name + " does not support " + feature + ": " + it->second;
+}
+
+Result<std::unique_ptr<hcq::Device>> Cts::open_foreign() {
+  for (const Backend& b : backends()) {
+    if (b.name == GetParam().name) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<hcq::Device> d, b.open());
+    if (d->peer_group() != dev().peer_group()) return d;
+  }
+  return not_found("no backend outside the peer group of " + GetParam().name);
 }
 
 Result<hcq::Device*> Cts::open_another() {
@@ -138,11 +89,9 @@ Result<hcq::Buffer> Cts::alloc(hcq::Device& d, size_t bytes, hcq::BufferSpec spe
   return b;
 }
 
-std::unique_ptr<hcq::Program> Cts::program(std::string name,
-                                           KernelFn fn,
-                                           std::vector<size_t> buf_bytes,
-                                           int num_vars) {
-  return GetParam().program(std::move(name), fn, std::move(buf_bytes), num_vars);
+std::unique_ptr<hcq::Program> Cts::program(
+    hcq::Device& d, std::string name, KernelFn fn, std::vector<size_t> buf_bytes, int num_vars) {
+  return GetParam().program({d, std::move(name), fn, std::move(buf_bytes), num_vars, &keep_});
 }
 
 Result<hcq::ArgsState*> Cts::args_for(hcq::Device& d, const hcq::Program& prg) {

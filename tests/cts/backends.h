@@ -25,13 +25,21 @@ namespace baregrad::cts {
 // others only record a program of the same arity.
 using KernelFn = drivers::cpu::Program::Fn;
 
+// What a test asks of a backend's program: `fn`'s behaviour, on `dev`.
+struct ProgramRequest {
+  hcq::Device& dev;
+  std::string name;
+  KernelFn fn;
+  std::vector<size_t> buf_bytes;  // buf_bytes[i] bounds buffer i's use
+  int num_vars;
+  std::vector<std::shared_ptr<void>>* keep;  // what must outlive the program (the test's)
+};
+
 struct Backend {
   std::string name;
   std::function<Result<std::unique_ptr<hcq::Device>>()> open;
-  // A program of this backend with `fn`'s behaviour; `buf_bytes[i]` bounds buffer i's use.
-  std::function<std::unique_ptr<hcq::Program>(
-      std::string name, KernelFn fn, std::vector<size_t> buf_bytes, int num_vars)>
-      program;
+  // A program of this backend with the request's behaviour.
+  std::function<std::unique_ptr<hcq::Program>(const ProgramRequest& r)> program;
   std::map<std::string, std::string> unsupported;  // feature -> why
 };
 
@@ -81,6 +89,9 @@ class Cts : public ::testing::TestWithParam<Backend> {
   hcq::Device& dev() { return *dev_; }
   // "" when the backend supports `feature`, else "<backend> does not support <feature>: why".
   std::string unsupported_reason(const std::string& feature) const;
+  // A device of the first other backend in a different peer group (one this device's queues
+  // and allocator cannot reach); NotFound when every backend shares this one's.
+  Result<std::unique_ptr<hcq::Device>> open_foreign();
   // Another device of this backend, alive until the test ends.
   Result<hcq::Device*> open_another();
   // Tracks a buffer of `d` so that it is freed when the test ends.
@@ -88,11 +99,15 @@ class Cts : public ::testing::TestWithParam<Backend> {
   Result<hcq::Buffer> alloc(size_t bytes, hcq::BufferSpec spec = {}) {
     return alloc(dev(), bytes, spec);
   }
-  // A program of this backend (see Backend::program).
+  // A program of this backend (see Backend::program) for dev(), or for `d`.
   std::unique_ptr<hcq::Program> program(std::string name,
                                         KernelFn fn,
                                         std::vector<size_t> buf_bytes,
-                                        int num_vars);
+                                        int num_vars) {
+    return program(dev(), std::move(name), fn, std::move(buf_bytes), num_vars);
+  }
+  std::unique_ptr<hcq::Program> program(
+      hcq::Device& d, std::string name, KernelFn fn, std::vector<size_t> buf_bytes, int num_vars);
   // An argument block for `prg` in CPU-visible memory of `d`, alive until the test ends.
   Result<hcq::ArgsState*> args_for(hcq::Device& d, const hcq::Program& prg);
   Result<hcq::ArgsState*> args_for(const hcq::Program& prg) { return args_for(dev(), prg); }
@@ -102,7 +117,20 @@ class Cts : public ::testing::TestWithParam<Backend> {
   std::vector<std::unique_ptr<hcq::Device>> others_;
   std::vector<std::pair<hcq::Device*, hcq::Buffer>> buffers_;
   std::deque<hcq::ArgsState> args_;
+  std::vector<std::shared_ptr<void>> keep_;  // ProgramRequest::keep
 };
+
+#if BAREGRAD_HAS_MOCK_NV
+// The NVIDIA backends (tests/cts/nv_backend.cc): mock_nv (code-less programs whose twins run
+// the CPU-ABI kernels), mock_nv_cubin (the kernels as PTX, assembled by ptxas and loaded from
+// the cubin, the twins registered at their code; when ptxas is found) and nv (the same cubins
+// on GPU 0 through /dev/nvidiactl; when it exists and ptxas is found).
+std::vector<Backend> nv_backends();
+// The PTX of a CTS kernel (add_one, reverse_double, append_log, store_var, increment) for
+// sm_<sm> as kernel `entry` (a PTX identifier), and its cubin from ptxas.
+std::string cts_ptx(KernelFn fn, int sm, const std::string& entry);
+Result<std::vector<uint8_t>> cts_cubin(KernelFn fn, int sm, const std::string& entry);
+#endif
 
 // Records a launch of `prg` over `items` grid.x items (the CPU ABI's [lo, hi) range).
 void launch(hcq::HwQueue& q, const hcq::Program& prg, const hcq::ArgsState& args, uint32_t items);

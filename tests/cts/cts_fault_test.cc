@@ -42,7 +42,7 @@ TEST_P(CtsFault, CopyFromAnUnmappedAddressFailsTheDeviceForever) {
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * dev2, open_another());
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer dst, alloc(64));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer dst2, alloc(*dev2, 16));
-  auto prg = program("add_one", add_one, {16}, 0);
+  auto prg = program(*dev2, "add_one", add_one, {16}, 0);
   CTS_ASSERT_OK_AND_ASSIGN(hcq::ArgsState * args2, args_for(*dev2, *prg));
   auto q = copy_or_compute_queue(dev());
   // A symbolic source: a constant one would be refused when recorded (CtsBadInput).

@@ -21,6 +21,9 @@
 #include "drivers/cpu/device.h"
 #include "hcq/hcq.h"
 #include "tests/cts/backends.h"
+#if BAREGRAD_HAS_MOCK_NV
+#include "drivers/nv/cubin.h"
+#endif
 
 namespace baregrad::cts {
 namespace {
@@ -522,6 +525,38 @@ CTS_INSTANTIATE(CtsQueue);
 CTS_INSTANTIATE(CtsTimeline);
 CTS_INSTANTIATE(CtsExec);
 CTS_INSTANTIATE(CtsCopy);
+
+#if BAREGRAD_HAS_MOCK_NV
+// The PTX twins of the CTS kernels (what the nv backends run) assemble for Ampere, Hopper and
+// Blackwell, and each cubin declares the parameters where the CPU ABI's twins read them: one
+// 8-byte slot per buffer, then per scalar.
+TEST(CtsPtx, EveryKernelAssemblesAndTakesItsParametersInOrder) {
+  struct K {
+    KernelFn fn;
+    uint32_t params;
+  };
+  for (K k :
+       {K{add_one, 1}, K{reverse_double, 3}, K{append_log, 2}, K{store_var, 2}, K{increment, 1}}) {
+    for (int sm : {80, 90, 120}) {
+      std::string entry = "cts_kernel_" + std::to_string(k.params);
+      Result<std::vector<uint8_t>> cubin = cts_cubin(k.fn, sm, entry);
+      if (!cubin.ok() && cubin.status().code() == StatusCode::kNotFound)
+        GTEST_SKIP() << cubin.status();
+      ASSERT_TRUE(cubin.ok()) << cubin.status();
+      SCOPED_TRACE(entry + " sm_" + std::to_string(sm));
+      Result<nv::CubinImage> img = nv::load_cubin(*cubin, entry);
+      ASSERT_TRUE(img.ok()) << img.status();
+      EXPECT_EQ(img->sm, sm);
+      ASSERT_EQ(img->params.size(), k.params);
+      for (uint32_t i = 0; i < k.params; i++) {
+        EXPECT_EQ(img->params[i].ordinal, i);
+        EXPECT_EQ(img->params[i].offset, 8 * i);
+        EXPECT_EQ(img->params[i].size, 8u);
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace baregrad::cts
