@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "compiler/ast.h"
 #include "runtime/device.h"
+#include "tests/kernels/test_asts.h"
 
 namespace baregrad::testing {
 namespace {
@@ -21,20 +22,6 @@ using runtime::Device;
 constexpr DType kF32 = dtypes::kFloat32;
 constexpr int64_t kN = 1 << 18;  // 1 MiB of floats: a copy racing the kernel would see stale data
 constexpr size_t kBytes = kN * 4;
-
-// o = a + b (slot 0 written).
-UOpPtr add_ast() {
-  auto o = global(0, kF32), a = global(1, kF32), b = global(2, kF32);
-  auto st = ShapeTracker::contiguous({kN});
-  return sink({store(o, st, load(a, st) + load(b, st))});
-}
-
-// o = a * a.
-UOpPtr square_ast() {
-  auto o = global(0, kF32), a = global(1, kF32);
-  auto st = ShapeTracker::contiguous({kN});
-  return sink({store(o, st, load(a, st) * load(a, st))});
-}
 
 class DeviceCopyTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -95,9 +82,9 @@ TEST_P(DeviceCopyTest, IsOrderedBetweenLaunches) {
     want_sum[i] = a[i] + b[i];  // exact in fp32
     want_sq[i] = want_sum[i] * want_sum[i];
   }
-  auto add = dev_->compile(add_ast());
+  auto add = dev_->compile(add_ast(kN));
   ASSERT_TRUE(add.ok()) << add.status().to_string();
-  auto square = dev_->compile(square_ast());
+  auto square = dev_->compile(square_ast(kN));
   ASSERT_TRUE(square.ok()) << square.status().to_string();
   Buffer da = upload(a), db = upload(b), src = upload(stale), dst = upload(stale),
          out = upload(stale);

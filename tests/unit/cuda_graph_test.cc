@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/test_asts.h"
 #include "tests/unit/cuda_rig.h"
 
 namespace baregrad::runtime {
@@ -17,24 +18,12 @@ namespace {
 
 using namespace compiler;   // NOLINT: AST builders
 using namespace cuda_test;  // NOLINT: the rig
+using testing::add_ast;
+using testing::square_ast;
 
 constexpr DType kF32 = dtypes::kFloat32;
 constexpr int64_t kN = 256;  // elements per buffer
 constexpr size_t kBytes = kN * 4;
-
-// o = a + b over kN floats (slot 0 is written, as GraphLaunch expects).
-UOpPtr add_ast() {
-  auto o = global(0, kF32), a = global(1, kF32), b = global(2, kF32);
-  auto st = ShapeTracker::contiguous({kN});
-  return sink({store(o, st, load(a, st) + load(b, st))});
-}
-
-// o = a * a over kN floats.
-UOpPtr square_ast() {
-  auto o = global(0, kF32), a = global(1, kF32);
-  auto st = ShapeTracker::contiguous({kN});
-  return sink({store(o, st, load(a, st) * load(a, st))});
-}
 
 // One logged launch: everything the fake saw but the stream and the graph it came from.
 struct Launch {
@@ -51,9 +40,9 @@ class CudaGraphTest : public CudaDeviceTest {
     if (HasFatalFailure()) return;
     Result<compiler::Ptxas> p = compiler::Ptxas::find();
     if (!p.ok()) GTEST_SKIP() << "CUDA compile tests need ptxas: " << p.status().message();
-    Result<std::shared_ptr<Program>> add = dev_->compile(add_ast());
+    Result<std::shared_ptr<Program>> add = dev_->compile(add_ast(kN));
     ASSERT_TRUE(add.ok()) << add.status().to_string();
-    Result<std::shared_ptr<Program>> square = dev_->compile(square_ast());
+    Result<std::shared_ptr<Program>> square = dev_->compile(square_ast(kN));
     ASSERT_TRUE(square.ok()) << square.status().to_string();
     add_ = *add;
     square_ = *square;
