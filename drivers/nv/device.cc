@@ -265,7 +265,7 @@ Status Device::submit_words(hcq::Engine e, std::span<const uint32_t> words, uint
   RETURN_IF_ERROR(wait_ring_space(ch, put, n));
   uint64_t seq = ch.seq.load() + 1;
   auto* dst = static_cast<uint32_t*>(ch.pushbuf.cpu) + put;
-  std::memcpy(dst, words.data(), words.size() * 4);
+  if (!words.empty()) std::memcpy(dst, words.data(), words.size() * 4);  // none: a bare fence
   ch.release->apply(std::array<int64_t, 1>{static_cast<int64_t>(seq)});
   std::memcpy(dst + words.size(), ch.release->words().data(), ch.release->size() * 4);
   size_t old_put = ch.pushbuf_put;
