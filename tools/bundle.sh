@@ -17,8 +17,11 @@ llvm_config=${LLVM_CONFIG:-llvm-config-19}
 
 log() { echo "bundle: $*" >&2; }
 
-# The LLVM components meson.build asks for, linked from the static component libraries.
-components=(orcjit native passes ipo x86asmparser x86codegen nvptxcodegen nvptxdesc nvptxinfo)
+# The LLVM components meson.build asks for (its `modules: [...]` list), linked from the static
+# component libraries.
+mapfile -t components < <(sed -n "/^  modules: \[/,/^  \],/s/^ *'\([a-z0-9]*\)',\$/\1/p" \
+  "$here/../meson.build")
+((${#components[@]})) || { log "no LLVM modules list in meson.build"; exit 1; }
 llvm_libs=$("$llvm_config" --link-static --libdir)
 llvm_static=$("$llvm_config" --link-static --libs "${components[@]}")
 gcc_dir=$(dirname "$(g++ -print-libgcc-file-name)")

@@ -42,6 +42,8 @@ step_bench() {
   ./bin/bare_bench --filter '^gpu' --json "$results/bench-gpu.json"
 }
 
+export -f step_info step_tests step_bench
+export NO_FAKES results
 steps=("$@")
 ((${#steps[@]})) || steps=(info tests bench)
 for s in "${steps[@]}"; do
@@ -50,7 +52,6 @@ for s in "${steps[@]}"; do
     exit 2
   fi
   echo "run-gpu-checks: $s -> $results/$s.txt" >&2
-  timeout "$limit" bash -c "$(declare -f "step_$s"); NO_FAKES='$NO_FAKES' results='$results' step_$s" \
-    >"$results/$s.txt" 2>&1
+  timeout "$limit" bash -c "step_$s" >"$results/$s.txt" 2>&1
   echo "run-gpu-checks: $s exit $?" | tee -a "$results/$s.txt" >&2
 done
