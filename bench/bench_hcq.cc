@@ -9,6 +9,7 @@
 
 #include "bench/bench.h"
 #include "drivers/cpu/device.h"
+#include "drivers/cpu/program.h"
 #include "hcq/graph.h"
 
 namespace baregrad::bench {
@@ -30,13 +31,13 @@ T check(Result<T> r) {
 }
 
 std::vector<Row> hcq_rows(const Context& ctx) {
-  auto dev = check(drivers::cpu::Device::create(ctx.threads));
+  auto dev = check(cpu::Device::create(ctx.threads));
   auto& alloc = dev->allocator();
   std::vector<hcq::Buffer> bufs;
   for (int i = 0; i < 3; i++) bufs.push_back(check(alloc.alloc(64)));
   std::memset(bufs[1].cpu, 0, 64);
   std::memset(bufs[2].cpu, 0, 64);
-  drivers::cpu::Program prg("add16", add16, {64, 64, 64}, 0);
+  cpu::Program prg("add16", add16, {64, 64, 64}, 0);
   hcq::Buffer mem = check(alloc.alloc(24, {.host = true, .cpu_access = true}));
   hcq::ArgsState args(mem, 0, 3, 0);
   for (int i = 0; i < 3; i++) args.set_buf(i, static_cast<int64_t>(bufs[i].va));

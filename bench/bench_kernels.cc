@@ -11,8 +11,10 @@
 #include "compiler/ast.h"
 #include "compiler/codegen/pipeline.h"
 #include "compiler/render/llvm_ir.h"
+#include "compiler/target/cpu_target.h"
 #include "compiler/target/llvm_target.h"
-#include "runtime/cpu/cpu_device.h"
+#include "drivers/cpu/device.h"
+#include "runtime/hcq_device.h"
 
 namespace baregrad::bench {
 namespace {
@@ -67,9 +69,19 @@ struct Kernel {
   std::vector<Buffer> bufs;
 };
 
+// The CPU device on `threads` threads (what DEV=CPU opens with THREADS=threads).
+std::unique_ptr<cpu::Device> cpu_device(int threads) {
+  auto dev = cpu::Device::create(threads);
+  if (!dev.ok()) dev.status().throw_if_error("bench CPU device");
+  return std::move(*dev);
+}
+
 class Runner {
  public:
-  explicit Runner(int threads) : dev_(runtime::CpuBackend::kLlvm, threads) {}
+  explicit Runner(int threads)
+      : dev_("CPU",
+             std::make_unique<compiler::CpuTarget>(compiler::CpuCompiler::kLlvm, threads),
+             cpu_device(threads)) {}
   ~Runner() {
     for (auto& b : owned_) dev_.free(b);
   }
@@ -95,10 +107,10 @@ class Runner {
     dev_.copy_out(out.data(), b, b.bytes).throw_if_error("bench copy_out");
     return out;
   }
-  const TargetInfo& target() const { return dev_.target(); }
+  const TargetInfo& target() const { return dev_.target_info(); }
 
  private:
-  runtime::CpuDevice dev_;
+  runtime::HcqDevice dev_;
   std::vector<Buffer> owned_;
 };
 

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/binary.h"
 #include "base/status.h"
 #include "hcq/cmdstream.h"
 
@@ -262,6 +263,12 @@ class HwQueue {
   void clear_refusal() { refused_ = Status(); }
   // Refuses a signal whose memory this device's queues cannot reach; true when usable.
   bool check_signal(const Signal& s, const char* what);
+  // Refuses an exec on a queue that is not a compute queue, or whose argument block has another
+  // arity than `prg`; `queue` names this queue in the message. True when it may go on.
+  bool check_exec(const Program& prg, const ArgsState& args, const std::string& queue);
+  // Refuses a copy whose constant source or destination range does not lie in one allocation
+  // of the device (symbolic ranges are the engine's to check); true when it may be recorded.
+  bool check_copy(Value dst, Value src, Value bytes, const std::string& queue);
 
  private:
   Device& dev_;
@@ -282,6 +289,11 @@ class Device {
   // A new, empty queue for this device; copy_queue() is null without a copy engine.
   virtual std::unique_ptr<HwQueue> compute_queue() = 0;
   virtual std::unique_ptr<HwQueue> copy_queue() { return nullptr; }
+  // Loads a compiled kernel (links, uploads and relocates its code as the device needs) and
+  // returns it ready for exec(); the program must not outlive the device. InvalidArgument
+  // names the binary's format and arch when the device cannot run them, or what in the code
+  // object is malformed.
+  virtual Result<std::unique_ptr<Program>> load_program(const Binary& binary) = 0;
   // Called by waits between polls: a device whose progress needs the CPU advances here.
   virtual void progress() {}
   // What the device's queues were doing when synchronize() timed out (which commands each one
@@ -289,6 +301,9 @@ class Device {
   virtual std::string describe_hang() { return {}; }
   // Whether queues execute what they record (DEV=NULL does not).
   virtual bool executes() const { return true; }
+  // Whether device addresses are host addresses the CPU may read and write in place (once
+  // synchronize() returned): true for the CPU device only.
+  virtual bool host_addressable() const { return false; }
   // Devices whose signals and memory each other's queues can reach share a peer group.
   virtual std::string peer_group() const { return name_; }
 

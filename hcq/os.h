@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,10 @@ class Os {
   // poll(2) on one fd for `events`, up to timeout_ms (>= 0; no unbounded waits); returns revents,
   // 0 on timeout.
   virtual Result<int> poll(int fd, short events, int timeout_ms) = 0;
+  // Called by a device's waits between polls (hcq::Device::progress): an Os whose devices need
+  // the CPU to advance (a kernel driver and GPU simulated in this process) advances them here.
+  // The real kernel needs nothing.
+  virtual void progress() {}
 
   // How often the real ioctl is reissued after EINTR/EAGAIN before the error is returned.
   static constexpr int kIoctlRetries = 1000;
@@ -47,6 +52,11 @@ class Os {
 
 // The real syscalls. One process-wide instance (a stateless object).
 Os& linux_os();
+// `os` for an API that shares ownership of its Os, without owning it: the caller keeps `os`
+// alive while any device made with it lives (linux_os() lives forever).
+inline std::shared_ptr<Os> unowned(Os& os) {
+  return std::shared_ptr<Os>(std::shared_ptr<Os>(), &os);
+}
 
 // Owns an fd and closes it through its Os on destruction. Move-only; a default Fd holds nothing.
 class Fd {

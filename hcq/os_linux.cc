@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/format.h"
 #include "hcq/os.h"
 
 namespace baregrad::hcq {
@@ -22,12 +23,6 @@ namespace {
 
 // sysfs/procfs files are a page or two; anything this large is not what read_file() is for.
 constexpr size_t kMaxReadFileBytes = size_t{16} << 20;
-
-std::string hex(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%" PRIx64, value);
-  return text;
-}
 
 std::string quoted(const std::string& path) { return "\"" + path + "\""; }
 

@@ -1,6 +1,8 @@
 // Buffer views, kernel-argument blocks and launch checks.
 #include <cstring>
 
+#include "base/format.h"
+
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
@@ -52,6 +54,42 @@ bool HwQueue::check_signal(const Signal& s, const char* what) {
                           s.name() + "' belongs to " + s.device().name() + " (peer group " +
                           s.device().peer_group() + "), outside peer group " + dev_.peer_group()));
   return false;
+}
+
+bool HwQueue::check_exec(const Program& prg, const ArgsState& args, const std::string& queue) {
+  if (engine_ != Engine::kCompute) {
+    refuse(invalid_argument("exec of '" + prg.name() + "' on the " + queue +
+                            ": only compute queues run kernels"));
+    return false;
+  }
+  if (args.num_bufs() == prg.num_bufs() && args.num_vars() == prg.num_vars()) return true;
+  refuse(invalid_argument("exec of '" + prg.name() + "' on the " + queue + ": " +
+                          std::to_string(args.num_bufs()) + " buffers and " +
+                          std::to_string(args.num_vars()) + " scalars for a kernel of " +
+                          std::to_string(prg.num_bufs()) + " and " +
+                          std::to_string(prg.num_vars())));
+  return false;
+}
+
+bool HwQueue::check_copy(Value dst, Value src, Value bytes, const std::string& queue) {
+  if (dst.symbolic() || src.symbolic() || bytes.symbolic()) return true;
+  auto n = static_cast<uint64_t>(bytes.imm);
+  for (auto [what, v] : {std::pair{"destination", dst.imm}, std::pair{"source", src.imm}}) {
+    auto va = static_cast<uint64_t>(v);
+    std::optional<Buffer> owner = dev_.allocator().find(va);
+    if (!owner) {
+      refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + queue + ": " +
+                              what + " " + hex(va) + " is in no allocation of " + dev_.name()));
+      return false;
+    }
+    if (va + n > owner->va + owner->size) {
+      refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + queue + ": " +
+                              what + " " + hex(va) + " runs past the end of the buffer at " +
+                              hex(owner->va) + " (" + std::to_string(owner->size) + " bytes)"));
+      return false;
+    }
+  }
+  return true;
 }
 
 Status Program::check_launch(Dim3 grid, Dim3 block) const {

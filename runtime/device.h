@@ -1,6 +1,8 @@
-// The Device interface the tensor layer programs against: memory, kernels, launches.
-// A later issue makes every device an HCQ device; this interface stays the seam.
 #pragma once
+
+// The Device interface the tensor layer programs against: memory, kernels, launches. Every
+// HCQ backend is one HcqDevice (hcq_device.h: a compiler::Target composed with an
+// hcq::Device); DEV=CUDA (cuda/cuda_device.h) is the one adapter over a vendor runtime.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,24 +15,42 @@
 
 #include "base/status.h"
 #include "compiler/opt/kernel.h"
-#include "compiler/program.h"
+#include "compiler/target/target.h"
 
 namespace baregrad::runtime {
 
-// Device memory. `ptr` is host-addressable on the CPU device only.
+class Device;
+
+// Device memory: `va` is the device address (a host address on host-addressable devices).
 struct Buffer {
-  void* ptr = nullptr;
+  uint64_t va = 0;
   size_t bytes = 0;
 };
 
-// A compiled kernel ready to launch.
-struct Program {
-  compiler::ProgramSpec spec;
-  std::string source;            // what the renderer produced
-  double compile_ms = 0;         // lowering + rendering + compiling (0 on a cache hit)
-  bool cache_hit = false;        // the binary came from the kernel cache
-  void* entry = nullptr;         // device-specific entry point
-  std::shared_ptr<void> handle;  // the device's loaded form (an hcq::Program)
+// A kernel compiled and loaded on one device; each device extends it with its loaded form.
+class Program {
+ public:
+  // Takes the spec and source of `kernel` (its binary stays: the device loaded it).
+  Program(const Device& device, compiler::CompiledKernel&& kernel)
+      : spec(std::move(kernel.spec)),
+        source(std::move(kernel.source)),
+        compile_ms(kernel.compile_ms),
+        cache_hit(kernel.cache_hit),
+        device_(&device) {}
+  virtual ~Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  compiler::ProgramSpec spec;  // the lowered kernel: name, buffers, vars, launch dims
+  std::string source;          // what the renderer produced
+  double compile_ms = 0;       // lowering + rendering + compiling (+ loading)
+  bool cache_hit = false;      // the binary came from the kernel cache
+
+  // The device that loaded it: launches and graphs on another device are refused.
+  const Device& device() const { return *device_; }
+
+ private:
+  const Device* device_;
 };
 
 // A recorded sequence of launches replayed as one submission (an HCQ graph on HCQ devices).
@@ -54,10 +74,10 @@ class Device {
   virtual ~Device() = default;
   // The DEV= name, e.g. "CPU".
   virtual std::string name() const = 0;
-  // Whether Buffer::ptr is host memory the CPU may read in place once synchronize() returns.
+  // Whether Buffer::va is host memory the CPU may read in place once synchronize() returns.
   virtual bool host_addressable() const { return false; }
-  // The codegen target this device compiles for.
-  virtual const compiler::TargetInfo& target() const = 0;
+  // What the codegen knows about the target this device compiles for.
+  virtual const compiler::TargetInfo& target_info() const = 0;
   // Allocates `bytes` (64-byte aligned); ResourceExhausted when memory runs out.
   virtual Result<Buffer> alloc(size_t bytes) = 0;
   // Frees a buffer from alloc(); null buffers are ignored.
@@ -72,46 +92,37 @@ class Device {
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) = 0;
   // Copies `bytes` from `src` to `dst`, buffers of this device that do not overlap;
   // asynchronous, ordered after earlier launches and copies (synchronize() waits for it).
-  // InvalidArgument (check_copy) before anything is issued; Unimplemented on devices without.
-  virtual Status copy(Buffer dst, Buffer src, size_t bytes) {
-    (void)dst;
-    (void)src;
-    (void)bytes;
-    return unimplemented(name() + " has no device-to-device copy");
-  }
-  // Runs `prg` with bufs[i] bound to slot i; checks counts and sizes first.
+  // InvalidArgument (check_copy) before anything is issued.
+  virtual Status copy(Buffer dst, Buffer src, size_t bytes) = 0;
+  // Runs `prg` with bufs[i] bound to slot i; checks the program's device, counts and sizes
+  // first (check_launch).
   virtual Status launch(const Program& prg,
                         std::span<const Buffer> bufs,
                         std::span<const int64_t> vars = {}) = 0;
   // Waits for every launch and copy issued so far.
   virtual Status synchronize() = 0;
-  // Records `launches` (with `num_inputs` inputs bound per replay) as a graph; Unimplemented
-  // on devices without graphs.
+  // Records `launches` (with `num_inputs` inputs bound per replay) as a graph.
   virtual Result<std::unique_ptr<Graph>> make_graph(const std::vector<GraphLaunch>& launches,
-                                                    size_t num_inputs) {
-    (void)launches;
-    (void)num_inputs;
-    return unimplemented(name() + " has no graphs");
-  }
+                                                    size_t num_inputs) = 0;
 };
 
 // What Device::copy checks first: InvalidArgument naming "copy", `bytes`, both buffer sizes and
 // the device when `bytes` exceeds either buffer or a buffer is null (with bytes > 0).
-inline Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes) {
-  if (bytes <= dst.bytes && bytes <= src.bytes && (bytes == 0 || (dst.ptr && src.ptr)))
-    return Status();
-  std::string why = bytes > dst.bytes || bytes > src.bytes ? "" : " (a null buffer)";
-  return invalid_argument("copy of " + std::to_string(bytes) + " bytes from a buffer of " +
-                          std::to_string(src.bytes) + " into a buffer of " +
-                          std::to_string(dst.bytes) + " on " + dev.name() + why);
-}
+Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes);
+// What Device::launch checks first: InvalidArgument naming the kernel and the device when
+// `prg` belongs to another device, or the buffer count, a buffer's size (what the kernel
+// declares for its slot) or the var count does not match.
+Status check_launch(const Device& dev,
+                    const Program& prg,
+                    std::span<const Buffer> bufs,
+                    std::span<const int64_t> vars);
 
-// Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV"); an empty name
-// means options().dev, then the CPU. NotFound lists the names this build knows.
+// Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV", "CUDA"); an empty
+// name means options().dev, then the CPU. NotFound lists the names this build knows.
 Result<std::shared_ptr<Device>> open_device(std::string_view name = {});
 // The shared device of that name, opened on first use (the one registry of open devices).
 Result<std::shared_ptr<Device>> get_device(std::string_view name = {});
-// The names open_device accepts on this build.
+// The names open_device accepts on this build ("NV:<n>" stands for every index).
 std::vector<std::string> device_names();
 
 }  // namespace baregrad::runtime

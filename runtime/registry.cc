@@ -1,21 +1,101 @@
-// The device registry: DEV= names to devices.
+// The device table: DEV= names to devices, one line per name pattern.
+#include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "base/options.h"
-#include "runtime/cpu/cpu_device.h"
+#include "compiler/target/cpu_target.h"
+#include "compiler/target/nv_target.h"
+#include "drivers/cpu/device.h"
+#include "drivers/mock/nv_device/twin_target.h"
+#include "drivers/null/device.h"
+#include "drivers/nv/device.h"
+#include "hcq/os.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
-#include "runtime/nv/nv_device.h"
+#include "runtime/hcq_device.h"
 
 namespace baregrad::runtime {
 namespace {
 
-// "NV" -> 0, "NV:3" -> 3 for `prefix` "NV"; nullopt when `n` is not that device or the index
-// is not a small non-negative number.
-std::optional<int> indexed(std::string_view n, std::string_view prefix) {
-  if (n.substr(0, prefix.size()) != prefix) return std::nullopt;
-  std::string_view rest = n.substr(prefix.size());
+using Opened = Result<std::shared_ptr<Device>>;
+
+// One line of the table: `pattern` is the name, or with `indexed` the name alone (index 0)
+// or followed by ":<n>" for n in [0, 999].
+struct DeviceLine {
+  std::string_view pattern;
+  bool indexed;
+  std::function<Opened(const std::string& name, int index)> open;
+};
+
+int cpu_threads() {
+  if (options().threads > 0) return options().threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Opened hcq_device(const std::string& name,
+                  std::unique_ptr<compiler::Target> target,
+                  std::unique_ptr<hcq::Device> dev) {
+  return std::shared_ptr<Device>(new HcqDevice(name, std::move(target), std::move(dev)));
+}
+
+Opened open_cpu(const std::string& name, compiler::CpuCompiler compiler) {
+  int threads = cpu_threads();
+  ASSIGN_OR_RETURN(std::unique_ptr<cpu::Device> dev, cpu::Device::create(threads, name));
+  return hcq_device(name, std::make_unique<compiler::CpuTarget>(compiler, threads), std::move(dev));
+}
+
+Opened open_nv(const std::string& name, int index) {
+  nv::DeviceOptions options;
+  options.name = name;
+  ASSIGN_OR_RETURN(std::unique_ptr<nv::Device> dev,
+                   nv::Device::create(hcq::unowned(hcq::linux_os()), index, options));
+  const std::string& arch = dev->info().arch;  // "sm_90"
+  Result<std::unique_ptr<compiler::NvTarget>> target =
+      arch.compare(0, 3, "sm_") == 0 && arch.size() > 3 &&
+              arch.find_first_not_of("0123456789", 3) == std::string::npos
+          ? compiler::NvTarget::create(std::stoi(arch.substr(3)))
+          : Result<std::unique_ptr<compiler::NvTarget>>(
+                invalid_argument("nv: unknown GPU architecture '" + arch + "'"));
+  if (!target.ok())
+    return Status(target.status().code(),
+                  name + " (" + dev->info().name + ", " + arch + "): " + target.status().message());
+  return hcq_device(name, std::move(*target), std::move(dev));
+}
+
+const std::vector<DeviceLine>& device_table() {
+  static const std::vector<DeviceLine> table = {
+      {"CPU", false, [](auto& n, int) { return open_cpu(n, compiler::CpuCompiler::kLlvm); }},
+      {"CPU:C", false, [](auto& n, int) { return open_cpu(n, compiler::CpuCompiler::kClang); }},
+      {"NULL", false,
+       [](auto& n, int) -> Opened {
+         ASSIGN_OR_RETURN(std::unique_ptr<null::Device> dev, null::Device::create());
+         return hcq_device(
+             n, std::make_unique<compiler::CpuTarget>(compiler::CpuCompiler::kLlvm, cpu_threads()),
+             std::move(dev));
+       }},
+      // The bring-up instrument: the NVIDIA driver over a fake kernel driver and GPU.
+      {"MOCK+NV", true,
+       [](auto& n, int) -> Opened {
+         ASSIGN_OR_RETURN(mock::MockNv m, mock::open_mock_nv_with_twins(n));
+         return hcq_device(n, std::move(m.target), std::move(m.device));
+       }},
+      {"NV", true, open_nv},
+      {"CUDA", true,
+       [](auto&, int i) -> Opened {
+         ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::create(i));
+         return std::shared_ptr<Device>(std::move(d));
+       }},
+  };
+  return table;
+}
+
+// The index `name` selects on an indexed line of `pattern` ("NV" -> 0, "NV:3" -> 3); nullopt
+// when it is not that device or the index is not a number of 1 to 3 digits.
+std::optional<int> index_of(std::string_view name, std::string_view pattern) {
+  if (name.substr(0, pattern.size()) != pattern) return std::nullopt;
+  std::string_view rest = name.substr(pattern.size());
   if (rest.empty()) return 0;
   if (rest[0] != ':' || rest.size() < 2 || rest.size() > 4) return std::nullopt;
   int i = 0;
@@ -29,19 +109,21 @@ std::optional<int> indexed(std::string_view n, std::string_view prefix) {
 }  // namespace
 
 std::vector<std::string> device_names() {
-  return {"CPU", "CPU:C", "NULL", "NV", "NV:<n>", "MOCK+NV", "MOCK+NV:<n>", "CUDA", "CUDA:<n>"};
+  std::vector<std::string> names;
+  for (const DeviceLine& l : device_table()) {
+    names.emplace_back(l.pattern);
+    if (l.indexed) names.push_back(std::string(l.pattern) + ":<n>");
+  }
+  return names;
 }
 
 Result<std::shared_ptr<Device>> open_device(std::string_view name) {
   std::string n(name.empty() ? std::string_view(options().dev) : name);
-  if (n.empty() || n == "CPU") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm));
-  if (n == "CPU:C") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kClang));
-  if (n == "NULL") return std::shared_ptr<Device>(new CpuDevice(CpuBackend::kLlvm, 0, true));
-  if (auto i = indexed(n, "MOCK+NV")) return NvRuntimeDevice::open(*i, true);
-  if (auto i = indexed(n, "NV")) return NvRuntimeDevice::open(*i, false);
-  if (std::optional<int> ord = CudaDevice::ordinal_of(n)) {
-    ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::create(*ord));
-    return std::shared_ptr<Device>(std::move(d));
+  if (n.empty()) n = "CPU";
+  for (const DeviceLine& l : device_table()) {
+    if (!l.indexed && n == l.pattern) return l.open(n, 0);
+    if (l.indexed)
+      if (std::optional<int> i = index_of(n, l.pattern)) return l.open(n, *i);
   }
   std::string known;
   for (auto& d : device_names()) known += (known.empty() ? "" : ", ") + d;

@@ -211,7 +211,7 @@ void TinyJit::plan(detail::JitCapture& cap,
       best = &slots.back();
     }
     best->last = l.last;
-    placed[db] = runtime::Buffer{best->mem->buffer.ptr, bytes};
+    placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
   }
   for (auto& st : cap.steps_) {
     Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen)};

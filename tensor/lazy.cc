@@ -164,7 +164,7 @@ std::optional<Lazy> split_reduce(Op op, const Lazy& src, const std::vector<int>&
   }
   if (per_output < kSplitReduceMin) return std::nullopt;
   const auto& dev = src.base->device;
-  int64_t max_split = dev && dev->target().gpu ? 4096 : 256, s = src.shape()[axis], d = 0;
+  int64_t max_split = dev && dev->target_info().gpu ? 4096 : 256, s = src.shape()[axis], d = 0;
   for (int64_t c = std::min(max_split, s / 16); c >= 8 && d == 0; c--)
     if (s % c == 0) d = c;
   if (d == 0) return std::nullopt;

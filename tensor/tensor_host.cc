@@ -47,11 +47,11 @@ std::optional<Tensor::HostView> Tensor::host_view() const {
   if (!db || l.base->overwritten || !db->device->host_addressable() || l.st.views.size() != 1)
     return std::nullopt;
   const compiler::View& v = l.st.views[0];
-  if (v.mask || !db->buffer.ptr) return std::nullopt;
+  if (v.mask || !db->buffer.va) return std::nullopt;
   db->device->synchronize().throw_if_error("host_view");
   HostView h;
   h.owner = db;
-  h.data = static_cast<const uint8_t*>(db->buffer.ptr) + v.offset * dtype().itemsize();
+  h.data = reinterpret_cast<const uint8_t*>(db->buffer.va) + v.offset * dtype().itemsize();
   h.shape = v.shape;
   h.strides = v.strides;
   return h;

@@ -1,7 +1,7 @@
 // bare_info: what each device is. `./bare info` lists every device of this build and whether it
 // opens; `./bare info DEV...` describes the named ones (MOCK+NV only when named: it is a test
-// instrument). For NVIDIA GPUs: the driver and the struct layouts chosen for it, the GPU, its
-// architecture and the classes the driver selected, SMs and memory.
+// instrument, a fake GPU). For NVIDIA GPUs: the driver and the struct layouts chosen for it, the
+// GPU, its architecture and the classes the driver selected, SMs and memory.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -10,7 +10,7 @@
 #include "drivers/nv/device.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
-#include "runtime/nv/nv_device.h"
+#include "runtime/hcq_device.h"
 
 namespace baregrad {
 namespace {
@@ -21,13 +21,15 @@ std::string gib(uint64_t bytes) {
   return b;
 }
 
-void describe_nv(runtime::NvRuntimeDevice& d) {
-  nv::Device& dev = d.nv();
+// Whether `d` runs on a fake GPU (a MOCK+ device).
+bool fake(const runtime::Device& d) { return d.name().rfind("MOCK+", 0) == 0; }
+
+void describe_nv(runtime::HcqDevice& d, nv::Device& dev) {
   const nv::BringUp& b = dev.info();
   const nv::GpuClasses& c = b.classes;
   const nv::RmIface& rm = dev.rm().iface();
   std::printf("%s: %s%s\n", d.name().c_str(), b.name.c_str(),
-              d.mock() ? " (the fake GPU of drivers/mock: a test instrument)" : "");
+              fake(d) ? " (a fake GPU: a test instrument)" : "");
   std::printf("  driver         %s (struct layouts of branch %d)\n", rm.driver_version().c_str(),
               nv::rm_branch_number(rm.branch()));
   std::printf("  PCI            %04x:%02x:%02x.%x, device id 0x%04x, /dev/nvidia%u\n",
@@ -46,8 +48,8 @@ void describe_nv(runtime::NvRuntimeDevice& d) {
   std::printf("  memory         %s (%s usable)\n", gib(b.vram_bytes).c_str(),
               gib(b.heap_bytes).c_str());
   std::printf("  shared memory  %u KiB per block at most\n", dev.limits().max_shared_bytes >> 10);
-  std::printf("  compiler       %s: LLVM NVPTX, then ptxas%s\n", d.target().name.c_str(),
-              d.mock() ? "; the fake GPU runs each cubin's host twin" : "");
+  std::printf("  compiler       %s: LLVM NVPTX, then ptxas%s\n", d.target_info().name.c_str(),
+              fake(d) ? "; the fake GPU runs each cubin's host twin" : "");
 }
 
 // Opens `name` and describes it; false (with the reason printed) when it does not open.
@@ -57,11 +59,12 @@ bool describe(const std::string& name) {
     std::printf("%s: not available: %s\n", name.c_str(), dev.status().message().c_str());
     return false;
   }
-  if (auto* nvd = dynamic_cast<runtime::NvRuntimeDevice*>(dev->get())) {
-    describe_nv(*nvd);
-    return true;
-  }
-  const compiler::TargetInfo& t = (*dev)->target();
+  if (auto* hd = dynamic_cast<runtime::HcqDevice*>(dev->get()))
+    if (auto* nvd = dynamic_cast<nv::Device*>(&hd->hcq())) {
+      describe_nv(*hd, *nvd);
+      return true;
+    }
+  const compiler::TargetInfo& t = (*dev)->target_info();
   std::printf("%s: %s, %d threads%s\n", (*dev)->name().c_str(), t.name.c_str(), t.threads,
               name == "NULL" ? " (compiles; runs nothing)" : "");
   return true;
@@ -110,9 +113,10 @@ int main(int argc, char** argv) {
   // Every NVIDIA GPU the driver lists (NV is NV:0).
   auto first = runtime::open_device("NV");
   if (first.ok()) {
-    auto& nv0 = dynamic_cast<runtime::NvRuntimeDevice&>(**first);
-    size_t cards = nv0.nv().rm().iface().cards().size();
-    describe_nv(nv0);
+    auto& nv0 = dynamic_cast<runtime::HcqDevice&>(**first);
+    auto& dev0 = dynamic_cast<nv::Device&>(nv0.hcq());
+    size_t cards = dev0.rm().iface().cards().size();
+    describe_nv(nv0, dev0);
     for (size_t i = 1; i < cards; i++) describe("NV:" + std::to_string(i));
   } else {
     std::printf("NV: not available: %s\n", first.status().message().c_str());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/target/target_info.h"
 #include "compiler/uop.h"
 
 namespace baregrad::compiler {
@@ -82,20 +83,6 @@ class Kernel {
   std::vector<int64_t> shape_;
   std::vector<AxisKind> kinds_;
   std::vector<Opt> applied_;
-};
-
-// What the codegen knows about a target.
-struct TargetInfo {
-  std::string name = "cpu";
-  int vector_bytes = 64;                // widest native vector register
-  int threads = 1;                      // cores the first GLOBAL axis is split across
-  int registers = 32;                   // vector registers
-  bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
-  bool has_local = false;
-  // GPU lowering: the output elements (GLOBAL and LOCAL axes, flattened) become one thread
-  // each, indexed by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)).
-  bool gpu = false;
-  int max_block = 128;  // a power of two
 };
 
 // Hand-written heuristics: the opts to apply to `k` for `target`.

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "base/format.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -38,13 +39,6 @@ std::string scalar_type(Scalar s, bool memory) {
       return "void";
   }
   UNREACHABLE() << "scalar type " << static_cast<int>(s);
-}
-
-std::string hex(const char* prefix, uint64_t bits, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%s%0*llX", prefix, digits,
-                static_cast<unsigned long long>(bits));
-  return buf;
 }
 
 uint16_t bfloat_bits(double v) {
@@ -90,13 +84,14 @@ std::string llvm_suffix(DType t) {
 std::string llvm_float_literal(DType t, double v) {
   switch (t.scalar) {
     case Scalar::kFloat16:
-      return hex("0xH", std::bit_cast<uint16_t>(static_cast<_Float16>(v)), 4);
+      return hex_padded("0xH", std::bit_cast<uint16_t>(static_cast<_Float16>(v)), 4);
     case Scalar::kBFloat16:
-      return hex("0xR", bfloat_bits(v), 4);
+      return hex_padded("0xR", bfloat_bits(v), 4);
     case Scalar::kFloat32:
-      return hex("0x", std::bit_cast<uint64_t>(static_cast<double>(static_cast<float>(v))), 16);
+      return hex_padded("0x", std::bit_cast<uint64_t>(static_cast<double>(static_cast<float>(v))),
+                        16);
     case Scalar::kFloat64:
-      return hex("0x", std::bit_cast<uint64_t>(v), 16);
+      return hex_padded("0x", std::bit_cast<uint64_t>(v), 16);
     default:
       UNREACHABLE() << "float literal of " << t.name();
   }

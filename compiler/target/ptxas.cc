@@ -249,34 +249,44 @@ std::string Ptxas::cache_key(int sm) const {
   return "ptxas-" + version_ + "-sm_" + std::to_string(sm) + "-O3";
 }
 
+Result<PtxasResult> Ptxas::run(const std::string& ptx,
+                               int sm,
+                               const std::string& name,
+                               int timeout_ms) const {
+  PtxasResult res;
+  ScopedTimer timer("ptxas sm_" + std::to_string(sm) + " " + name);
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::create());
+  std::string in = dir.file("kernel.ptx"), out = dir.file("kernel.cubin");
+  RETURN_IF_ERROR(write_file(in, ptx));
+  std::vector<std::string> argv = {path_, "-arch=sm_" + std::to_string(sm), "-O3", "-v", in, "-o",
+                                   out};
+  ASSIGN_OR_RETURN(int rc, run_subprocess(argv, &res.log, timeout_ms));
+  if (rc != 0)
+    return internal(path_ + " -arch=sm_" + std::to_string(sm) + " rejected the PTX of " + name +
+                    " (exit " + std::to_string(rc) + "):\n" + res.log + "\n" +
+                    numbered_source(ptx));
+  ASSIGN_OR_RETURN(res.cubin, read_file(out));
+  if (res.cubin.empty()) return internal(path_ + " wrote an empty cubin for " + name);
+  res.report = parse_ptxas_report(res.log, name);
+  BG_LOG(2) << "ptxas sm_" << sm << " " << name << ": " << res.report.str();
+  return res;
+}
+
 Result<PtxasResult> Ptxas::assemble(const std::string& ptx,
                                     int sm,
                                     const std::string& name,
                                     int timeout_ms) const {
-  PtxasResult res;
   std::string key = cache_key(sm) + "\n" + ptx;
   auto& cache = KernelCache::global();
+  PtxasResult res;
   if (auto hit = cache.get(key); hit && unpack(*hit, &res.log, &res.cubin)) {
     res.cache_hit = true;
-  } else {
-    ScopedTimer timer("ptxas sm_" + std::to_string(sm) + " " + name);
-    ASSIGN_OR_RETURN(TempDir dir, TempDir::create());
-    std::string in = dir.file("kernel.ptx"), out = dir.file("kernel.cubin");
-    RETURN_IF_ERROR(write_file(in, ptx));
-    std::vector<std::string> argv = {path_, "-arch=sm_" + std::to_string(sm), "-O3", "-v", in, "-o",
-                                     out};
-    ASSIGN_OR_RETURN(int rc, run_subprocess(argv, &res.log, timeout_ms));
-    if (rc != 0)
-      return internal(path_ + " -arch=sm_" + std::to_string(sm) + " rejected the PTX of " + name +
-                      " (exit " + std::to_string(rc) + "):\n" + res.log + "\n" +
-                      numbered_source(ptx));
-    ASSIGN_OR_RETURN(res.cubin, read_file(out));
-    if (res.cubin.empty()) return internal(path_ + " wrote an empty cubin for " + name);
-    cache.put(key, pack(res.log, res.cubin));
+    res.report = parse_ptxas_report(res.log, name);
+    BG_LOG(2) << "ptxas sm_" << sm << " " << name << ": " << res.report.str() << " (cached)";
+    return res;
   }
-  res.report = parse_ptxas_report(res.log, name);
-  BG_LOG(2) << "ptxas sm_" << sm << " " << name << ": " << res.report.str()
-            << (res.cache_hit ? " (cached)" : "");
+  ASSIGN_OR_RETURN(res, run(ptx, sm, name, timeout_ms));
+  cache.put(key, pack(res.log, res.cubin));
   return res;
 }
 

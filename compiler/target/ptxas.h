@@ -44,10 +44,14 @@ class Ptxas {
   const std::string& version() const { return version_; }
   // Identifies the ptxas version, the arch and the flags: part of every cubin cache key.
   std::string cache_key(int sm) const;
-  // The cubin of `ptx` (defining entry `name`) for sm_<sm> with -O3, through KernelCache keyed
-  // by cache_key(sm) and the PTX. Internal with ptxas' output and the numbered PTX when it
-  // rejects the PTX; DeadlineExceeded when it runs over `timeout_ms`. Logs the report at
-  // DEBUG>=2.
+  // The cubin of `ptx` (defining entry `name`) for sm_<sm> with -O3 and -v. Internal with
+  // ptxas' output and the numbered PTX when it rejects the PTX; DeadlineExceeded when it runs
+  // over `timeout_ms`. Logs the report at DEBUG>=2.
+  Result<PtxasResult> run(const std::string& ptx,
+                          int sm,
+                          const std::string& name,
+                          int timeout_ms = 300000) const;
+  // run() through the KernelCache, keyed by cache_key(sm) and the PTX (cubin and log kept).
   Result<PtxasResult> assemble(const std::string& ptx,
                                int sm,
                                const std::string& name,

@@ -1,387 +1,37 @@
 #include "drivers/cpu/device.h"
 
-#include <sys/mman.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <sstream>
 #include <thread>
 
-#include "drivers/cpu/packets.h"
+#include "drivers/cpu/compute_queue.h"
+#include "drivers/cpu/copy_queue.h"
+#include "drivers/cpu/program.h"
 
-namespace baregrad::drivers::cpu {
+namespace baregrad::cpu {
 namespace {
-constexpr size_t kRingWords = 1 << 16;
-constexpr size_t kHugePage = 2 << 20;
-constexpr size_t kQueueWords = 1 << 14;
 
-uint64_t clock_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-void cpu_relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
-}
-
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
-
-uint64_t u64(const uint32_t* w) { return w[0] | static_cast<uint64_t>(w[1]) << 32; }
-
-// Host memory: 64-byte aligned, 2 MiB aligned (transparent huge pages) from 2 MiB up.
-class HostAllocator : public hcq::Allocator {
+class HostAllocator final : public hcq::Allocator {
  public:
   using hcq::Allocator::Allocator;
 
  protected:
   Result<hcq::Buffer> raw_alloc(size_t bytes, hcq::BufferSpec) override {
-    size_t align = bytes >= kHugePage ? kHugePage : 64;
-    size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
-    if (!p) return resource_exhausted("aligned_alloc of " + std::to_string(bytes) + " bytes");
-    if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
-    return hcq::Buffer{reinterpret_cast<uint64_t>(p), bytes, p, 0, {}};
+    return host_alloc(bytes);
   }
-  void raw_free(const hcq::Buffer& b) override { std::free(b.cpu); }
+  void raw_free(const hcq::Buffer& b) override { host_free(b); }
 };
 
-// A software queue: packets recorded into a CmdStream, published into its engine's ring.
-class Queue : public hcq::HwQueue {
- public:
-  Queue(Device& dev, hcq::Engine engine)
-      : hcq::HwQueue(dev, engine),
-        dev_(dev),
-        cs_(std::string(engine == hcq::Engine::kCompute ? "compute" : "copy") + " queue of " +
-                dev.name(),
-            kQueueWords) {}
-  ~Queue() override {
-    if (!bound_.size) return;
-    (void)dev_.synchronize();  // a submitted indirect packet may still read the bound words
-    dev_.allocator().free(bound_);
-  }
-
-  hcq::HwQueue& wait(const hcq::Signal& s, hcq::Value v) override {
-    if (check_signal(s, "wait") && fits(5)) emit_wait(cs_, static_cast<int64_t>(s.va()), v);
-    return *this;
-  }
-  hcq::HwQueue& signal(const hcq::Signal& s, hcq::Value v) override {
-    if (check_signal(s, "signal") && fits(5)) emit_signal(cs_, static_cast<int64_t>(s.va()), v);
-    return *this;
-  }
-  hcq::HwQueue& timestamp(const hcq::Signal& s) override {
-    if (check_signal(s, "timestamp") && fits(3)) emit_timestamp(cs_, static_cast<int64_t>(s.va()));
-    return *this;
-  }
-  hcq::HwQueue& memory_barrier() override {
-    if (fits(1)) emit_barrier(cs_);
-    return *this;
-  }
-  hcq::HwQueue& exec(const hcq::Program& prg,
-                     const hcq::ArgsState& args,
-                     hcq::Dim3 grid,
-                     hcq::Dim3 block) override {
-    if (engine() != hcq::Engine::kCompute) {
-      refuse(invalid_argument("exec of '" + prg.name() + "' on the " + cs_.name() +
-                              ": only compute queues run kernels"));
-      return *this;
-    }
-    if (args.num_bufs() != prg.num_bufs() || args.num_vars() != prg.num_vars()) {
-      refuse(invalid_argument("exec of '" + prg.name() + "' on the " + cs_.name() + ": " +
-                              std::to_string(args.num_bufs()) + " buffers and " +
-                              std::to_string(args.num_vars()) + " scalars for a kernel of " +
-                              std::to_string(prg.num_bufs()) + " and " +
-                              std::to_string(prg.num_vars())));
-      return *this;
-    }
-    if (Status s = prg.check_launch(grid, block); !s.ok()) {
-      refuse(std::move(s));
-      return *this;
-    }
-    if (!fits(11)) return *this;
-    emit_exec(cs_, reinterpret_cast<uint64_t>(&prg), static_cast<int64_t>(args.mem().va), grid,
-              block);
-    args_.push_back(&args);
-    return *this;
-  }
-  hcq::HwQueue& copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) override {
-    // Constant ranges are checked now; symbolic ones when the engine runs the copy.
-    if (!dst.symbolic() && !src.symbolic() && !bytes.symbolic()) {
-      for (auto [what, va] : {std::pair{"destination", dst.imm}, std::pair{"source", src.imm}}) {
-        auto n = static_cast<uint64_t>(bytes.imm);
-        auto owner = dev_.allocator().find(static_cast<uint64_t>(va));
-        if (!owner) {
-          refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + cs_.name() +
-                                  ": " + what + " " + hex(static_cast<uint64_t>(va)) +
-                                  " is in no allocation of " + dev_.name()));
-          return *this;
-        }
-        if (static_cast<uint64_t>(va) + n > owner->va + owner->size) {
-          refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + cs_.name() +
-                                  ": " + what + " " + hex(static_cast<uint64_t>(va)) +
-                                  " runs past the end of the buffer at " + hex(owner->va) + " (" +
-                                  std::to_string(owner->size) + " bytes)"));
-          return *this;
-        }
-      }
-    }
-    if (fits(7)) emit_copy(cs_, dst, src, bytes);
-    return *this;
-  }
-  Status bind() override {
-    if (bound_.size) return failed_precondition(cs_.name() + " is already bound");
-    hcq::BufferSpec spec{.host = true, .cpu_access = true, .nolru = true};
-    ASSIGN_OR_RETURN(bound_, dev_.allocator().alloc(std::max<size_t>(cs_.size(), 1) * 4, spec));
-    cs_.rebind({static_cast<uint32_t*>(bound_.cpu), bound_.size / 4});
-    return Status();
-  }
-  Status submit(std::span<const int64_t> vars) override {
-    RETURN_IF_ERROR(refusal());
-    RETURN_IF_ERROR(dev_.error());
-    cs_.apply(vars);
-    for (const hcq::ArgsState* a : args_) a->apply(vars);
-    Engine& e = dev_.engine(engine());
-    if (!bound_.size) return e.publish(cs_.words());
-    hcq::CmdStream ref("indirect", 5);
-    emit_indirect(ref, bound_.va, cs_.size());
-    return e.publish(ref.words());
-  }
-  void reset() override {
-    CHECK(!bound_.size) << cs_.name() << ": reset of a bound queue";
-    cs_.clear();
-    args_.clear();
-    clear_refusal();
-  }
-
- private:
-  // Whether `words` more fit in the command buffer (refusing the command when not).
-  bool fits(size_t words) {
-    if (cs_.size() + words <= cs_.capacity()) return true;
-    refuse(resource_exhausted(cs_.name() + ": the command buffer of " +
-                              std::to_string(cs_.capacity()) + " words is full"));
-    return false;
-  }
-
-  Device& dev_;
-  hcq::CmdStream cs_;
-  std::vector<const hcq::ArgsState*> args_;
-  hcq::Buffer bound_;
-};
 }  // namespace
 
-// ---- engine --------------------------------------------------------------------------------
-
-Engine::Engine(Device& dev, std::string name)
-    : dev_(dev), name_(std::move(name)), ring_(kRingWords), worker_([this] { run(); }) {}
-
-Engine::~Engine() {
-  stop_.store(true);
-  doorbell_.fetch_add(1);
-  doorbell_.notify_all();
-  worker_.join();
-}
-
-Status Engine::publish(std::span<const uint32_t> words) {
-  if (words.size() > ring_.size())
-    return resource_exhausted(name_ + ": a submission of " + std::to_string(words.size()) +
-                              " words cannot fit the ring of " + std::to_string(ring_.size()));
-  std::lock_guard lock(publish_mu_);
-  uint64_t w = wptr_.load(std::memory_order_relaxed);
-  auto t0 = std::chrono::steady_clock::now();
-  uint64_t last_r = rptr_.load(std::memory_order_acquire);
-  while (w + words.size() - rptr_.load(std::memory_order_acquire) > ring_.size()) {
-    RETURN_IF_ERROR(dev_.error());
-    uint64_t r = rptr_.load(std::memory_order_acquire);
-    if (r != last_r) {
-      last_r = r;
-      t0 = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - t0 > dev_.queue_timeout()) {
-      return deadline_exceeded(name_ + ": the ring stayed full for " +
-                               std::to_string(dev_.queue_timeout().count()) + " ms");
-    }
-    std::this_thread::yield();
-  }
-  for (size_t i = 0; i < words.size(); i++) ring_[(w + i) % ring_.size()] = words[i];
-  // NOTE: the words are written before the write pointer is published (release), and the
-  // doorbell is rung after it, so the worker never sees a pointer past unwritten words.
-  wptr_.store(w + words.size(), std::memory_order_release);
-  doorbell_.fetch_add(1, std::memory_order_release);
-  doorbell_.notify_one();
-  return Status();
-}
-
-void Engine::run() {
-  std::vector<uint32_t> packet;
-  for (;;) {
-    uint64_t r = rptr_.load(std::memory_order_relaxed);
-    uint64_t w = wptr_.load(std::memory_order_acquire);
-    if (r == w) {
-      // Spin a little, then yield for up to 2 ms (the host is likely preparing the next launch,
-      // and waking a sleeping vCPU costs ~100 us), then sleep on the doorbell.
-      auto idle = std::chrono::steady_clock::now();
-      for (int i = 0; r == w && !stop_.load(); i++) {
-        if (i < 512) {
-          cpu_relax();
-        } else if ((i & 15) != 0 ||
-                   std::chrono::steady_clock::now() - idle < std::chrono::milliseconds(2)) {
-          std::this_thread::yield();
-        } else {
-          break;
-        }
-        w = wptr_.load(std::memory_order_acquire);
-      }
-      if (r == w) {
-        uint32_t db = doorbell_.load(std::memory_order_acquire);
-        if (stop_.load()) return;
-        if (wptr_.load(std::memory_order_acquire) == r) doorbell_.wait(db);
-        continue;
-      }
-    }
-    // Copy the ring's words out (they may wrap around its end), then run them.
-    packet.resize(w - r);
-    for (uint64_t i = r; i < w; i++) packet[i - r] = ring_[i % ring_.size()];
-    if (!dev_.failed()) execute(packet.data(), packet.size(), false);
-    rptr_.store(w, std::memory_order_release);
-  }
-}
-
-bool Engine::fault(Status s) {
-  dev_.set_error(s);
-  return false;
-}
-
-bool Engine::mapped(uint64_t va, uint64_t bytes, std::optional<hcq::Buffer>* owner) {
-  uint64_t gen = dev_.allocator().unmap_generation();
-  if (gen != recent_gen_) {
-    for (Range& r : recent_) r = {};
-    recent_gen_ = gen;
-  }
-  for (const Range& r : recent_)
-    if (r.end > r.va && va >= r.va && va + bytes <= r.end) return true;
-  *owner = dev_.allocator().find(va);
-  if (!*owner || va + bytes > (*owner)->va + (*owner)->size) return false;
-  recent_[recent_next_++ % 8] = {(*owner)->va, (*owner)->va + (*owner)->size};
-  return true;
-}
-
-bool Engine::execute(const uint32_t* words, size_t n, bool indirect) {
-  for (size_t i = 0; i < n;) {
-    uint32_t h = words[i];
-    const uint32_t* p = words + i + 1;
-    size_t len = payload_of(h);
-    if (i + 1 + len > n)
-      return fault(internal(name_ + ": packet " + hex(h) + " at word " + std::to_string(i) +
-                            " runs past the submission (" + std::to_string(n) + " words)"));
-    i += 1 + len;
-    switch (opcode_of(h)) {
-      case Opcode::kWait: {
-        auto* slot = reinterpret_cast<const hcq::SignalSlot*>(u64(p));
-        uint64_t want = u64(p + 2), seen = slot->value.load(std::memory_order_acquire);
-        auto last = std::chrono::steady_clock::now();
-        for (uint32_t spins = 0; seen < want; spins++) {
-          if (dev_.failed() || stop_.load()) return false;
-          if (spins < 4096) {
-            cpu_relax();
-          } else {
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
-          }
-          uint64_t now_seen = slot->value.load(std::memory_order_acquire);
-          auto now = std::chrono::steady_clock::now();
-          if (now_seen != seen) {
-            seen = now_seen;
-            last = now;
-          } else if (now - last > dev_.queue_timeout()) {
-            return fault(deadline_exceeded(
-                name_ + ": wait on signal '" + dev_.signal_name(u64(p)) + "' (" + hex(u64(p)) +
-                ") for >= " + std::to_string(want) + " saw " + std::to_string(seen) +
-                " without progress for " + std::to_string(dev_.queue_timeout().count()) + " ms"));
-          }
-        }
-        break;
-      }
-      case Opcode::kSignal: {
-        auto* slot = reinterpret_cast<hcq::SignalSlot*>(u64(p));
-        slot->value.store(u64(p + 2), std::memory_order_seq_cst);
-        if (dev_.has_waiters()) hcq::Signal::wake_waiters(slot);
-        break;
-      }
-      case Opcode::kTimestamp:
-        reinterpret_cast<hcq::SignalSlot*>(u64(p))->timestamp.store(clock_ns(),
-                                                                    std::memory_order_release);
-        break;
-      case Opcode::kBarrier:
-        // NOTE: one engine thread runs the commands in order and signals publish with release,
-        // so a full fence suffices; a seq_cst RMW is one (and ThreadSanitizer understands it).
-        fence_.fetch_add(1, std::memory_order_seq_cst);
-        break;
-      case Opcode::kExec: {
-        const auto* prg = reinterpret_cast<const Program*>(u64(p));
-        const auto* args = reinterpret_cast<void* const*>(u64(p + 2));
-        const auto* bufs = args;
-        const auto* vars = reinterpret_cast<const int64_t*>(args + prg->num_bufs());
-        for (int b = 0; b < prg->num_bufs(); b++) {
-          uint64_t va = reinterpret_cast<uint64_t>(bufs[b]);
-          size_t need = prg->buf_bytes()[b];
-          std::optional<hcq::Buffer> owner;
-          if (need && !mapped(va, need, &owner))
-            return fault(
-                internal("MMU fault: " + name_ + ": kernel '" + prg->name() + "' buffer " +
-                         std::to_string(b) + " at " + hex(va) + " (" + std::to_string(need) +
-                         " bytes) is outside every allocation" +
-                         (owner ? " (it starts inside one of " + std::to_string(owner->size) +
-                                      " bytes at " + hex(owner->va) + ")"
-                                : "")));
-        }
-        uint32_t items = p[4];
-        if (items <= 1) {
-          prg->fn()(bufs, vars, 0, items);
-        } else {
-          dev_.pool().parallel_for(items,
-                                   [&](int64_t lo, int64_t hi) { prg->fn()(bufs, vars, lo, hi); });
-        }
-        break;
-      }
-      case Opcode::kCopy: {
-        uint64_t dst = u64(p), src = u64(p + 2), bytes = u64(p + 4);
-        for (auto [what, va] : {std::pair{"destination", dst}, std::pair{"source", src}}) {
-          std::optional<hcq::Buffer> owner;
-          if (!mapped(va, bytes, &owner))
-            return fault(internal("MMU fault: " + name_ + ": copy of " + std::to_string(bytes) +
-                                  " bytes with " + what + " " + hex(va) +
-                                  " outside every allocation"));
-        }
-        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-        break;
-      }
-      case Opcode::kIndirect:
-        if (indirect) return fault(internal(name_ + ": nested indirect packet"));
-        if (!execute(reinterpret_cast<const uint32_t*>(u64(p)), u64(p + 2), true)) return false;
-        break;
-      default:
-        return fault(internal(name_ + ": invalid packet header " + hex(h)));
-    }
-  }
-  return true;
-}
-
-// ---- device --------------------------------------------------------------------------------
-
-Device::Device(int threads)
-    : hcq::Device("CPU"),
+Device::Device(int threads, std::string name)
+    : hcq::Device(std::move(name)),
       allocator_(std::make_unique<HostAllocator>(*this)),
       pool_(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())) {}
 
-Result<std::unique_ptr<Device>> Device::create(int threads) {
-  std::unique_ptr<Device> dev(new Device(threads));
+Result<std::unique_ptr<Device>> Device::create(int threads, std::string name) {
+  std::unique_ptr<Device> dev(new Device(threads, std::move(name)));
   RETURN_IF_ERROR(dev->init_timeline());
-  dev->compute_ = std::make_unique<Engine>(*dev, "compute queue of CPU");
-  dev->copy_ = std::make_unique<Engine>(*dev, "copy queue of CPU");
+  dev->compute_ = std::make_unique<Engine>(*dev, "compute queue of " + dev->name());
+  dev->copy_ = std::make_unique<Engine>(*dev, "copy queue of " + dev->name());
   return dev;
 }
 
@@ -393,11 +43,23 @@ Device::~Device() {
 }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCompute);
+  return std::make_unique<ComputeQueue>(*this);
 }
 
-std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
+std::unique_ptr<hcq::HwQueue> Device::copy_queue() { return std::make_unique<CopyQueue>(*this); }
+
+Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
+  if (b.format != BinaryFormat::kHostElf || b.arch != host_arch())
+    return invalid_argument("load " + b.entry + " on " + name() + ": a " +
+                            binary_format_name(b.format) + " binary for " + b.arch +
+                            " (this device runs host-elf for " + host_arch() + ")");
+  if (b.buf_bytes.size() != static_cast<size_t>(b.num_bufs) || b.num_vars < 0)
+    return invalid_argument("load " + b.entry + " on " + name() + ": " +
+                            std::to_string(b.buf_bytes.size()) + " buffer sizes for " +
+                            std::to_string(b.num_bufs) + " buffers");
+  ASSIGN_OR_RETURN(KernelFn fn, loader_.load(b.code, b.entry));
+  return std::unique_ptr<hcq::Program>(
+      std::make_unique<Program>(b.entry, fn, b.buf_bytes, b.num_vars));
 }
 
-}  // namespace baregrad::drivers::cpu
+}  // namespace baregrad::cpu

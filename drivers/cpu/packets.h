@@ -10,7 +10,7 @@
 #include "hcq/cmdstream.h"
 #include "hcq/hcq.h"
 
-namespace baregrad::drivers::cpu {
+namespace baregrad::cpu {
 
 enum class Opcode : uint8_t {
   kWait = 1,       // signal va, value: stall until *va >= value
@@ -50,4 +50,4 @@ inline void emit_indirect(hcq::CmdStream& cs, uint64_t va, uint64_t words) {
   cs.emit(header(Opcode::kIndirect, 4)).emit64(va).emit64(words);
 }
 
-}  // namespace baregrad::drivers::cpu
+}  // namespace baregrad::cpu

@@ -3,12 +3,15 @@
 #include <atomic>
 #include <cstdlib>
 
-namespace baregrad::drivers::null {
+#include "drivers/null/program.h"
+#include "drivers/null/queue.h"
+
+namespace baregrad::null {
 namespace {
 
 // Device memory is address space only; CPU-visible memory (signals, staging, argument blocks)
 // is real host memory so the CPU side works unchanged.
-class NullAllocator : public hcq::Allocator {
+class NullAllocator final : public hcq::Allocator {
  public:
   using hcq::Allocator::Allocator;
 
@@ -28,65 +31,6 @@ class NullAllocator : public hcq::Allocator {
   std::atomic<uint64_t> next_va_{1ull << 44};
 };
 
-// Keeps only what completes at submit: signal writes and timestamps.
-class Queue : public hcq::HwQueue {
- public:
-  using hcq::HwQueue::HwQueue;
-  hcq::HwQueue& wait(const hcq::Signal& s, hcq::Value) override {
-    check_signal(s, "wait");
-    return *this;
-  }
-  hcq::HwQueue& signal(const hcq::Signal& s, hcq::Value v) override {
-    if (check_signal(s, "signal")) ops_.push_back({&s, v, false});
-    return *this;
-  }
-  hcq::HwQueue& timestamp(const hcq::Signal& s) override {
-    if (check_signal(s, "timestamp")) ops_.push_back({&s, 0, true});
-    return *this;
-  }
-  hcq::HwQueue& memory_barrier() override { return *this; }
-  hcq::HwQueue& exec(const hcq::Program& prg,
-                     const hcq::ArgsState&,
-                     hcq::Dim3 grid,
-                     hcq::Dim3 block) override {
-    if (engine() != hcq::Engine::kCompute)
-      refuse(invalid_argument("exec of '" + prg.name() + "' on a copy queue of NULL"));
-    else if (Status s = prg.check_launch(grid, block); !s.ok())
-      refuse(std::move(s));
-    return *this;
-  }
-  hcq::HwQueue& copy(hcq::Value, hcq::Value, hcq::Value) override { return *this; }
-  Status bind() override { return Status(); }
-  Status submit(std::span<const int64_t> vars) override {
-    RETURN_IF_ERROR(refusal());
-    RETURN_IF_ERROR(device().error());
-    for (const Op& op : ops_) {
-      auto* slot = reinterpret_cast<hcq::SignalSlot*>(op.sig->va());
-      if (op.timestamp) {
-        slot->timestamp.store(0, std::memory_order_release);
-        continue;
-      }
-      if (op.value.symbolic() && static_cast<size_t>(op.value.var) >= vars.size())
-        return invalid_argument("submit on NULL: variable " + std::to_string(op.value.var) +
-                                " of " + std::to_string(vars.size()));
-      int64_t v = op.value.symbolic() ? vars[op.value.var] : op.value.imm;
-      slot->value.store(static_cast<uint64_t>(v), std::memory_order_release);
-    }
-    return Status();
-  }
-  void reset() override {
-    ops_.clear();
-    clear_refusal();
-  }
-
- private:
-  struct Op {
-    const hcq::Signal* sig;
-    hcq::Value value;
-    bool timestamp;
-  };
-  std::vector<Op> ops_;
-};
 }  // namespace
 
 Device::Device() : hcq::Device("NULL"), allocator_(std::make_unique<NullAllocator>(*this)) {}
@@ -107,4 +51,11 @@ std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
   return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
 }
 
-}  // namespace baregrad::drivers::null
+Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
+  if (b.num_bufs < 0 || b.num_vars < 0)
+    return invalid_argument("load " + b.entry + " on NULL: " + std::to_string(b.num_bufs) +
+                            " buffers and " + std::to_string(b.num_vars) + " scalars");
+  return std::unique_ptr<hcq::Program>(std::make_unique<Program>(b.entry, b.num_bufs, b.num_vars));
+}
+
+}  // namespace baregrad::null

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/format.h"
 
 namespace baregrad::nv {
 namespace {
@@ -17,12 +18,6 @@ constexpr std::array<uint16_t, 7> kCarveoutsSm80{8, 16, 32, 64, 100, 132, 164};
 constexpr std::array<uint16_t, 9> kCarveoutsSm90{8, 16, 32, 64, 100, 132, 164, 196, 228};
 
 }  // namespace
-
-std::string hex_string(uint64_t v) {
-  std::ostringstream os;
-  os << "0x" << std::hex << v;
-  return os.str();
-}
 
 std::string_view generation_name(Generation g) {
   switch (g) {
@@ -78,7 +73,7 @@ Result<GpuClasses> select_classes(uint32_t architecture, uint32_t implementation
            kHopperUsermodeA,       QmdVersion::kV5,    kCarveoutsSm86};
       return c;
     default:
-      return invalid_argument("unknown NVIDIA architecture " + hex_string(architecture) +
+      return invalid_argument("unknown NVIDIA architecture " + hex(architecture) +
                               ": baregrad knows Ampere (0x170), Ada (0x190), Hopper (0x180), "
                               "Blackwell (0x1a0/0x1b0)");
   }
@@ -106,9 +101,9 @@ std::string class_name(uint32_t cls) {
       {kHopperUsermodeA, "HOPPER_USERMODE_A"},
   };
   for (const auto& [id, name] : kNames) {
-    if (id == cls) return std::string(name) + " (" + hex_string(cls) + ")";
+    if (id == cls) return std::string(name) + " (" + hex(cls) + ")";
   }
-  return "class " + hex_string(cls);
+  return "class " + hex(cls);
 }
 
 bool qmd_version_supported(uint32_t compute_class, QmdVersion v) {
@@ -136,7 +131,7 @@ int semaphore_address_bits(uint32_t gpfifo_class) {
     case kBlackwellChannelGpfifoB:
       return 57;
   }
-  UNREACHABLE() << "GPFIFO class " << hex_string(gpfifo_class);
+  UNREACHABLE() << "GPFIFO class " << hex(gpfifo_class);
 }
 
 int copy_address_bits(uint32_t copy_class) {
@@ -149,7 +144,7 @@ int copy_address_bits(uint32_t copy_class) {
     case kBlackwellDmaCopyB:
       return 57;
   }
-  UNREACHABLE() << "copy class " << hex_string(copy_class);
+  UNREACHABLE() << "copy class " << hex(copy_class);
 }
 
 int local_memory_address_bits(uint32_t compute_class) {
@@ -163,7 +158,7 @@ int local_memory_address_bits(uint32_t compute_class) {
     case kBlackwellComputeB:
       return 57;
   }
-  UNREACHABLE() << "compute class " << hex_string(compute_class);
+  UNREACHABLE() << "compute class " << hex(compute_class);
 }
 
 bool copy_has_64bit_semaphore(uint32_t copy_class) { return copy_class != kAmpereDmaCopyA; }

@@ -72,9 +72,6 @@ struct GpuClasses {
 // InvalidArgument naming the known architectures for anything else.
 Result<GpuClasses> select_classes(uint32_t architecture, uint32_t implementation);
 
-// "0x1a0": how messages of this driver print numbers.
-std::string hex_string(uint64_t v);
-
 // "HOPPER_COMPUTE_A (0xcbc0)" for the classes above, "class 0x..." for others.
 std::string class_name(uint32_t cls);
 

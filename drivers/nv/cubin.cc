@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/format.h"
+
 namespace baregrad::nv {
 namespace {
 
@@ -48,12 +50,6 @@ constexpr uint8_t STT_FUNC = 2;
 constexpr uint64_t kSectionAlign = 128;            // tinygrad's force_section_align
 constexpr uint64_t kMaxAlign = 0x1000;             // GPU sections need 256 at most
 constexpr uint64_t kMaxImage = uint64_t{1} << 32;  // refuse absurd NOBITS sizes
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 Status bad(const std::string& msg) { return invalid_argument("cubin: " + msg); }
 

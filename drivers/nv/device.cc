@@ -7,10 +7,12 @@
 #include <cstring>
 #include <thread>
 
+#include "base/format.h"
 #include "base/log.h"
+#include "drivers/nv/compute_queue.h"
+#include "drivers/nv/copy_queue.h"
 #include "drivers/nv/methods.h"
 #include "drivers/nv/pushbuf.h"
-#include "drivers/nv/queue.h"
 
 namespace baregrad::nv {
 namespace {
@@ -65,7 +67,7 @@ class RmAllocator : public hcq::Allocator {
         slabs_.erase(base);
       } else {
         auto it = live_.find(b.va);
-        CHECK(it != live_.end()) << "free of an unknown NV allocation at " << hex_string(b.va);
+        CHECK(it != live_.end()) << "free of an unknown NV allocation at " << hex(b.va);
         a = it->second;
         live_.erase(it);
       }
@@ -120,28 +122,26 @@ class RmAllocator : public hcq::Allocator {
 
 }  // namespace
 
-Device::Device(std::string name, std::unique_ptr<MockHooks> mock)
-    : hcq::Device(std::move(name)), mock_(std::move(mock)) {}
+Device::Device(std::shared_ptr<hcq::Os> os, DeviceOptions options)
+    : hcq::Device(options.name), os_(std::move(os)), options_(std::move(options)) {}
 
-Result<std::unique_ptr<Device>> Device::create(hcq::Os& os,
+Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<hcq::Os> os,
                                                int index,
-                                               std::unique_ptr<MockHooks> mock,
                                                DeviceOptions options) {
   if (options.pushbuf_ring_bytes % 4 != 0 || options.pushbuf_ring_bytes < kMinPushbufRingBytes)
     return invalid_argument("NV device: a pushbuffer ring of " +
                             std::to_string(options.pushbuf_ring_bytes) +
                             " bytes (a multiple of 4, at least " +
                             std::to_string(kMinPushbufRingBytes) + ", is needed)");
-  std::string name = mock ? mock->name : "NV";
-  std::unique_ptr<Device> dev(new Device(name, std::move(mock)));
-  dev->options_ = options;
-  ASSIGN_OR_RETURN(dev->iface_, RmIface::open(os));
+  std::unique_ptr<Device> dev(new Device(std::move(os), std::move(options)));
+  ASSIGN_OR_RETURN(dev->iface_, RmIface::open(*dev->os_));
   ASSIGN_OR_RETURN(dev->gpu_, bring_up(*dev->iface_, index));
   // NOTE: peer mappings are bookkeeping only on hardware (no GPU page-table entries in the
-  // other device's VA space yet), so each real device is its own peer group.
-  dev->peer_group_ = dev->mock_ ? dev->mock_->peer_group
-                                : "NV:" + std::to_string(getpid()) + ":" +
-                                      hex_string(reinterpret_cast<uint64_t>(dev.get()));
+  // other device's VA space yet), so each device is its own peer group unless told otherwise.
+  dev->peer_group_ = !dev->options_.peer_group.empty()
+                         ? dev->options_.peer_group
+                         : dev->name() + ":" + std::to_string(getpid()) + ":" +
+                               hex(reinterpret_cast<uint64_t>(dev.get()));
   dev->allocator_ = std::make_unique<RmAllocator>(*dev, *dev->gpu_);
   RETURN_IF_ERROR(dev->init_timeline());
   dev->timeline_ready_ = true;
@@ -244,11 +244,31 @@ Device::~Device() {
 }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCompute);
+  return std::make_unique<ComputeQueue>(*this);
 }
 
-std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
+std::unique_ptr<hcq::HwQueue> Device::copy_queue() { return std::make_unique<CopyQueue>(*this); }
+
+Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
+  const std::string& arch = info().arch;  // "sm_90"
+  // A cubin runs on its own sm and on later minors of the same major (sm_86 on sm_89).
+  bool runs = b.format == BinaryFormat::kCubin && b.arch.size() == arch.size() &&
+              b.arch.compare(0, arch.size() - 1, arch, 0, arch.size() - 1) == 0 &&
+              b.arch.back() <= arch.back();
+  if (!runs)
+    return invalid_argument("load " + b.entry + " on " + name() + " (" + arch + "): a " +
+                            binary_format_name(b.format) + " binary for " + b.arch +
+                            " (this device runs cubins for " + arch + ")");
+  auto elf = std::span(reinterpret_cast<const uint8_t*>(b.code.data()), b.code.size());
+  Result<std::unique_ptr<Program>> loaded =
+      Program::load(*this, elf, b.entry, b.num_bufs, b.num_vars, b.id);
+  if (!loaded.ok())
+    return Status(loaded.status().code(),
+                  "load " + b.entry + " on " + name() + ": " + loaded.status().message());
+  std::unique_ptr<Program> prg = std::move(*loaded);
+  BG_LOG(1) << "loaded " << b.entry << " on " << name() << " at " << hex(prg->code_va()) << " ("
+            << prg->registers() << " registers)";
+  return std::unique_ptr<hcq::Program>(std::move(prg));
 }
 
 Status Device::submit_words(hcq::Engine e, std::span<const uint32_t> words, uint64_t* sequence) {

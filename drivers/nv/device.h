@@ -1,7 +1,7 @@
 // The NVIDIA HCQ device: an RM bring-up (iface_rm.h) with a compute and a copy GPFIFO channel,
-// an allocator over RM memory (GPU VA == CPU VA), and queues that record pushbuffer methods
-// (queue.h). A mock device (MockHooks) runs the same code against the fake kernel driver and
-// the fake GPU, whose progress needs the CPU.
+// an allocator over RM memory (GPU VA == CPU VA), queues that record pushbuffer methods
+// (compute_queue.h, copy_queue.h) and cubins loaded into GPU memory (program.h). Everything it
+// asks of the kernel goes through the hcq::Os it is given.
 #pragma once
 
 #include <atomic>
@@ -24,16 +24,12 @@
 
 namespace baregrad::nv {
 
-// What a mock device needs besides the fake hcq::Os.
-struct MockHooks {
-  std::string name = "MOCK+NV";
-  std::string peer_group = "MOCK+NV";
-  std::function<void()> pump;       // rings pending doorbells, runs the GPU
-  std::shared_ptr<void> keepalive;  // the fakes: destroyed after the device
-};
-
-// Sizes and limits of a device (tests make the ring small and the timeout short).
+// Names, sizes and limits of a device (tests make the ring small and the timeout short).
 struct DeviceOptions {
+  std::string name = "NV";  // the device's name in messages ("NV:1")
+  // Devices whose queues reach each other's memory and signals share a peer group; "" puts
+  // the device in a group of its own (peer mappings have no GPU page-table entries yet).
+  std::string peer_group = "";
   size_t pushbuf_ring_bytes = 4 << 20;  // per channel, for unbound submissions (a multiple of 4)
   // How long a submission waits for pushbuffer ring or GPFIFO space that the GPU does not free.
   std::chrono::milliseconds timeout = hcq::kDefaultTimeout;
@@ -41,19 +37,22 @@ struct DeviceOptions {
 
 class Device : public hcq::Device {
  public:
-  // Opens the RM (RmIface::open), brings GPU `index` up and sets its channels up.
-  static Result<std::unique_ptr<Device>> create(hcq::Os& os,
+  // Opens the RM through `os` (RmIface::open), brings GPU `index` up and sets its channels
+  // up. The device keeps `os` alive (hcq::unowned() passes one the caller keeps alive).
+  static Result<std::unique_ptr<Device>> create(std::shared_ptr<hcq::Os> os,
                                                 int index = 0,
-                                                std::unique_ptr<MockHooks> mock = nullptr,
                                                 DeviceOptions options = {});
   ~Device() override;
 
   hcq::Allocator& allocator() override { return *allocator_; }
   std::unique_ptr<hcq::HwQueue> compute_queue() override;
   std::unique_ptr<hcq::HwQueue> copy_queue() override;
-  // Mock: rings pending doorbells and runs the fake GPU. Then reads each channel's error
-  // notifier status (one load per channel); when RM wrote one, queries the debugger and sets
-  // the sticky error to the fault report (device_fault.cc).
+  // Loads a cubin (BinaryFormat::kCubin for this GPU's sm, or an earlier minor of its major):
+  // Program::load, remembering the binary's id with its code range.
+  Result<std::unique_ptr<hcq::Program>> load_program(const Binary& binary) override;
+  // The Os's progress() (a simulated GPU runs there), then each channel's error notifier
+  // status (one load per channel); when RM wrote one, queries the debugger and sets the sticky
+  // error to the fault report (device_fault.cc).
   void progress() override;
   // Per busy channel: GP entries fetched and ring submissions completed, the kernels of the
   // submission it is executing and the semaphore it waits for, if any (device_fault.cc).
@@ -90,12 +89,18 @@ class Device : public hcq::Device {
   // Remembers which kernel the QMD at `qmd_va` launches, for fault reports.
   void note_qmd(uint64_t qmd_va, const std::string& kernel);
   void forget_qmd(uint64_t qmd_va);
-  // Remembers that kernel `name`'s code is [code_va, code_va + bytes), for fault reports that
-  // name the kernel by the faulting PC (Program::load; the mock for code-less programs).
-  void register_program(uint64_t code_va, uint64_t bytes, const std::string& name);
+  // Remembers that kernel `name` (of the Binary whose id is `binary_id`, "" when unknown) has
+  // its code at [code_va, code_va + bytes), for fault reports that name the kernel by the
+  // faulting PC (Program::load; programs whose code was placed otherwise).
+  void register_program(uint64_t code_va,
+                        uint64_t bytes,
+                        const std::string& name,
+                        const std::string& binary_id = "");
   void unregister_program(uint64_t code_va);
   // The kernel whose registered code holds `pc`, or "" when none does.
   std::string program_at(uint64_t pc);
+  // The binary id of the program whose registered code starts at `code_va` ("" when none).
+  std::string binary_at(uint64_t code_va);
 
  private:
   // Words [begin, end) of the pushbuffer ring, owned by ring submission `seq` until done.
@@ -120,7 +125,7 @@ class Device : public hcq::Device {
     std::unique_ptr<hcq::CmdStream> release;  // the release of `done`, payload symbolic
   };
 
-  Device(std::string name, std::unique_ptr<MockHooks> mock);
+  Device(std::shared_ptr<hcq::Os> os, DeviceOptions options);
   Status setup();
   Status setup_channel(Channel& ch, const RmChannel& rm, const char* name);
   Channel& channel(hcq::Engine e) { return e == hcq::Engine::kCompute ? compute_ : copy_; }
@@ -135,7 +140,7 @@ class Device : public hcq::Device {
   // The kernels whose QMDs the submission that channel `ch` was executing launches.
   std::vector<std::string> kernels_of_current_submission(Channel& ch);
 
-  std::unique_ptr<MockHooks> mock_;  // first: its fakes outlive everything below
+  std::shared_ptr<hcq::Os> os_;  // first: it outlives everything below
   DeviceOptions options_;
   std::string peer_group_;
   std::unique_ptr<RmIface> iface_;
@@ -155,7 +160,7 @@ class Device : public hcq::Device {
   bool fault_reported_ = false;  // under fault_mu_
   struct ProgramRange {
     uint64_t end;
-    std::string name;
+    std::string name, binary_id;
   };
   std::mutex program_mu_;
   std::map<uint64_t, ProgramRange> programs_;  // by code_va

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/format.h"
 #include "drivers/nv/device.h"
 #include "drivers/nv/methods.h"
 #include "drivers/nv/pushbuf.h"
@@ -72,7 +73,7 @@ std::optional<Segment> begun_segment(const hcq::Mmio& entries,
 }  // namespace
 
 void Device::progress() {
-  if (mock_ && mock_->pump) mock_->pump();
+  os_->progress();
   // The cheap path, after every submit and in every wait: one load per channel.
   if (RmGpu::error_status(compute_.rm) == 0 && RmGpu::error_status(copy_.rm) == 0) return;
   std::lock_guard lock(fault_mu_);
@@ -109,18 +110,18 @@ std::string Device::report() {
       msg += "; " + mmu.status().message();
     } else if (!mmu->empty()) {
       const RmMmuFault& f = mmu->back();  // the newest
-      msg += "; MMU fault at " + hex_string(f.address) + " (" + mmu_fault_type_name(f.fault_type) +
-             ", " + mmu_access_type_name(f.access_type) + ")";
+      msg += "; MMU fault at " + hex(f.address) + " (" + mmu_fault_type_name(f.fault_type) + ", " +
+             mmu_access_type_name(f.access_type) + ")";
       std::optional<hcq::Buffer> owner = allocator_->find(f.address);
-      msg += owner ? " in the buffer at " + hex_string(owner->va) + " (" +
-                         std::to_string(owner->size) + " bytes)"
+      msg += owner ? " in the buffer at " + hex(owner->va) + " (" + std::to_string(owner->size) +
+                         " bytes)"
                    : ", which is in no allocation";
     }
   }
   if (sm.ok() && !sm->errors.empty()) {
     const RmSmError& e = sm->errors.front();
-    msg += "; SM " + std::to_string(e.sm) + ": global ESR " + hex_string(e.global_esr) +
-           ", warp ESR " + hex_string(e.warp_esr) + ", PC " + hex_string(e.warp_pc);
+    msg += "; SM " + std::to_string(e.sm) + ": global ESR " + hex(e.global_esr) + ", warp ESR " +
+           hex(e.warp_esr) + ", PC " + hex(e.warp_pc);
     if (std::string k = program_at(e.warp_pc); !k.empty()) {
       kernel = "kernel '" + k + "' (its code holds the PC)";
     }
@@ -151,9 +152,12 @@ std::vector<std::string> Device::kernels_of_current_submission(Channel& ch) {
   return out;
 }
 
-void Device::register_program(uint64_t code_va, uint64_t bytes, const std::string& name) {
+void Device::register_program(uint64_t code_va,
+                              uint64_t bytes,
+                              const std::string& name,
+                              const std::string& binary_id) {
   std::lock_guard lock(program_mu_);
-  programs_[code_va] = {code_va + bytes, name};
+  programs_[code_va] = {code_va + bytes, name, binary_id};
 }
 
 void Device::unregister_program(uint64_t code_va) {
@@ -167,6 +171,12 @@ std::string Device::program_at(uint64_t pc) {
   if (it == programs_.begin()) return "";
   --it;
   return pc < it->second.end ? it->second.name : "";
+}
+
+std::string Device::binary_at(uint64_t code_va) {
+  std::lock_guard lock(program_mu_);
+  auto it = programs_.find(code_va);
+  return it == programs_.end() ? "" : it->second.binary_id;
 }
 
 std::string Device::describe_hang() {
@@ -192,7 +202,7 @@ std::string Device::describe_hang() {
         uint64_t now = 0;
         std::memcpy(&now, p, a.b64 ? 8 : 4);
         if (now >= a.value) continue;  // satisfied
-        line += "; its last begun submission waits for the semaphore at " + hex_string(a.address) +
+        line += "; its last begun submission waits for the semaphore at " + hex(a.address) +
                 " to reach " + std::to_string(a.value) + " (it holds " + std::to_string(now) + ")";
         break;
       }

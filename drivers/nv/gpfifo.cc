@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 
 namespace baregrad::nv {
@@ -18,7 +19,7 @@ Result<uint64_t> gp_entry(uint64_t va, uint32_t words) {
                             " words: the length must be 1.." + std::to_string(kGpEntryMaxWords));
   }
   if (va % 4 != 0 || va >= kGpEntryAddressLimit) {
-    return invalid_argument("GPFIFO entry at " + hex_string(va) +
+    return invalid_argument("GPFIFO entry at " + hex(va) +
                             ": the pushbuffer must be 4-byte aligned and below 2^40");
   }
   uint64_t entry0 = va & 0xfffffffcull;  // GET 31:2, FETCH 1:0 = UNCONDITIONAL

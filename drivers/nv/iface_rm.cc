@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/format.h"
 #include "base/log.h"
 #include "drivers/nv/iface_rm_internal.h"
 #include "drivers/nv/rm_status.h"
@@ -142,8 +143,7 @@ Result<uint32_t> RmIface::alloc(uint32_t parent,
   p.h_class = cls;
   p.p_alloc_parms = reinterpret_cast<uint64_t>(params);
   p.params_size = params == nullptr ? 0 : params_size;
-  std::string call =
-      "NV_ESC_RM_ALLOC of " + rm_class_name(cls) + " under handle " + hex_string(parent);
+  std::string call = "NV_ESC_RM_ALLOC of " + rm_class_name(cls) + " under handle " + hex(parent);
   RETURN_IF_ERROR(escape(ctl_fd(), kNvEscRmAlloc, &p, sizeof(p), call));
   if (p.status != rm_status::NV_OK) return rm_error(call, p.status);
   return p.h_object_new;
@@ -156,8 +156,7 @@ Status RmIface::control(uint32_t object, uint32_t cmd, void* params, uint32_t pa
   p.cmd = cmd;
   p.params = reinterpret_cast<uint64_t>(params);
   p.params_size = params_size;
-  std::string call =
-      "NV_ESC_RM_CONTROL " + rm_control_name(cmd) + " on handle " + hex_string(object);
+  std::string call = "NV_ESC_RM_CONTROL " + rm_control_name(cmd) + " on handle " + hex(object);
   RETURN_IF_ERROR(escape(ctl_fd(), kNvEscRmControl, &p, sizeof(p), call));
   if (p.status != rm_status::NV_OK) return rm_error(call, p.status);
   return Status();
@@ -168,8 +167,7 @@ Status RmIface::free(uint32_t parent, uint32_t object) {
   p.h_root = root_;
   p.h_object_parent = parent;
   p.h_object_old = object;
-  std::string call =
-      "NV_ESC_RM_FREE of handle " + hex_string(object) + " under handle " + hex_string(parent);
+  std::string call = "NV_ESC_RM_FREE of handle " + hex(object) + " under handle " + hex(parent);
   RETURN_IF_ERROR(escape(ctl_fd(), kNvEscRmFree, &p, sizeof(p), call));
   if (p.status != rm_status::NV_OK) return rm_error(call, p.status);
   return Status();

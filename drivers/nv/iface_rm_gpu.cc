@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/format.h"
 #include "base/log.h"
 #include "drivers/nv/gpfifo.h"
 #include "drivers/nv/iface_rm.h"
@@ -189,7 +190,7 @@ Status RmGpu::query_classes() {
                                  std::to_string(info_.class_list.size()) + " classes) lacks " +
                                  class_name(cls) + ", which baregrad picks for " +
                                  std::string(generation_name(info_.classes.generation)) +
-                                 " (architecture " + hex_string(info_.classes.architecture) + ")");
+                                 " (architecture " + hex(info_.classes.architecture) + ")");
     }
   }
   return Status();
@@ -248,7 +249,7 @@ Status RmGpu::register_uvm() {
   vs.h_client = iface_.root();
   vs.h_va_space = info_.vaspace;
   RETURN_IF_ERROR(iface_.uvm(kUvmRegisterGpuVaspace, &vs, sizeof(vs),
-                             "UVM_REGISTER_GPU_VASPACE of handle " + hex_string(info_.vaspace)));
+                             "UVM_REGISTER_GPU_VASPACE of handle " + hex(info_.vaspace)));
   uvm_vaspace_ = true;
   return Status();
 }
@@ -269,7 +270,7 @@ Status RmGpu::query_info() {
   if (g.sms == 0 || g.sm_version == 0) {
     return internal(where() + ": NV2080_CTRL_CMD_GR_GET_INFO reports " + std::to_string(g.tpcs) +
                     " TPCs x " + std::to_string(g.sm_per_tpc) + " SMs, sm_version " +
-                    hex_string(g.sm_version));
+                    hex(g.sm_version));
   }
   info_.arch = sm_arch_name(g.sm_version);
 
@@ -364,7 +365,7 @@ Result<RmChannel> RmGpu::alloc_channel(bool compute, int slot, const BringUpOpti
   reg.base = base;
   reg.length = kChannelUvmBytes;
   RETURN_IF_ERROR(iface_.uvm(kUvmRegisterChannel, &reg, sizeof(reg),
-                             "UVM_REGISTER_CHANNEL of handle " + hex_string(ch.handle)));
+                             "UVM_REGISTER_CHANNEL of handle " + hex(ch.handle)));
   return ch;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include "base/format.h"
 #include "drivers/nv/iface_rm.h"
 #include "drivers/nv/iface_rm_internal.h"
 #include "drivers/nv/rm_status.h"
@@ -15,7 +16,7 @@ constexpr uint32_t kHugePage = 2 << 20;
 constexpr uint64_t kHugePageThreshold = 8 << 20;  // tinygrad: video memory >= 8 MiB uses 2 MiB
 
 std::string range_text(uint64_t va, uint64_t bytes) {
-  return "[" + hex_string(va) + ", +" + hex_string(bytes) + ")";
+  return "[" + hex(va) + ", +" + hex(bytes) + ")";
 }
 
 NvMemoryAllocationParams memory_params(uint32_t root, const RmAllocation& a, bool contiguous) {
@@ -49,12 +50,12 @@ Status map_dma(RmIface& iface, uint32_t device, uint32_t virtmem, const RmAlloca
   p.length = a.size;
   p.flags = kNvos46FlagsPageSize4kb | kNvos46FlagsCacheSnoopEnable | kNvos46FlagsDmaOffsetFixedTrue;
   p.dma_offset = a.va;
-  std::string call = "NV_ESC_RM_MAP_MEMORY_DMA of handle " + hex_string(a.handle) + " at " +
-                     range_text(a.va, a.size);
+  std::string call =
+      "NV_ESC_RM_MAP_MEMORY_DMA of handle " + hex(a.handle) + " at " + range_text(a.va, a.size);
   RETURN_IF_ERROR(iface.escape(iface.ctl_fd(), kNvEscRmMapMemoryDma, &p, sizeof(p), call));
   if (p.status != rm_status::NV_OK) return rm_error(call, p.status);
   if (p.dma_offset != a.va) {
-    return internal(call + ": RM mapped it at " + hex_string(p.dma_offset));
+    return internal(call + ": RM mapped it at " + hex(p.dma_offset));
   }
   return Status();
 }
@@ -79,7 +80,7 @@ Result<void*> RmGpu::map_to_cpu(uint32_t handle, uint64_t bytes, void* at, bool 
   p.params.length = bytes;
   p.fd = fd.get();
   std::string call =
-      "NV_ESC_RM_MAP_MEMORY of handle " + hex_string(handle) + " (" + hex_string(bytes) + " bytes)";
+      "NV_ESC_RM_MAP_MEMORY of handle " + hex(handle) + " (" + hex(bytes) + " bytes)";
   RETURN_IF_ERROR(iface_.escape(iface_.ctl_fd(), kNvEscRmMapMemory, &p, sizeof(p), call));
   if (p.params.status != rm_status::NV_OK) return rm_error(call, p.params.status);
   int flags = MAP_SHARED | (at != nullptr ? MAP_FIXED : 0);
@@ -116,8 +117,8 @@ Status RmGpu::map_to_gpu(const RmAllocation& a) {
   map->h_client = iface_.root();
   map->h_memory = a.handle;
   RETURN_IF_ERROR(iface_.uvm(kUvmMapExternalAllocation, map.get(), sizeof(*map),
-                             "UVM_MAP_EXTERNAL_ALLOCATION of handle " + hex_string(a.handle) +
-                                 " at " + range_text(a.va, a.size)));
+                             "UVM_MAP_EXTERNAL_ALLOCATION of handle " + hex(a.handle) + " at " +
+                                 range_text(a.va, a.size)));
   undo.dismiss();
   return Status();
 }
@@ -151,8 +152,7 @@ Result<RmAllocation> RmGpu::alloc_memory(const RmMemoryRequest& req) {
     p.params.limit = a.size - 1;
     p.fd = -1;
     std::string call = "NV_ESC_RM_ALLOC_MEMORY of " + rm_class_name(kNv01MemorySystemOsDescriptor) +
-                       " at " + range_text(a.va, a.size) + " under handle " +
-                       hex_string(info_.device);
+                       " at " + range_text(a.va, a.size) + " under handle " + hex(info_.device);
     RETURN_IF_ERROR(iface_.escape(dev_.get(), kNvEscRmAllocMemory, &p, sizeof(p), call));
     if (p.params.status != rm_status::NV_OK) return rm_error(call, p.params.status);
     a.handle = p.params.h_object_new;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "base/format.h"
 
 namespace baregrad::nv {
 namespace {
@@ -22,7 +23,7 @@ Status check_address(std::string_view what,
   if (addr.symbolic()) return {};
   uint64_t a = static_cast<uint64_t>(addr.imm);
   if (a % align == 0 && a >> bits == 0) return {};
-  return invalid_argument(std::string(what) + " at " + hex_string(a) + ": the address must be " +
+  return invalid_argument(std::string(what) + " at " + hex(a) + ": the address must be " +
                           std::to_string(align) + "-byte aligned and below 2^" +
                           std::to_string(bits) + " (" +
                           (cls != 0 ? class_name(cls) : std::string(method)) + ")");
@@ -52,7 +53,7 @@ Status emit_semaphore_release(
   if (r.timestamp && !addr.symbolic() && addr.imm % 16 != 0) {
     // The release writes 16 bytes (payload, then the timer at +8).
     return invalid_argument("semaphore release with timestamp (SEM_EXECUTE RELEASE_TIMESTAMP) at " +
-                            hex_string(static_cast<uint64_t>(addr.imm)) +
+                            hex(static_cast<uint64_t>(addr.imm)) +
                             ": the address must be 16-byte aligned");
   }
   RETURN_IF_ERROR(check_address("semaphore release", addr, b64 ? 8 : 4,
@@ -86,7 +87,7 @@ void emit_invalidate_shader_caches(PushBuffer& pb) {
 
 Status emit_launch(PushBuffer& pb, uint64_t qmd_va, PcasAction action) {
   if (qmd_va % 256 != 0 || qmd_va >> 40 != 0) {
-    return invalid_argument("launch of the QMD at " + hex_string(qmd_va) +
+    return invalid_argument("launch of the QMD at " + hex(qmd_va) +
                             ": SEND_PCAS_A takes a 256-byte aligned address below 2^40");
   }
   pb.inc(Subchannel::kCompute, kSendPcasA, {lo32(qmd_va >> 8)});

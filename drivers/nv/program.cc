@@ -14,18 +14,18 @@ constexpr uint32_t kMaxGridX = 0x7fffffff, kMaxGridYZ = 0xffff;
 Program::Program(Cubin, std::string name, int num_bufs, int num_vars)
     : hcq::Program(std::move(name), num_bufs, num_vars) {}
 
-Program::Program(std::string name, int num_bufs, int num_vars, uint32_t param_offset)
-    : hcq::Program(std::move(name), num_bufs, num_vars), param_offset_(param_offset) {
-  host_code_ = std::make_unique<uint8_t[]>(512);
-  code_va_ = (reinterpret_cast<uint64_t>(host_code_.get()) + 255) & ~uint64_t{255};
-  limits_.local_bytes_per_thread = ~0u;  // the fake GPU has no local memory to run out of
-}
+Program::Program(
+    std::string name, int num_bufs, int num_vars, uint64_t code_va, uint32_t param_offset)
+    : hcq::Program(std::move(name), num_bufs, num_vars),
+      code_va_(code_va),
+      param_offset_(param_offset) {}
 
 Result<std::unique_ptr<Program>> Program::load(Device& dev,
                                                std::span<const uint8_t> elf,
                                                const std::string& name,
                                                int num_bufs,
-                                               int num_vars) {
+                                               int num_vars,
+                                               const std::string& binary_id) {
   ASSIGN_OR_RETURN(CubinImage img, load_cubin(elf, name));
   std::unique_ptr<Program> p(new Program(Cubin{}, name, num_bufs, num_vars));
   ASSIGN_OR_RETURN(p->image_, dev.allocator().alloc(img.image_size, {.cpu_access = true}));
@@ -43,7 +43,7 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev,
   p->param_offset_ = img.param_offset;
   p->banks_ = img.constant_banks;
   p->limits_ = dev.limits();
-  dev.register_program(p->code_va_, p->code_bytes_, name);
+  dev.register_program(p->code_va_, p->code_bytes_, name, binary_id);
   return p;
 }
 

@@ -1,6 +1,5 @@
 // A kernel on an NVIDIA GPU: a cubin's image uploaded to device memory and relocated at its
-// address, with the launch facts the QMD needs. A code-less program (for the fake GPU) only
-// reserves a small host buffer so that its address is unique; the mock runs a host twin there.
+// address, with the launch facts the QMD needs.
 #pragma once
 
 #include <cstdint>
@@ -31,15 +30,13 @@ struct LaunchLimits {
 class Program : public hcq::Program {
  public:
   // Loads kernel `name` of `elf` on `dev`: uploads the image, relocates it at its address, and
-  // registers its code range with `dev` (fault reports name kernels by PC).
+  // registers its code range (and `binary_id`) with `dev`: fault reports name kernels by PC.
   static Result<std::unique_ptr<Program>> load(Device& dev,
                                                std::span<const uint8_t> elf,
                                                const std::string& name,
                                                int num_bufs,
-                                               int num_vars);
-  // A code-less program: 256 bytes of host memory give it a unique address (the fake GPU
-  // never reads code); `param_offset` is where its parameters start in constant bank 0.
-  Program(std::string name, int num_bufs, int num_vars, uint32_t param_offset = 0x210);
+                                               int num_vars,
+                                               const std::string& binary_id = "");
   ~Program() override;
 
   // The parameters start at the cubin's EIATTR_PARAM_CBANK offset in constant bank 0.
@@ -52,20 +49,25 @@ class Program : public hcq::Program {
   uint32_t code_bytes() const { return code_bytes_; }
   uint32_t registers() const { return registers_; }
   uint32_t shared_bytes() const { return shared_bytes_; }
-  // Local memory per thread a launch needs: the stack plus kLocalReserveBytes (0 code-less).
+  // Local memory per thread a launch needs: the stack plus kLocalReserveBytes (0 when the
+  // program's code was placed by its creator).
   uint32_t local_bytes() const { return local_bytes_; }
   uint32_t sass_version() const { return sass_version_; }
   // Constant banks other than 0 (module constants) in the uploaded image.
   const std::vector<CubinConstBank>& constant_banks() const { return banks_; }
   uint64_t image_va() const { return image_.va; }
 
+ protected:
+  // A program whose code its creator placed at `code_va` (nothing is uploaded or registered):
+  // no registers, shared or local memory; parameters from `param_offset` in constant bank 0.
+  Program(std::string name, int num_bufs, int num_vars, uint64_t code_va, uint32_t param_offset);
+
  private:
   struct Cubin {};
   Program(Cubin, std::string name, int num_bufs, int num_vars);
 
-  Device* dev_ = nullptr;  // owner of image_ (null for a code-less program)
+  Device* dev_ = nullptr;  // owner of image_ (null when the creator placed the code)
   hcq::Buffer image_;
-  std::unique_ptr<uint8_t[]> host_code_;  // code-less programs
   uint64_t code_va_ = 0;
   uint32_t code_bytes_ = 0;
   uint32_t registers_ = 0, shared_bytes_ = 0, local_bytes_ = 0, sass_version_ = 0;

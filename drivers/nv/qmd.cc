@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/format.h"
 
 namespace baregrad::nv {
 namespace {
@@ -44,7 +45,7 @@ Status check_address(std::string_view what, Value addr, uint64_t align, int bits
   if (addr.symbolic()) return {};
   uint64_t a = static_cast<uint64_t>(addr.imm);
   if (a % align == 0 && a >> bits == 0) return {};
-  return invalid_argument(std::string(what) + " at " + hex_string(a) + ": the QMD takes a " +
+  return invalid_argument(std::string(what) + " at " + hex(a) + ": the QMD takes a " +
                           std::to_string(align) + "-byte aligned address below 2^" +
                           std::to_string(bits));
 }
@@ -162,7 +163,7 @@ Result<Qmd> build_qmd(const GpuClasses& gpu, const QmdParams& p) {
     return invalid_argument("local memory of " + std::to_string(std::max(slm_low, slm_high)) +
                             " bytes per thread: the QMD holds at most " + std::to_string(slm_max));
   }
-  if (p.sass_version > 0xff) return invalid_argument("SASS version " + hex_string(p.sass_version));
+  if (p.sass_version > 0xff) return invalid_argument("SASS version " + hex(p.sass_version));
 
   Qmd q(gpu.qmd);
   q.set(l.major_version, static_cast<uint32_t>(gpu.qmd));
@@ -262,7 +263,7 @@ Status qmd_add_release(Qmd& qmd, const QmdRelease& r) {
 
 Status qmd_set_dependent(Qmd& qmd, uint64_t next_qmd_va) {
   if (next_qmd_va % 256 != 0 || next_qmd_va >> 40 != 0) {
-    return invalid_argument("dependent QMD at " + hex_string(next_qmd_va) +
+    return invalid_argument("dependent QMD at " + hex(next_qmd_va) +
                             ": DEPENDENT_QMD0_POINTER takes a 256-byte aligned address below 2^40");
   }
   const QmdLayout& l = qmd_layout(qmd.version());

@@ -1,12 +1,12 @@
-// NVIDIA compute and copy queues: commands recorded as pushbuffer methods (methods.h) into an
-// hcq::CmdStream; exec builds a QMD per launch in device memory. submit() patches, then copies
-// the words into the channel's pushbuffer ring (or points at the bound copy) and publishes a
-// GP entry (Device::publish).
 #pragma once
 
-#include <deque>
+// NVIDIA queues record pushbuffer methods (methods.h) into an hcq::CmdStream. submit() patches
+// the symbolic values, then copies the words into the channel's pushbuffer ring (or points at
+// the bound copy) and publishes a GP entry (Device::publish). Queue holds what both channels
+// record; ComputeQueue (compute_queue.h) adds kernel launches, CopyQueue (copy_queue.h) is the
+// copy channel's.
+
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,7 +18,6 @@ namespace baregrad::nv {
 
 class Queue : public hcq::HwQueue {
  public:
-  Queue(Device& dev, hcq::Engine engine);
   ~Queue() override;
 
   // Semaphore acquire (64-bit, ACQ_CIRC_GEQ).
@@ -28,9 +27,9 @@ class Queue : public hcq::HwQueue {
   // A release with timestamp into the queue's scratch slot, then a copy of its timer word to
   // s.va() + 8 (a timestamped release would also overwrite the signal's value).
   hcq::HwQueue& timestamp(const hcq::Signal& s) override;
-  // Compute: INVALIDATE_SHADER_CACHES_NO_WFI; copy: nothing (copies are non-pipelined).
-  hcq::HwQueue& memory_barrier() override;
-  // Compute only: a QMD (constant bank 0 = the argument block) and SEND_PCAS.
+  // Nothing: copies are non-pipelined (ComputeQueue invalidates the shader caches).
+  hcq::HwQueue& memory_barrier() override { return *this; }
+  // Refused: only the compute channel runs kernels.
   hcq::HwQueue& exec(const hcq::Program& prg,
                      const hcq::ArgsState& args,
                      hcq::Dim3 grid,
@@ -41,32 +40,31 @@ class Queue : public hcq::HwQueue {
   Status submit(std::span<const int64_t> vars) override;
   void reset() override;
 
- private:
+ protected:
+  Queue(Device& dev, hcq::Engine engine);
   // Whether `words` more fit (refusing the command when not).
   bool fits(size_t words);
   // Refuses when `s` is an error; true when OK.
   bool ok(Status s);
-  // A 256-aligned QMD slot in the queue's QMD memory.
-  Result<uint64_t> qmd_slot(void** cpu);
+  // Waits for the GPU to finish everything this queue submitted (destructors call it first).
+  void drain();
+  // Whether the queue submitted its recording since the last reset().
+  bool submitted() const { return submitted_; }
+  // The channel's sequence number of the queue's last ring submission.
+  uint64_t last_seq() const { return last_seq_; }
 
   Device& dev_;
   hcq::CmdStream cs_;
   PushBuffer pb_;
-  std::vector<const hcq::ArgsState*> args_;
-  std::vector<hcq::Buffer> qmd_mem_;  // chunks of QMD slots of the current recording
-  size_t qmd_next_ = 0;               // slots used since the last reset()
-  // Chunks of earlier recordings, reusable once the channel completed ring submission `seq`.
-  struct Retired {
-    hcq::Buffer mem;
-    uint64_t seq;
-  };
-  std::deque<Retired> retired_;
-  uint64_t last_seq_ = 0;    // the channel's sequence number of our last ring submission
-                             // (bound: the empty one published behind the bound words)
-  std::set<uint64_t> qmds_;  // QMDs recorded (for fault reports)
-  hcq::Buffer scratch_;      // 16-byte slot for timestamps
+  std::vector<const hcq::ArgsState*> args_;  // patched at submit
+
+ private:
+  uint64_t last_seq_ = 0;  // the channel's sequence number of our last ring submission
+                           // (bound: the empty one published behind the bound words)
+  hcq::Buffer scratch_;    // 16-byte slot for timestamps
   hcq::Buffer bound_;
   bool submitted_ = false;
+  bool drained_ = false;
 };
 
 }  // namespace baregrad::nv

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <utility>
 
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 #include "drivers/nv/uvm_abi.h"
 
@@ -56,7 +57,7 @@ std::string nv_escape_name(uint32_t escape) {
     case kNvEscAttachGpusToFd:
       return "NV_ESC_ATTACH_GPUS_TO_FD";
     default:
-      return "NV escape " + hex_string(escape);
+      return "NV escape " + hex(escape);
   }
 }
 
@@ -75,7 +76,7 @@ std::string rm_class_name(uint32_t cls) {
       {kGt200Debugger, "GT200_DEBUGGER"},
   };
   for (const auto& [id, name] : kNames) {
-    if (id == cls) return std::string(name) + " (" + hex_string(cls) + ")";
+    if (id == cls) return std::string(name) + " (" + hex(cls) + ")";
   }
   return class_name(cls);
 }
@@ -97,9 +98,9 @@ std::string rm_control_name(uint32_t cmd) {
       {kNv83deCtrlCmdDebugReadMmuFaultInfo, "NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO"},
   };
   for (const auto& [id, name] : kNames) {
-    if (id == cmd) return std::string(name) + " (" + hex_string(cmd) + ")";
+    if (id == cmd) return std::string(name) + " (" + hex(cmd) + ")";
   }
-  return "control " + hex_string(cmd);
+  return "control " + hex(cmd);
 }
 
 uint32_t rm_alloc_params_size(RmBranch b, uint32_t cls) {
@@ -217,7 +218,7 @@ std::string uvm_ioctl_name(unsigned long request) {
     case kUvmMmInitialize:
       return "UVM_MM_INITIALIZE";
     default:
-      return "UVM ioctl " + hex_string(request);
+      return "UVM ioctl " + hex(request);
   }
 }
 

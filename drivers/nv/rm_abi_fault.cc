@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 #include "drivers/nv/rm_abi.h"
 
@@ -30,7 +31,7 @@ std::string nv2080_engine_name(uint32_t engine) {
     return "COPY" + std::to_string(engine - kNv2080EngineTypeCopy0);
   }
   if (engine == kNv2080EngineTypeHost) return "HOST";
-  return "engine " + hex_string(engine);
+  return "engine " + hex(engine);
 }
 
 std::string mmu_fault_type_name(uint32_t type) {
@@ -52,7 +53,7 @@ std::string mmu_fault_type_name(uint32_t type) {
                                                 "POISONED",
                                                 "ATOMIC_VIOLATION"};
   if (type < std::size(kNames)) return std::string(kNames[type]);
-  return "fault type " + hex_string(type);
+  return "fault type " + hex(type);
 }
 
 std::string mmu_access_type_name(uint32_t type) {
@@ -65,7 +66,7 @@ std::string mmu_access_type_name(uint32_t type) {
   for (const auto& [value, name] : kNames) {
     if (value == type) return std::string(name);
   }
-  return "access type " + hex_string(type);
+  return "access type " + hex(type);
 }
 
 }  // namespace baregrad::nv

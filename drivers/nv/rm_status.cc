@@ -1,6 +1,7 @@
 #include "drivers/nv/rm_status.h"
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 
 namespace baregrad::nv {
@@ -34,8 +35,8 @@ std::string_view rm_status_name(uint32_t status) {
 
 std::string rm_status_text(uint32_t status) {
   const StatusEntry* e = find(status);
-  if (e == nullptr) return "unknown RM status " + hex_string(status);
-  return std::string(e->name) + " (" + hex_string(status) + "): " + std::string(e->meaning);
+  if (e == nullptr) return "unknown RM status " + hex(status);
+  return std::string(e->name) + " (" + hex(status) + "): " + std::string(e->meaning);
 }
 
 StatusCode rm_status_code(uint32_t status) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "base/log.h"
 #include "drivers/nv/classes.h"
 
@@ -17,7 +18,7 @@ constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 constexpr uint64_t kFallbackBase = 1ull << 30;
 
 std::string describe(uint64_t base, uint64_t size) {
-  return "[" + hex_string(base) + ", +" + hex_string(size) + ")";
+  return "[" + hex(base) + ", +" + hex(size) + ")";
 }
 
 }  // namespace
@@ -84,10 +85,10 @@ Result<std::unique_ptr<VaRange>> VaRange::reserve(
   return resource_exhausted(
       "cannot reserve the " + name + " VA range: " + describe(preferred_base, size) +
       " is taken, the kernel offers " +
-      (any.ok() ? describe(base, size) + " which ends above " + hex_string(limit)
+      (any.ok() ? describe(base, size) + " which ends above " + hex(limit)
                 : std::string("no place for it (") + any.status().message() + ")") +
-      ", and no range of at least " + hex_string(std::max<uint64_t>(size / 1024, 64 << 20)) +
-      " fits from " + hex_string(kFallbackBase) + " up or below the limit either");
+      ", and no range of at least " + hex(std::max<uint64_t>(size / 1024, 64 << 20)) +
+      " fits from " + hex(kFallbackBase) + " up or below the limit either");
 }
 
 Result<uint64_t> VaRange::alloc(uint64_t bytes, uint64_t align) {
@@ -107,8 +108,7 @@ Result<uint64_t> VaRange::alloc(uint64_t bytes, uint64_t align) {
     return start;
   }
   return resource_exhausted("the " + name_ + " VA range " + describe(base_, size_) +
-                            " has no free " + hex_string(bytes) + " bytes aligned to " +
-                            hex_string(align));
+                            " has no free " + hex(bytes) + " bytes aligned to " + hex(align));
 }
 
 void VaRange::free(uint64_t va, uint64_t bytes) {

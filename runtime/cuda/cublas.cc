@@ -4,6 +4,10 @@
 #include <limits>
 
 namespace baregrad::runtime {
+namespace {
+// A buffer's device address as cuBLAS takes it.
+void* dptr(const Buffer& b) { return reinterpret_cast<void*>(static_cast<uintptr_t>(b.va)); }
+}  // namespace
 
 using namespace cuda;  // NOLINT: the library's own names
 
@@ -40,7 +44,7 @@ Status Cublas::gemm(GemmInput in, Buffer a, Buffer b, Buffer c, int64_t m, int64
   };
   for (const Mat& mat : {Mat{"A", a, need(m, k, in_bytes)}, Mat{"B", b, need(k, n, in_bytes)},
                          Mat{"C", c, need(m, n, 4)}})
-    if (!mat.buf.ptr || mat.buf.bytes < mat.bytes)
+    if (!mat.buf.va || mat.buf.bytes < mat.bytes)
       return invalid_argument(std::string("cublas gemm: ") + mat.what + " needs " +
                               std::to_string(mat.bytes) + " bytes, got " +
                               std::to_string(mat.buf.bytes));
@@ -52,8 +56,8 @@ Status Cublas::gemm(GemmInput in, Buffer a, Buffer b, Buffer c, int64_t m, int64
   // dimensions n, n and k.
   return api_.check(
       api_.cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                        static_cast<int>(k), &alpha, b.ptr, type, static_cast<int>(n), a.ptr, type,
-                        static_cast<int>(k), &beta, c.ptr, CUDA_R_32F, static_cast<int>(n),
+                        static_cast<int>(k), &alpha, dptr(b), type, static_cast<int>(n), dptr(a),
+                        type, static_cast<int>(k), &beta, dptr(c), CUDA_R_32F, static_cast<int>(n),
                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
       "cublasGemmEx");
 }

@@ -7,6 +7,7 @@
 #include "base/options.h"
 #include "base/timer.h"
 #include "compiler/target/nvptx_target.h"
+#include "runtime/device.h"
 
 namespace baregrad::runtime {
 
@@ -44,13 +45,13 @@ size_t slot_bytes(const compiler::BufferArg& b) {
   return static_cast<size_t>(b.size) * b.dtype.itemsize();
 }
 
-uintptr_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.ptr); }
+uintptr_t addr(const Buffer& b) { return static_cast<uintptr_t>(b.va); }
 
 // InvalidArgument "<what>: buffer <slot> (<dtype>) needs N bytes, got M" when `buf` is null or
 // smaller than slot `b` of the kernel.
 Status check_buffer(const std::string& what, const compiler::BufferArg& b, const Buffer& buf) {
   size_t need = slot_bytes(b);
-  if (buf.bytes >= need && buf.ptr) return Status();
+  if (buf.bytes >= need && buf.va) return Status();
   return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" + b.dtype.name() +
                           ") needs " + std::to_string(need) + " bytes, got " +
                           std::to_string(buf.bytes));
@@ -81,7 +82,7 @@ CudaContext::~CudaContext() { (void)api_.cuDevicePrimaryCtxRelease_v2(dev_); }
 
 Status CudaContext::bind() const { return BG_CU(api_, cuCtxSetCurrent, ctx_); }
 
-CudaKernel::~CudaKernel() {
+CudaProgram::~CudaProgram() {
   if (!module) return;
   if (ctx->bind().ok()) (void)ctx->api().cuModuleUnload(module);
 }
@@ -142,13 +143,13 @@ CudaDevice::CudaDevice(std::shared_ptr<CudaContext> ctx, CUstream stream, CudaDe
     : ctx_(std::move(ctx)), stream_(stream), info_(std::move(info)) {
   int sm = info_.cubin_sm ? info_.cubin_sm : info_.cc_major * 10 + info_.cc_minor;
   target_ = compiler::nv_target_info(sm);
-  Result<compiler::NvCompiler> nv =
-      info_.cubin_sm ? compiler::NvCompiler::create(info_.cubin_sm)
-                     : Result<compiler::NvCompiler>(invalid_argument(
+  Result<std::unique_ptr<compiler::NvTarget>> nv =
+      info_.cubin_sm ? compiler::NvTarget::create(info_.cubin_sm)
+                     : Result<std::unique_ptr<compiler::NvTarget>>(invalid_argument(
                            "no cubin target for compute capability " +
                            std::to_string(info_.cc_major) + "." + std::to_string(info_.cc_minor)));
   if (nv.ok()) {
-    nv_.emplace(std::move(*nv));
+    nv_ = std::move(*nv);
   } else {
     nv_status_ = nv.status();
   }
@@ -171,13 +172,13 @@ Result<Buffer> CudaDevice::alloc(size_t bytes) {
   // cuMemAlloc refuses 0 bytes; its allocations are aligned to at least 256 bytes.
   RETURN_IF_ERROR(in(name() + " alloc of " + std::to_string(bytes) + " bytes",
                      BG_CU(api(), cuMemAlloc_v2, &p, std::max<size_t>(bytes, 1))));
-  return Buffer{reinterpret_cast<void*>(static_cast<uintptr_t>(p)), bytes};
+  return Buffer{static_cast<uint64_t>(p), bytes};
 }
 
 void CudaDevice::free(Buffer b) {
-  if (!b.ptr) return;
+  if (!b.va) return;
   Status s = bind();
-  if (s.ok()) s = BG_CU(api(), cuMemFree_v2, reinterpret_cast<uintptr_t>(b.ptr));
+  if (s.ok()) s = BG_CU(api(), cuMemFree_v2, addr(b));
   if (!s.ok()) BG_LOG(1) << name() << " free: " << s.to_string();
 }
 
@@ -187,7 +188,7 @@ Status CudaDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
                             std::to_string(dst.bytes));
   if (bytes == 0) return Status();
   RETURN_IF_ERROR(bind());
-  return BG_CU(api(), cuMemcpyHtoD_v2, reinterpret_cast<uintptr_t>(dst.ptr), src, bytes);
+  return BG_CU(api(), cuMemcpyHtoD_v2, addr(dst), src, bytes);
 }
 
 Status CudaDevice::copy_out(void* dst, Buffer src, size_t bytes) {
@@ -196,7 +197,7 @@ Status CudaDevice::copy_out(void* dst, Buffer src, size_t bytes) {
                             std::to_string(src.bytes));
   if (bytes == 0) return Status();
   RETURN_IF_ERROR(bind());
-  return BG_CU(api(), cuMemcpyDtoH_v2, dst, reinterpret_cast<uintptr_t>(src.ptr), bytes);
+  return BG_CU(api(), cuMemcpyDtoH_v2, dst, addr(src), bytes);
 }
 
 Status CudaDevice::copy(Buffer dst, Buffer src, size_t bytes) {
@@ -235,53 +236,31 @@ Result<std::shared_ptr<Program>> CudaDevice::build(const UOpPtr& ast,
                                                    const std::optional<std::vector<Opt>>& opts) {
   if (!nv_) return in(name() + " compile", nv_status_);
   double t0 = now_ms();
-  ASSIGN_OR_RETURN(compiler::NvKernel k, nv_->compile(ast, opts));
+  ASSIGN_OR_RETURN(compiler::CompiledKernel k, nv_->compile(ast, opts));
   const std::string fn = k.spec.name;  // a copy: k.spec moves into the program
-  if (k.params.buffer_offsets.size() != k.spec.bufs.size())
-    return internal("compile " + fn + ": the kernel takes " +
-                    std::to_string(k.params.buffer_offsets.size()) + " buffers, the spec has " +
-                    std::to_string(k.spec.bufs.size()));
-  auto kern = std::make_shared<CudaKernel>();
-  kern->ctx = ctx_;
-  kern->grid = k.grid;
-  kern->block = k.block;
-  kern->params = k.params;
+  if (k.binary.num_bufs != static_cast<int>(k.spec.bufs.size()))
+    return internal("compile " + fn + ": the kernel takes " + std::to_string(k.binary.num_bufs) +
+                    " buffers, the spec has " + std::to_string(k.spec.bufs.size()));
+  std::string cubin = std::move(k.binary.code);
+  auto prg = std::make_shared<CudaProgram>(*this, std::move(k), ctx_);
   RETURN_IF_ERROR(bind());
-  RETURN_IF_ERROR(
-      in("compile " + fn, BG_CU(api(), cuModuleLoadData, &kern->module, k.cubin.data())));
+  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuModuleLoadData, &prg->module, cubin.data())));
   RETURN_IF_ERROR(in("compile " + fn,
-                     BG_CU(api(), cuModuleGetFunction, &kern->function, kern->module, fn.c_str())));
-  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuFuncGetAttribute, &kern->registers,
-                                            CU_FUNC_ATTRIBUTE_NUM_REGS, kern->function)));
-  auto prg = std::make_shared<Program>();
-  prg->spec = std::move(k.spec);
-  prg->source = std::move(k.ptx);
-  prg->cache_hit = k.cache_hit;
-  prg->entry = kern->function;
-  prg->handle = kern;
+                     BG_CU(api(), cuModuleGetFunction, &prg->function, prg->module, fn.c_str())));
+  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuFuncGetAttribute, &prg->registers,
+                                            CU_FUNC_ATTRIBUTE_NUM_REGS, prg->function)));
   prg->compile_ms = now_ms() - t0;
   BG_LOG(1) << name() << " compiled " << fn << " in " << prg->compile_ms << " ms, "
-            << kern->registers << " registers" << (prg->cache_hit ? " (cached cubin)" : "");
-  return prg;
+            << prg->registers << " registers" << (prg->cache_hit ? " (cached cubin)" : "");
+  return std::shared_ptr<Program>(std::move(prg));
 }
 
-Status CudaDevice::launch(const Program& prg,
+Status CudaDevice::launch(const Program& p,
                           std::span<const Buffer> bufs,
                           std::span<const int64_t> vars) {
-  const auto& spec = prg.spec;
-  if (bufs.size() != spec.bufs.size())
-    return invalid_argument("launch " + spec.name + ": expected " +
-                            std::to_string(spec.bufs.size()) + " buffers, got " +
-                            std::to_string(bufs.size()));
-  for (const auto& b : spec.bufs)
-    RETURN_IF_ERROR(check_buffer("launch " + spec.name, b, bufs[b.slot]));
-  if (vars.size() != spec.vars.size())
-    return invalid_argument("launch " + spec.name + ": expected " +
-                            std::to_string(spec.vars.size()) + " vars, got " +
-                            std::to_string(vars.size()));
-  const auto* kern = static_cast<const CudaKernel*>(prg.handle.get());
-  if (!kern || kern->function != prg.entry)
-    return invalid_argument("launch " + spec.name + ": not a program of " + name());
+  RETURN_IF_ERROR(check_launch(*this, p, bufs, vars));
+  const auto& kern = static_cast<const CudaProgram&>(p);
+  const auto& spec = p.spec;
   // kernelParams: one pointer per kernel parameter, each to its 8 bytes (the buffer's device
   // address, then the int64 vars); the driver copies them at the call.
   std::vector<uint64_t> values;
@@ -293,14 +272,14 @@ Status CudaDevice::launch(const Program& prg,
   RETURN_IF_ERROR(bind());
   auto enqueue = [&] {
     return in("launch " + spec.name,
-              BG_CU(api(), cuLaunchKernel, kern->function, kern->grid[0], kern->grid[1],
-                    kern->grid[2], kern->block[0], kern->block[1], kern->block[2], 0, stream_,
+              BG_CU(api(), cuLaunchKernel, kern.function, kern.grid[0], kern.grid[1], kern.grid[2],
+                    kern.block[0], kern.block[1], kern.block[2], 0, stream_,
                     params.empty() ? nullptr : params.data(), nullptr));
   };
   // Launches are asynchronous; DEBUG=1 times each on the device and waits for it.
   if (options().debug < 1) return enqueue();
   ASSIGN_OR_RETURN(float ms, time_ms(enqueue));
-  BG_LOG(1) << "launch " << spec.name << ": " << ms << " ms";
+  BG_LOG(1) << "launch " << spec.name << " on " << name() << ": " << ms << " ms";
   return Status();
 }
 
@@ -323,7 +302,7 @@ class CudaGraph : public Graph {
  private:
   struct Node {
     std::shared_ptr<Program> prg;  // keeps the module (and the function) loaded
-    const CudaKernel* kern = nullptr;
+    const CudaProgram* kern = nullptr;
     CUgraphNode node = nullptr;
     std::vector<int> input;        // per slot: the input bound there, or -1
     std::vector<uint64_t> values;  // the kernel parameters the executable graph holds
@@ -383,9 +362,9 @@ Result<std::unique_ptr<Graph>> CudaGraph::create(CudaDevice& dev,
     if (!spec.vars.empty())
       return invalid_argument(what + ": " + std::to_string(spec.vars.size()) +
                               " vars (symbolic kernels are not supported)");
-    const auto* kern = static_cast<const CudaKernel*>(l.prg->handle.get());
-    if (!kern || kern->function != l.prg->entry)
-      return invalid_argument(what + ": not a program of " + dev.name());
+    if (&l.prg->device() != &dev)
+      return invalid_argument(what + ": the program was compiled for " + l.prg->device().name());
+    const auto* kern = static_cast<const CudaProgram*>(l.prg.get());
     Node n{l.prg, kern, nullptr, l.input, {}};
     for (const auto& b : spec.bufs) {
       int input = l.input[b.slot];
@@ -433,10 +412,10 @@ Status CudaGraph::replay(std::span<const Buffer> inputs) {
                             std::to_string(inputs.size()) + " inputs for a graph of " +
                             std::to_string(need_.size()));
   for (size_t i = 0; i < inputs.size(); i++)
-    if (used_[i] && (inputs[i].bytes < need_[i] || !inputs[i].ptr))
+    if (used_[i] && (inputs[i].bytes < need_[i] || !inputs[i].va))
       return invalid_argument("graph replay on " + dev_.name() + ": input " + std::to_string(i) +
                               " needs " + std::to_string(need_[i]) + " bytes, got " +
-                              std::to_string(inputs[i].bytes) + (inputs[i].ptr ? "" : " (null)"));
+                              std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
   RETURN_IF_ERROR(dev_.bind());
   const CudaApi& api = dev_.api();
   std::lock_guard lock(mu_);

@@ -1,5 +1,5 @@
 // DEV=CUDA: the vendor stack as a runtime device, for side-by-side benchmarks and cross-checks
-// against our own NV driver. Kernels are the cubins NvCompiler produces (the same ones
+// against our own NV driver. Kernels are the cubins compiler::NvTarget produces (the same ones
 // drivers/nv runs), loaded and launched through the CUDA driver API (runtime/cuda/cuda_api.h)
 // on one stream of the device's primary context.
 //
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/target/nv_program.h"
+#include "compiler/target/nv_target.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/device.h"
 #include "runtime/program_cache.h"
@@ -64,17 +64,22 @@ class CudaContext {
   cuda::CUcontext ctx_;
 };
 
-// A loaded kernel: what runtime::Program::handle holds on this device. Unloads its module on
+// A program of a CudaDevice: its module, loaded from the cubin. Unloads the module on
 // destruction.
-struct CudaKernel {
+class CudaProgram final : public Program {
+ public:
+  CudaProgram(const Device& dev, compiler::CompiledKernel&& k, std::shared_ptr<CudaContext> ctx)
+      : Program(dev, std::move(k)),
+        ctx(std::move(ctx)),
+        grid(k.binary.grid),
+        block(k.binary.block) {}
+  ~CudaProgram() override;
   std::shared_ptr<CudaContext> ctx;
   cuda::CUmodule module = nullptr;
   cuda::CUfunction function = nullptr;
-  std::array<uint32_t, 3> grid{1, 1, 1};   // blocks
-  std::array<uint32_t, 3> block{1, 1, 1};  // threads per block
-  int registers = -1;                      // cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
-  compiler::NvParamLayout params;
-  ~CudaKernel();
+  std::array<uint32_t, 3> grid;   // blocks
+  std::array<uint32_t, 3> block;  // threads per block
+  int registers = -1;             // cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
 };
 
 class CudaDevice : public Device {
@@ -86,7 +91,7 @@ class CudaDevice : public Device {
   static Result<CudaInfo> probe(std::string_view libcuda = {});
   // The ordinal a device name selects: "CUDA" -> 0, "CUDA:N" -> N; nullopt for other names.
   static std::optional<int> ordinal_of(std::string_view name);
-  // The sm to build cubins for on compute capability major.minor: the highest NvCompiler
+  // The sm to build cubins for on compute capability major.minor: the highest NvTarget
   // supports with that major and a minor <= `minor` (cubins run on later minors of their
   // major); 0 for none.
   static int cubin_sm(int major, int minor);
@@ -94,7 +99,7 @@ class CudaDevice : public Device {
 
   // "CUDA" for ordinal 0, else "CUDA:N".
   std::string name() const override;
-  const compiler::TargetInfo& target() const override { return target_; }
+  const compiler::TargetInfo& target_info() const override { return target_; }
   Result<Buffer> alloc(size_t bytes) override;
   void free(Buffer b) override;
   // Synchronous: they return once the bytes have moved, after earlier launches on the stream.
@@ -102,8 +107,8 @@ class CudaDevice : public Device {
   Status copy_out(void* dst, Buffer src, size_t bytes) override;
   // Asynchronous on the device's stream (cuMemcpyDtoDAsync_v2), after earlier launches.
   Status copy(Buffer dst, Buffer src, size_t bytes) override;
-  // NvCompiler for info().cubin_sm, then cuModuleLoadData + cuModuleGetFunction; cached by
-  // (AST, opts). The error of NvCompiler::create (no ptxas, unsupported sm) when it failed.
+  // NvTarget for info().cubin_sm, then cuModuleLoadData + cuModuleGetFunction; cached by
+  // (AST, opts). The error of NvTarget::create (no ptxas, unsupported sm) when it failed.
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
@@ -140,7 +145,7 @@ class CudaDevice : public Device {
   cuda::CUstream stream_;
   CudaDeviceInfo info_;
   compiler::TargetInfo target_;
-  std::optional<compiler::NvCompiler> nv_;
+  std::unique_ptr<compiler::NvTarget> nv_;
   Status nv_status_;  // why nv_ is empty
 
   ProgramCache programs_;

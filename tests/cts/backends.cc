@@ -1,10 +1,21 @@
 #include "tests/cts/backends.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
+#include "base/format.h"
+#include "base/options.h"
 #include "drivers/null/device.h"
+#include "drivers/null/program.h"
 
 namespace baregrad::cts {
 
@@ -14,29 +25,36 @@ const std::vector<Backend>& backends() {
         {
             .name = "cpu",
             .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-              ASSIGN_OR_RETURN(auto d, drivers::cpu::Device::create(2));
+              ASSIGN_OR_RETURN(auto d, cpu::Device::create(2));
               return std::unique_ptr<hcq::Device>(std::move(d));
             },
             .program = [](const ProgramRequest& r) -> std::unique_ptr<hcq::Program> {
-              return std::make_unique<drivers::cpu::Program>(r.name, r.fn, r.buf_bytes, r.num_vars);
+              return std::make_unique<cpu::Program>(r.name, r.fn, r.buf_bytes, r.num_vars);
             },
+            .add_one_binary = [](hcq::Device&, std::vector<std::shared_ptr<void>>*)
+                -> Result<Binary> { return cpu_add_one_binary("cts_add_one"); },
             .unsupported = {},
         },
         {
             .name = "null",
             .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-              ASSIGN_OR_RETURN(auto d, drivers::null::Device::create());
+              ASSIGN_OR_RETURN(auto d, null::Device::create());
               return std::unique_ptr<hcq::Device>(std::move(d));
             },
             .program = [](const ProgramRequest& r) -> std::unique_ptr<hcq::Program> {
-              return std::make_unique<drivers::null::Program>(
-                  r.name, static_cast<int>(r.buf_bytes.size()), r.num_vars);
+              return std::make_unique<null::Program>(r.name, static_cast<int>(r.buf_bytes.size()),
+                                                     r.num_vars);
             },
+            .add_one_binary = [](hcq::Device&, std::vector<std::shared_ptr<void>>*)
+                -> Result<Binary> { return cpu_add_one_binary("cts_add_one"); },
             .unsupported = {{"execution",
                              "NULL executes no command: waits, copies and kernels are no-ops"},
                             {"address checks",
                              "NULL device memory is address space only; copies are not checked"},
-                            {"command buffer", "NULL records no command words"}},
+                            {"command buffer", "NULL records no command words"},
+                            {"binary checks",
+                             "NULL loads any binary as a program that never runs (DEV=NULL "
+                             "compiles for the CPU and runs nothing)"}},
         },
     };
 #if BAREGRAD_HAS_MOCK_NV
@@ -107,10 +125,45 @@ void launch(hcq::HwQueue& q, const hcq::Program& prg, const hcq::ArgsState& args
 
 // ---- helpers ---------------------------------------------------------------------------
 
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
+Result<Binary> cpu_add_one_binary(const std::string& entry) {
+  // clang runs once per entry in a process.
+  static std::mutex mu;
+  static std::map<std::string, std::string> done;
+  std::lock_guard lock(mu);
+  Binary b;
+  b.format = BinaryFormat::kHostElf;
+  b.arch = host_arch();
+  b.entry = entry;
+  b.id = "cts:" + entry;
+  b.num_bufs = 1;
+  b.buf_bytes = {16};
+  b.grid = {4, 1, 1};
+  if (auto it = done.find(entry); it != done.end()) {
+    b.code = it->second;
+    return b;
+  }
+  std::string cc = options().cc.empty() ? "clang-19" : options().cc;
+  char dir[] = "/tmp/baregrad-cts-XXXXXX";
+  if (!::mkdtemp(dir)) return internal("cts: mkdtemp: " + std::string(std::strerror(errno)));
+  std::string in = std::string(dir) + "/k.c", out = std::string(dir) + "/k.o",
+              log = std::string(dir) + "/log";
+  std::ofstream(in) << "#include <stdint.h>\nvoid " << entry
+                    << "(void* const* bufs, const int64_t* vars, int64_t lo, int64_t hi) {\n"
+                       "  (void)vars;\n  int32_t* a = (int32_t*)bufs[0];\n"
+                       "  for (int64_t i = lo; i < hi; i++) a[i] += 1;\n}\n";
+  std::string cmd = cc + " -O2 -fPIC -c -o '" + out + "' '" + in + "' >'" + log + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream obj(out, std::ios::binary);
+  b.code.assign(std::istreambuf_iterator<char>(obj), {});
+  std::stringstream why;
+  why << std::ifstream(log).rdbuf();
+  for (const std::string& f : {in, out, log}) ::unlink(f.c_str());
+  ::rmdir(dir);
+  if (rc != 0 || b.code.empty())
+    return not_found("cts: " + cc + " could not compile add_one (" + std::to_string(rc) +
+                     "): " + why.str());
+  done[entry] = b.code;
+  return b;
 }
 
 int64_t va_of(const hcq::Buffer& b) { return static_cast<int64_t>(b.va); }

@@ -15,15 +15,17 @@
 #include <utility>
 #include <vector>
 
+#include "base/format.h"
 #include "base/status.h"
 #include "drivers/cpu/device.h"
+#include "drivers/cpu/program.h"
 #include "hcq/hcq.h"
 
 namespace baregrad::cts {
 
-// A kernel with the CPU ABI (see drivers::cpu::Program): backends that execute run it, the
+// A kernel with the CPU ABI (see cpu::Program): backends that execute run it, the
 // others only record a program of the same arity.
-using KernelFn = drivers::cpu::Program::Fn;
+using KernelFn = cpu::Program::Fn;
 
 // What a test asks of a backend's program: `fn`'s behaviour, on `dev`.
 struct ProgramRequest {
@@ -40,6 +42,11 @@ struct Backend {
   std::function<Result<std::unique_ptr<hcq::Device>>()> open;
   // A program of this backend with the request's behaviour.
   std::function<std::unique_ptr<hcq::Program>(const ProgramRequest& r)> program;
+  // add_one (over int32, 16 bytes of buffer 0) as a Binary that `dev`'s load_program() takes;
+  // what must outlive the program goes to *keep. NotFound when the tool that makes it (clang,
+  // ptxas) is missing. Backends without binaries list "binaries" as unsupported.
+  std::function<Result<Binary>(hcq::Device& dev, std::vector<std::shared_ptr<void>>* keep)>
+      add_one_binary;
   std::map<std::string, std::string> unsupported;  // feature -> why
 };
 
@@ -108,6 +115,8 @@ class Cts : public ::testing::TestWithParam<Backend> {
   }
   std::unique_ptr<hcq::Program> program(
       hcq::Device& d, std::string name, KernelFn fn, std::vector<size_t> buf_bytes, int num_vars);
+  // add_one as a Binary of this backend (see Backend::add_one_binary) for dev().
+  Result<Binary> add_one_binary() { return GetParam().add_one_binary(dev(), &keep_); }
   // An argument block for `prg` in CPU-visible memory of `d`, alive until the test ends.
   Result<hcq::ArgsState*> args_for(hcq::Device& d, const hcq::Program& prg);
   Result<hcq::ArgsState*> args_for(const hcq::Program& prg) { return args_for(dev(), prg); }
@@ -132,11 +141,12 @@ std::string cts_ptx(KernelFn fn, int sm, const std::string& entry);
 Result<std::vector<uint8_t>> cts_cubin(KernelFn fn, int sm, const std::string& entry);
 #endif
 
+// add_one with the CPU ABI as a host ELF object from clang (options().cc), as kernel `entry`.
+Result<Binary> cpu_add_one_binary(const std::string& entry);
+
 // Records a launch of `prg` over `items` grid.x items (the CPU ABI's [lo, hi) range).
 void launch(hcq::HwQueue& q, const hcq::Program& prg, const hcq::ArgsState& args, uint32_t items);
 
-// "0x..." for `v`.
-std::string hex(uint64_t v);
 // A buffer's device address as a recorded value.
 int64_t va_of(const hcq::Buffer& b);
 // The copy queue, or the compute queue on a device without a copy engine.

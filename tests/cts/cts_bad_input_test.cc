@@ -2,6 +2,7 @@
 // the device stays healthy and the timeline keeps no hole.
 #include <gmock/gmock.h>
 
+#include "base/format.h"
 #include "tests/cts/backends.h"
 
 namespace baregrad::cts {
@@ -78,7 +79,7 @@ TEST_P(CtsBadInput, ASignalOutsideThePeerGroupIsRefused) {
 }
 
 TEST_P(CtsBadInput, ASubmissionLargerThanTheRingIsRefused) {
-  auto* cpu = dynamic_cast<drivers::cpu::Device*>(&dev());
+  auto* cpu = dynamic_cast<cpu::Device*>(&dev());
   if (!cpu) GTEST_SKIP() << GetParam().name << " has no software ring";
   std::vector<uint32_t> words(1 << 17, 0x04000000);  // barriers
   Status s = cpu->engine(hcq::Engine::kCompute).publish(words);

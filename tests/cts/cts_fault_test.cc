@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/format.h"
 #include "drivers/cpu/device.h"
 #include "hcq/hcq.h"
 #include "tests/cts/backends.h"
@@ -92,8 +93,8 @@ TEST_P(CtsFault, KernelReachingPastItsBufferFaults) {
 }
 
 TEST_P(CtsFault, StuckQueueWaitFaultsAfterTheQueueTimeout) {
-  auto* cpu = dynamic_cast<drivers::cpu::Device*>(&dev());
-  if (!cpu) GTEST_SKIP() << GetParam().name << " has no queue timeout (drivers::cpu::Device)";
+  auto* cpu = dynamic_cast<cpu::Device*>(&dev());
+  if (!cpu) GTEST_SKIP() << GetParam().name << " has no queue timeout (cpu::Device)";
   cpu->set_queue_timeout(100ms);
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer buf, alloc(64));
   CTS_ASSERT_OK_AND_ASSIGN(auto never, dev().new_signal("cts never set", 3));
@@ -112,8 +113,8 @@ TEST_P(CtsFault, StuckQueueWaitFaultsAfterTheQueueTimeout) {
 }
 
 TEST_P(CtsFault, RefusedSubmissionLeavesNoHoleInTheTimeline) {
-  auto* cpu = dynamic_cast<drivers::cpu::Device*>(&dev());
-  if (!cpu) GTEST_SKIP() << GetParam().name << ": fills the ring of a drivers::cpu::Device";
+  auto* cpu = dynamic_cast<cpu::Device*>(&dev());
+  if (!cpu) GTEST_SKIP() << GetParam().name << ": fills the ring of a cpu::Device";
   cpu->set_queue_timeout(100ms);
   CTS_ASSERT_OK_AND_ASSIGN(auto gate, dev().new_signal("cts gate"));
   auto q = dev().compute_queue();

@@ -14,8 +14,10 @@
 #include <tuple>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "base/options.h"
 #include "drivers/mock/nv_device/mock_nv.h"
+#include "drivers/nv/cubin.h"
 #include "drivers/nv/device.h"
 #include "drivers/nv/program.h"
 #include "tests/cts/backends.h"
@@ -215,25 +217,61 @@ Result<std::vector<uint8_t>> cts_cubin(KernelFn fn, int sm, const std::string& e
 
 namespace {
 
-// The request's kernel as a cubin loaded on the request's device (an nv::Device); on MOCK+NV
-// the CPU-ABI kernel is registered as the twin at its code.
+// The request's kernel as a cubin loaded on the request's device (an nv::Device) through
+// load_program(); on MOCK+NV the CPU-ABI kernel is registered as the twin at its code.
 std::unique_ptr<hcq::Program> cubin_program(const ProgramRequest& r, bool twin) {
   auto* dev = dynamic_cast<nv::Device*>(&r.dev);
   CHECK(dev) << "cts: " << r.dev.name() << " is not an NVIDIA device";
   int sm = std::stoi(dev->info().arch.substr(3));  // "sm_90"
   Result<std::vector<uint8_t>> cubin = cts_cubin(r.fn, sm, r.name);
   CHECK(cubin.ok()) << cubin.status();
-  Result<std::unique_ptr<nv::Program>> prg =
-      nv::Program::load(*dev, *cubin, r.name, static_cast<int>(r.buf_bytes.size()), r.num_vars);
+  Binary b;
+  b.format = BinaryFormat::kCubin;
+  b.arch = dev->info().arch;
+  b.entry = r.name;
+  b.code.assign(cubin->begin(), cubin->end());
+  b.num_bufs = static_cast<int>(r.buf_bytes.size());
+  b.num_vars = r.num_vars;
+  b.buf_bytes = r.buf_bytes;
+  Result<std::unique_ptr<hcq::Program>> prg = dev->load_program(b);
   CHECK(prg.ok()) << prg.status();
   if (twin) {
-    auto prefix = std::make_shared<size_t>((*prg)->args_prefix());
-    r.keep->push_back(mock::register_mock_kernel((*prg)->code_va(), cpu_abi_twin(r, prefix)));
+    auto* loaded = dynamic_cast<nv::Program*>(prg->get());
+    auto prefix = std::make_shared<size_t>(loaded->args_prefix());
+    r.keep->push_back(mock::register_mock_kernel(loaded->code_va(), cpu_abi_twin(r, prefix)));
   }
   return std::move(*prg);
 }
 
 }  // namespace
+
+// add_one as the cubin Binary of `d`; on MOCK+NV with its twin registered for the Binary.
+Result<Binary> cubin_add_one_binary(hcq::Device& d,
+                                    std::vector<std::shared_ptr<void>>* keep,
+                                    bool twin) {
+  auto* dev = dynamic_cast<nv::Device*>(&d);
+  CHECK(dev) << "cts: " << d.name() << " is not an NVIDIA device";
+  int sm = std::stoi(dev->info().arch.substr(3));  // "sm_90"
+  ASSIGN_OR_RETURN(std::vector<uint8_t> cubin, cts_cubin(add_one, sm, "cts_add_one"));
+  Binary b;
+  b.format = BinaryFormat::kCubin;
+  b.arch = dev->info().arch;
+  b.entry = "cts_add_one";
+  b.id = "cts:add_one:" + b.arch;
+  b.code.assign(cubin.begin(), cubin.end());
+  b.num_bufs = 1;
+  b.buf_bytes = {16};
+  b.grid = {4, 1, 1};
+  if (twin) {
+    ASSIGN_OR_RETURN(nv::CubinImage img, nv::load_cubin(cubin, b.entry));
+    ProgramRequest r{d, b.entry, add_one, b.buf_bytes, 0, keep};
+    auto prefix = std::make_shared<size_t>(img.param_offset);
+    ASSIGN_OR_RETURN(std::shared_ptr<void> reg,
+                     mock::register_mock_binary(*dev, b.id, cpu_abi_twin(r, prefix)));
+    keep->push_back(std::move(reg));
+  }
+  return b;
+}
 
 std::vector<Backend> nv_backends() {
   std::vector<Backend> v;
@@ -244,7 +282,9 @@ std::vector<Backend> nv_backends() {
         return std::unique_ptr<hcq::Device>(std::move(d));
       },
       .program = mock_nv_program,
-      .unsupported = {},
+      .add_one_binary = nullptr,
+      .unsupported = {{"binaries",
+                       "mock_nv programs are code-less twins (mock_nv_cubin loads cubins)"}},
   });
   if (ptxas_path().empty()) return v;
   v.push_back({
@@ -254,16 +294,24 @@ std::vector<Backend> nv_backends() {
         return std::unique_ptr<hcq::Device>(std::move(d));
       },
       .program = [](const ProgramRequest& r) { return cubin_program(r, true); },
+      .add_one_binary =
+          [](hcq::Device& d, std::vector<std::shared_ptr<void>>* keep) {
+            return cubin_add_one_binary(d, keep, true);
+          },
       .unsupported = {},
   });
   if (::access("/dev/nvidiactl", F_OK) == 0)
     v.push_back({
         .name = "nv",
         .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-          ASSIGN_OR_RETURN(auto d, nv::Device::create(hcq::linux_os(), 0));
+          ASSIGN_OR_RETURN(auto d, nv::Device::create(hcq::unowned(hcq::linux_os()), 0));
           return std::unique_ptr<hcq::Device>(std::move(d));
         },
         .program = [](const ProgramRequest& r) { return cubin_program(r, false); },
+        .add_one_binary =
+            [](hcq::Device& d, std::vector<std::shared_ptr<void>>* keep) {
+              return cubin_add_one_binary(d, keep, false);
+            },
         .unsupported = {},
     });
   return v;

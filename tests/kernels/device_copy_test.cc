@@ -61,7 +61,7 @@ TEST_P(DeviceCopyTest, CopiesExactlyTheBytesAsked) {
   for (size_t i = 0; i < src_bytes.size(); i++) src_bytes[i] = static_cast<uint8_t>(i * 13 + 5);
   Buffer src = upload(src_bytes), dst = upload(fill);
   // 999 bytes into dst at offset 100 (a view): bytes around the range stay as they were.
-  Buffer view{static_cast<uint8_t*>(dst.ptr) + 100, 1100};
+  Buffer view{dst.va + 100, 1100};
   Status s = dev_->copy(view, src, 999);
   ASSERT_TRUE(s.ok()) << s.to_string();
   ASSERT_TRUE(dev_->synchronize().ok());
@@ -112,7 +112,7 @@ TEST_P(DeviceCopyTest, RefusesSizesPastEitherBuffer) {
   s = dev_->copy(small, big, 200);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "copy of 200 bytes from a buffer of 300 into a buffer of 100" + on);
-  s = dev_->copy(big, Buffer{nullptr, 300}, 8);
+  s = dev_->copy(big, Buffer{0, 300}, 8);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "copy of 8 bytes from a buffer of 300 into a buffer of 300" + on + " (a null buffer)");

@@ -2,7 +2,7 @@
 // DEV=NULL compiles and runs nothing.
 #include <gtest/gtest.h>
 
-#include "runtime/cpu/cpu_device.h"
+#include "runtime/hcq_device.h"
 #include "tests/tensor/test_util.h"
 
 namespace baregrad::tensor {
@@ -10,8 +10,8 @@ namespace {
 using namespace test_util;
 
 hcq::Device& hcq_of(const Tensor& t) {
-  auto* dev = dynamic_cast<runtime::CpuDevice*>(t.lazy().base->device.get());
-  EXPECT_NE(dev, nullptr) << "not a CPU-family device";
+  auto* dev = dynamic_cast<runtime::HcqDevice*>(t.lazy().base->device.get());
+  EXPECT_NE(dev, nullptr) << "not an HCQ device";
   return dev->hcq();
 }
 

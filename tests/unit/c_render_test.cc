@@ -17,12 +17,12 @@
 #include "compiler/interp.h"
 #include "compiler/render/c_source.h"
 #include "compiler/target/clang_target.h"
-#include "runtime/cpu/object_loader.h"
+#include "drivers/cpu/iface_host.h"
 
 namespace baregrad::compiler {
 namespace {
 
-using runtime::KernelFn;
+using cpu::KernelFn;
 
 // Collects a linear program; add() lists a node's unlisted sources before it.
 class Kernel {
@@ -73,8 +73,8 @@ class Kernel {
   std::set<const UOp*> listed_;
 };
 
-runtime::ObjectLoader& loader() {
-  static auto* l = new runtime::ObjectLoader();
+cpu::ObjectLoader& loader() {
+  static auto* l = new cpu::ObjectLoader();
   return *l;
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/cuda/cublas.h"
 #include "tests/fakes/fake_libcublas.h"
 #include "tests/unit/cuda_rig.h"
+#include "tests/unit/nv_target_rig.h"
 
 namespace baregrad::runtime {
 namespace {
@@ -161,8 +162,8 @@ TEST(CudaApi, DeviceNamesSelectOrdinals) {
 
 TEST_F(CudaDeviceTest, NameTargetAndHostAddressability) {
   EXPECT_EQ(dev_->name(), "CUDA");
-  EXPECT_EQ(dev_->target().name, "nv-sm_90");
-  EXPECT_TRUE(dev_->target().gpu);
+  EXPECT_EQ(dev_->target_info().name, "nv-sm_90");
+  EXPECT_TRUE(dev_->target_info().gpu);
   EXPECT_FALSE(dev_->host_addressable());
   EXPECT_EQ(fake_.live("primary_ctx_refs"), 1);
   EXPECT_EQ(fake_.live("streams"), 1);
@@ -193,7 +194,7 @@ TEST_F(CudaDeviceTest, AllocCopyInCopyOutRoundTripsBytes) {
   for (size_t i = 0; i < in.size(); i++) in[i] = static_cast<uint8_t>(i * 7 + 3);
   ASSERT_TRUE(dev_->copy_in(*b, in.data(), in.size()).ok());
   // The fake's device memory is host memory: the bytes went to the buffer's address.
-  EXPECT_EQ(std::memcmp(b->ptr, in.data(), in.size()), 0);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(b->va), in.data(), in.size()), 0);
   ASSERT_TRUE(dev_->copy_out(out.data(), *b, out.size()).ok());
   EXPECT_EQ(out, in);
   std::vector<uint8_t> head(10, 0);
@@ -252,7 +253,7 @@ TEST_F(CudaDeviceTest, DeviceCopyChecksSizesBeforeTheDriver) {
   s = dev_->copy(small, big, 200);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "copy of 200 bytes from a buffer of 300 into a buffer of 100 on CUDA");
-  s = dev_->copy(Buffer{nullptr, 300}, big, 10);
+  s = dev_->copy(Buffer{0, 300}, big, 10);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("(a null buffer)"), std::string::npos) << s.message();
   EXPECT_EQ(fake_.calls("cuMemcpyDtoDAsync_v2"), 0);
@@ -282,15 +283,14 @@ TEST_F(CudaDeviceTest, CompileLoadsTheCubinAndLaunchPassesGridBlockAndBufferAddr
   Result<std::shared_ptr<Program>> prg = dev_->compile(ast);
   ASSERT_TRUE(prg.ok()) << prg.status().to_string();
   EXPECT_EQ(fake_.live("modules"), 1);
-  EXPECT_NE((*prg)->source.find(".target sm_90"), std::string::npos);
-  const auto* kern = static_cast<const CudaKernel*>((*prg)->handle.get());
+  EXPECT_EQ(dev_->target_info().name, "nv-sm_90");
+  EXPECT_EQ(&(*prg)->device(), dev_.get());
+  const auto* kern = dynamic_cast<const CudaProgram*>(prg->get());
   ASSERT_NE(kern, nullptr);
-  EXPECT_EQ((*prg)->entry, kern->function);
+  EXPECT_NE(kern->function, nullptr);
   // The driver's register count (the fake reads EIATTR_REGCOUNT from the cubin) is what
-  // ptxas -v reported when NvCompiler built it.
-  Result<NvCompiler> nv = NvCompiler::create(90);
-  ASSERT_TRUE(nv.ok()) << nv.status().to_string();
-  Result<NvKernel> k = nv->compile(ast);
+  // ptxas -v reports for the kernel NvTarget builds.
+  Result<compiler::NvKernel> k = compiler::compile_nv(compiler::nv(90), ast);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
   EXPECT_GT(kern->registers, 0);
   EXPECT_EQ(kern->registers, k->ptxas.registers);
@@ -353,19 +353,19 @@ TEST_F(CudaDeviceTest, LaunchChecksCountsAndSizesBeforeTheDriver) {
   std::vector<Buffer> two = {big, row};
   Status s = dev_->launch(**prg, two);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "launch " + name + ": expected 3 buffers, got 2");
+  EXPECT_EQ(s.message(), "launch " + name + " on CUDA: expected 3 buffers, got 2");
   std::vector<Buffer> small = {big, short_row, big};
   s = dev_->launch(**prg, small);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
-            "launch " + name + ": buffer 1 (" + kF32.name() + ") needs 212 bytes, got 208");
-  std::vector<Buffer> null_buf = {big, Buffer{nullptr, 212}, big};
+            "launch " + name + " on CUDA: buffer 1 (" + kF32.name() + ") needs 212 bytes, got 208");
+  std::vector<Buffer> null_buf = {big, Buffer{0, 212}, big};
   EXPECT_EQ(dev_->launch(**prg, null_buf).code(), StatusCode::kInvalidArgument);
   std::vector<Buffer> ok = {big, row, big};
   std::vector<int64_t> one_var = {1};
   s = dev_->launch(**prg, ok, one_var);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "launch " + name + ": expected 0 vars, got 1");
+  EXPECT_EQ(s.message(), "launch " + name + " on CUDA: expected 0 vars, got 1");
   EXPECT_EQ(fake_.calls("cuLaunchKernel"), 0);
   EXPECT_EQ(fake_.launch_count(), 0);
   for (const Buffer& b : {big, row, short_row}) dev_->free(b);
@@ -508,11 +508,11 @@ TEST_F(CudaCublasTest, RowMajorFp32GemmIsTheSwappedColumnMajorCall) {
   EXPECT_EQ(call.m, 5);  // column-major C^T = B^T A^T: n x m, inner k
   EXPECT_EQ(call.n, 3);
   EXPECT_EQ(call.k, 4);
-  EXPECT_EQ(call.a, b.ptr);
+  EXPECT_EQ(call.a, reinterpret_cast<void*>(b.va));
   EXPECT_EQ(call.lda, 5);
-  EXPECT_EQ(call.b, a.ptr);
+  EXPECT_EQ(call.b, reinterpret_cast<void*>(a.va));
   EXPECT_EQ(call.ldb, 4);
-  EXPECT_EQ(call.c, c.ptr);
+  EXPECT_EQ(call.c, reinterpret_cast<void*>(c.va));
   EXPECT_EQ(call.ldc, 5);
   EXPECT_EQ(call.a_type, 0);  // CUDA_R_32F
   EXPECT_EQ(call.c_type, 0);

@@ -69,7 +69,7 @@ class CudaGraphTest : public CudaDeviceTest {
             expect(*add_, le64({addr(out), u, addr(x)}))};
   }
   Launch expect(const Program& prg, std::vector<uint8_t> params) const {
-    const auto* k = static_cast<const CudaKernel*>(prg.handle.get());
+    const auto* k = dynamic_cast<const CudaProgram*>(&prg);
     return {prg.spec.name,
             {k->grid.begin(), k->grid.end()},
             {k->block.begin(), k->block.end()},
@@ -172,7 +172,7 @@ TEST_F(CudaGraphTest, ReplayChecksInputCountAndSizesBeforeTheDriver) {
   s = (*g)->replay(std::vector<Buffer>{ok, small, ok});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "graph replay on CUDA: input 1 needs 1024 bytes, got 1020");
-  s = (*g)->replay(std::vector<Buffer>{ok, ok, Buffer{nullptr, kBytes}});
+  s = (*g)->replay(std::vector<Buffer>{ok, ok, Buffer{0, kBytes}});
   EXPECT_EQ(s.message(), "graph replay on CUDA: input 2 needs 1024 bytes, got 1024 (null)");
   EXPECT_EQ(fake_.calls("cuGraphExecKernelNodeSetParams_v2"), 0);
   EXPECT_EQ(fake_.calls("cuGraphLaunch"), 0);
@@ -274,7 +274,7 @@ TEST_F(CudaGraphTest, AnEmptyGraphReplaysNothing) {
 TEST_F(CudaGraphTest, TheFakeRefusesGraphMisuse) {
   const cuda::CudaApi& api = dev_->api();
   ASSERT_TRUE(dev_->bind().ok());
-  const auto* kern = static_cast<const CudaKernel*>(square_->handle.get());
+  const auto* kern = dynamic_cast<const CudaProgram*>(square_.get());
   uint64_t values[2] = {addr(tmp_[0]), addr(tmp_[1])};
   void* ptrs[2] = {&values[0], &values[1]};
   cuda::CUDA_KERNEL_NODE_PARAMS_v2 p{};

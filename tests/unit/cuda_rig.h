@@ -13,7 +13,6 @@
 
 #include "base/check.h"
 #include "compiler/ast.h"
-#include "compiler/target/nv_program.h"
 #include "runtime/cuda/cuda_device.h"
 #include "tests/fakes/fake_libcuda.h"
 
@@ -57,7 +56,7 @@ inline std::vector<uint8_t> le64(std::initializer_list<uint64_t> values) {
   return out;
 }
 
-inline uint64_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.ptr); }
+inline uint64_t addr(const Buffer& b) { return b.va; }
 
 // A CudaDevice over the fake; on teardown every object the driver made has been released.
 class CudaDeviceTest : public ::testing::Test {

@@ -85,7 +85,7 @@ TEST(HcqPatchTableDeathTest, AVariableOutOfRangeIsABug) {
 
 // The CPU device's packets, word for word.
 TEST(HcqCpuPackets, EncodersWriteTheDocumentedWords) {
-  using namespace drivers::cpu;
+  using namespace cpu;
   CmdStream cs("test", 64);
   emit_wait(cs, Value::of(0x1000), Value::of(5));
   emit_signal(cs, Value::of(0x2000), Value::sym(0));

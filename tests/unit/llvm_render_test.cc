@@ -13,13 +13,13 @@
 
 #include "compiler/render/llvm_ir.h"
 #include "compiler/target/llvm_target.h"
-#include "runtime/cpu/object_loader.h"
+#include "drivers/cpu/iface_host.h"
 
 namespace baregrad::compiler {
 namespace {
 
-using runtime::KernelFn;
-using runtime::ObjectLoader;
+using cpu::KernelFn;
+using cpu::ObjectLoader;
 constexpr DType kF32 = dtypes::kFloat32;
 constexpr DType kI64 = dtypes::kIndex;
 

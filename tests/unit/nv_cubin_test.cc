@@ -12,13 +12,13 @@
 
 #include "base/options.h"
 #include "compiler/ast.h"
-#include "compiler/target/nv_program.h"
 #include "drivers/nv/cubin.h"
+#include "tests/unit/nv_target_rig.h"
 
 namespace baregrad::nv {
 namespace {
 
-using compiler::NvCompiler;
+using compiler::compile_nv;
 using compiler::NvKernel;
 
 #define REQUIRE_PTXAS()                                                              \
@@ -42,9 +42,7 @@ const NvKernel& compiled(int sm) {
   static std::map<int, NvKernel>* kernels = new std::map<int, NvKernel>();
   auto it = kernels->find(sm);
   if (it == kernels->end()) {
-    Result<NvCompiler> nv = NvCompiler::create(sm);
-    CHECK(nv.ok()) << nv.status().to_string();
-    Result<NvKernel> k = nv->compile(kernel_ast());
+    Result<NvKernel> k = compile_nv(compiler::nv(sm), kernel_ast());
     CHECK(k.ok()) << k.status().to_string();
     it = kernels->emplace(sm, std::move(*k)).first;
   }

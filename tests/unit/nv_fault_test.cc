@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/mock/nv_device/mock_nv.h"
 #include "drivers/mock/nvgpu/fake_gpu.h"
 #include "drivers/nv/device.h"
@@ -23,6 +24,21 @@ using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using Clock = std::chrono::steady_clock;
+
+// A program whose code nobody placed: 256 bytes of host memory give it a unique address, and no
+// twin is registered for it, so the fake GPU cannot run it.
+class Ghost final : public Program {
+ public:
+  explicit Ghost(std::string name)
+      : Program(std::move(name),
+                0,
+                0,
+                (reinterpret_cast<uint64_t>(mem_) + 255) & ~uint64_t{255},
+                0x210) {}
+
+ private:
+  static inline uint8_t mem_[512];
+};
 
 constexpr milliseconds kWait{5000};      // a fault fails a wait at once; this only bounds a bug
 constexpr uint64_t kUnmapped = 0xdead0;  // below every VA range: in no allocation
@@ -97,7 +113,7 @@ TEST(NvFault, ACopyFromAnUnmappedAddressReportsTheAddressAndTheCopyQueue) {
   EXPECT_THAT(err.message(), HasSubstr("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT (31): MMU fault"));
   EXPECT_THAT(err.message(), HasSubstr("engine COPY0"));
   EXPECT_THAT(err.message(), HasSubstr("copy queue of MOCK+NV"));
-  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex_string(kUnmapped) +
+  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex(kUnmapped) +
                                        " (PTE, VIRT_READ), which is in no allocation"));
   EXPECT_THAT(err.message(), Not(HasSubstr("kernel '")));
   r.expect_sticky(err);
@@ -111,8 +127,8 @@ TEST(NvFault, AnInjectedMmuFaultNamesTheBufferThatOwnsTheAddress) {
   auto q = r.dev->compute_queue();  // its copies run on the compute channel's copy subchannel
   Status err = r.run(*q, [&](hcq::HwQueue& hq) { hq.copy(dst.va + 0x1000, src.va, 256); });
   ASSERT_FALSE(err.ok());
-  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex_string(bad) + " (PTE, VIRT_WRITE)"));
-  EXPECT_THAT(err.message(), HasSubstr("in the buffer at " + hex_string(dst.va) + " (8192 bytes)"));
+  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex(bad) + " (PTE, VIRT_WRITE)"));
+  EXPECT_THAT(err.message(), HasSubstr("in the buffer at " + hex(dst.va) + " (8192 bytes)"));
   EXPECT_THAT(err.message(), HasSubstr("compute queue of MOCK+NV"));
   EXPECT_THAT(err.message(), HasSubstr("engine COPY0"));
   r.expect_sticky(err);
@@ -131,11 +147,11 @@ TEST(NvFault, AKernelReadingAnUnmappedAddressIsNamedByItsPc) {
   EXPECT_THAT(err.message(), HasSubstr("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT (31)"));
   EXPECT_THAT(err.message(), HasSubstr("compute queue of MOCK+NV"));
   EXPECT_THAT(err.message(), HasSubstr("engine GR0"));
-  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex_string(kUnmapped) +
+  EXPECT_THAT(err.message(), HasSubstr("MMU fault at " + hex(kUnmapped) +
                                        " (PTE, VIRT_READ), which is in no allocation"));
   // The fake reports the fault on the H200's last SM, with the program's address as the PC.
   EXPECT_THAT(err.message(), HasSubstr("SM 131: "));
-  EXPECT_THAT(err.message(), HasSubstr("PC " + hex_string(prg->code_va())));
+  EXPECT_THAT(err.message(), HasSubstr("PC " + hex(prg->code_va())));
   EXPECT_THAT(err.message(), HasSubstr("kernel 'reads_unmapped' (its code holds the PC)"));
   r.expect_sticky(err);
 }
@@ -172,13 +188,13 @@ TEST(NvFault, AFailingKernelIsAGraphicsExceptionWithItsSmErrorState) {
 
 TEST(NvFault, ALaunchOfAnUnknownProgramIsNamedByTheQmdOfTheFaultingSubmission) {
   Rig r;
-  Program ghost("ghost", 0, 0);  // code-less and no twin: the fake GPU cannot run it
+  Ghost ghost("ghost");
   hcq::ArgsState& args = r.args_for(ghost);
   auto q = r.dev->compute_queue();
   Status err = r.run(*q, [&](hcq::HwQueue& hq) { hq.exec(ghost, args, {1, 1, 1}, {1, 1, 1}); });
   ASSERT_FALSE(err.ok());
   EXPECT_THAT(err.message(), HasSubstr("ROBUST_CHANNEL_GR_EXCEPTION (13)"));
-  EXPECT_THAT(err.message(), HasSubstr("PC " + hex_string(ghost.code_va())));
+  EXPECT_THAT(err.message(), HasSubstr("PC " + hex(ghost.code_va())));
   EXPECT_THAT(err.message(),
               HasSubstr("kernel 'ghost' (launched by the submission the channel was executing)"));
   r.expect_sticky(err);
@@ -248,7 +264,7 @@ TEST(NvFault, ATimeoutNamesTheSemaphoreTheQueueWaitsForAndItsKernels) {
   EXPECT_EQ(err.code(), StatusCode::kDeadlineExceeded) << err;
   EXPECT_THAT(err.message(), HasSubstr("; compute queue of MOCK+NV: GP entry "));
   EXPECT_THAT(err.message(), HasSubstr("its last begun submission waits for the semaphore at " +
-                                       hex_string((*never)->va()) + " to reach 5 (it holds 0)"));
+                                       hex((*never)->va()) + " to reach 5 (it holds 0)"));
   EXPECT_THAT(err.message(), HasSubstr("that submission launches 'after_the_wait'"));
   EXPECT_THAT(err.message(), Not(HasSubstr("copy queue")));  // idle: not described
   r.expect_sticky(err);

@@ -1,5 +1,6 @@
 // Errors of the NVIDIA kernel interface against the fake RM/UVM kernel: each refusal and
 // failure with its exact message (same oracles as nv_rm_test.cc).
+#include "base/format.h"
 #include "tests/unit/nv_rm_rig.h"
 
 namespace baregrad::nv {
@@ -109,7 +110,7 @@ TEST(NvRmErrors, ChannelAllocOutOfMemoryNamesCallClassAndStatus) {
   EXPECT_EQ(gpu.status().message(),
             "NV_ESC_RM_ALLOC of HOPPER_CHANNEL_GPFIFO_A (0xc86f) under "
             "handle " +
-                hex_string(tsg) + ": NV_ERR_NO_MEMORY (0x51): out of memory");
+                hex(tsg) + ": NV_ERR_NO_MEMORY (0x51): out of memory");
   // The failed bring-up released everything it had allocated.
   EXPECT_TRUE(rig.fake.allocations().empty());
   EXPECT_TRUE(rig.fake.channels().empty());
@@ -130,7 +131,7 @@ TEST(NvRmErrors, ControlFailureNamesTheCommandAndHandle) {
   EXPECT_EQ(gpu.status().message(),
             "NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GR_GET_INFO (0x20801201) "
             "on handle " +
-                hex_string(subdevice) + ": NV_ERR_NOT_SUPPORTED (0x56): not supported");
+                hex(subdevice) + ": NV_ERR_NOT_SUPPORTED (0x56): not supported");
 }
 
 TEST(NvRmErrors, UvmFailureNamesTheIoctl) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_kernel.h"
 #include "drivers/mock/nv/recording_os.h"
 #include "drivers/nv/gpfifo.h"
@@ -44,7 +45,7 @@ struct Call {
   size_t arg_bytes = 0, params_bytes = 0;
   std::string brief() const {
     if (name == "NV_ESC_RM_ALLOC" || name == "NV_ESC_RM_CONTROL") {
-      return name + " " + hex_string(id);
+      return name + " " + hex(id);
     }
     return name;
   }

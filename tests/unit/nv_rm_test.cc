@@ -6,6 +6,7 @@
 // 570.86.16 (81fe4fb4), 580.105.08 (2af9f1f0), 580.142 (1a5075f8), 590.48.01 (2ccbad25) and
 // 595.45.04 (df1c9a3d), and for 610 in tinygrad's nv_610 autogen (from tag 610.43.03), never
 // read back from rm_abi.h. The call sequence is the bring-up order written out by hand.
+#include "base/format.h"
 #include "tests/unit/nv_rm_rig.h"
 
 namespace baregrad::nv {
@@ -439,13 +440,13 @@ TEST(NvRmMemory, FreeUnmapsFromGpuUvmAndCpu) {
   // UVM_FREE, then the VA reserved again (PROT_NONE over the mapping), then NV_ESC_RM_FREE.
   Transcript t = rig.os.transcript();
   ASSERT_EQ(t.entries.size(), 3u);
-  EXPECT_EQ(t.entries[0].what, "UVM_FREE of [" + hex_string(a->va) + ", +0x2000)");
+  EXPECT_EQ(t.entries[0].what, "UVM_FREE of [" + hex(a->va) + ", +0x2000)");
   EXPECT_EQ(t.entries[1].kind, TranscriptEntry::Kind::kMmap);
   EXPECT_EQ(t.entries[1].addr, a->va);
   EXPECT_EQ(t.entries[1].prot, PROT_NONE);
   EXPECT_NE(t.entries[1].flags & MAP_FIXED, 0);
-  EXPECT_EQ(t.entries[2].what, "NV_ESC_RM_FREE of handle " + hex_string(a->handle) +
-                                   " under handle " + hex_string(up.gpu->info().device));
+  EXPECT_EQ(t.entries[2].what, "NV_ESC_RM_FREE of handle " + hex(a->handle) + " under handle " +
+                                   hex(up.gpu->info().device));
   // The VA is handed out again, now backed by fresh memory.
   auto b = up.gpu->alloc_memory({8192, RmMemoryKind::kSystem, true, false});
   ASSERT_TRUE(b.ok()) << b.status();
@@ -465,7 +466,7 @@ TEST(NvRmMemory, OutOfVideoMemoryNamesTheCallAndLeavesNothing) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(a.status().message(), "NV_ESC_RM_ALLOC of NV01_MEMORY_LOCAL_USER (0x40) under handle " +
-                                      hex_string(up.gpu->info().device) +
+                                      hex(up.gpu->info().device) +
                                       ": NV_ERR_NO_MEMORY (0x51): out of memory");
   EXPECT_EQ(rig.fake.allocations().size(), before);
   // The VA went back: the next allocation that fits gets the same address as before.

@@ -15,11 +15,11 @@
 #include "compiler/codegen/pipeline.h"
 #include "compiler/opt/kernel.h"
 #include "compiler/render/llvm_ir.h"
-#include "compiler/target/nv_program.h"
+#include "drivers/cpu/iface_host.h"
 #include "drivers/nv/cubin.h"
-#include "runtime/cpu/object_loader.h"
 #include "runtime/device.h"
 #include "tests/kernels/reference.h"
+#include "tests/unit/nv_target_rig.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -34,17 +34,6 @@ constexpr DType kBF16 = dtypes::kBFloat16;
     Result<Ptxas> p = Ptxas::find();                                                      \
     if (!p.ok()) GTEST_SKIP() << "NV compile tests need ptxas: " << p.status().message(); \
   } while (0)
-
-NvCompiler& nv(int sm) {
-  static std::map<int, NvCompiler>* compilers = new std::map<int, NvCompiler>();
-  auto it = compilers->find(sm);
-  if (it == compilers->end()) {
-    Result<NvCompiler> c = NvCompiler::create(sm);
-    CHECK(c.ok()) << c.status().to_string();
-    it = compilers->emplace(sm, std::move(*c)).first;
-  }
-  return it->second;
-}
 
 std::vector<uint8_t> encode(DType t, const std::vector<double>& v) {
   std::vector<uint8_t> out(v.size() * t.itemsize());
@@ -214,8 +203,8 @@ std::vector<std::vector<double>> run_twin(const NvKernel& k,
                                           const Case& c,
                                           std::array<uint32_t, 3> grid,
                                           size_t pad_elements = 0) {
-  static runtime::ObjectLoader* loader = new runtime::ObjectLoader();
-  Result<runtime::KernelFn> fn = loader->load(k.twin_object, k.twin_symbol);
+  static cpu::ObjectLoader* loader = new cpu::ObjectLoader();
+  Result<cpu::KernelFn> fn = loader->load(k.twin_object, k.twin_symbol);
   EXPECT_TRUE(fn.ok()) << fn.status().to_string();
   if (!fn.ok()) return {};
   std::vector<std::vector<uint8_t>> mem;
@@ -274,7 +263,7 @@ TEST(Nvptx, EveryKernelAssemblesForEveryArchAndItsCubinAgreesWithPtxas) {
   for (const Case& c : cases()) {
     for (int sm : kArchs) {
       SCOPED_TRACE(c.what + " sm_" + std::to_string(sm));
-      Result<NvKernel> k = nv(sm).compile(c.ast);
+      Result<NvKernel> k = compile_nv(nv(sm), c.ast);
       ASSERT_TRUE(k.ok()) << k.status().to_string();
       const std::string& name = k->spec.name;
       EXPECT_NE(k->ptx.find("\n.target sm_" + std::to_string(sm) + "\n"), std::string::npos)
@@ -309,7 +298,7 @@ TEST(Nvptx, TwinMatchesTheFloat64Reference) {
   for (const Case& c : cases()) {
     std::vector<std::vector<double>> want = reference(c);
     for (int sm : kArchs) {
-      Result<NvKernel> k = nv(sm).compile(c.ast);
+      Result<NvKernel> k = compile_nv(nv(sm), c.ast);
       ASSERT_TRUE(k.ok()) << k.status().to_string();
       expect_close(run_twin(*k, c, k->grid), want, c.rtol, c.what + " sm_" + std::to_string(sm));
     }
@@ -335,7 +324,7 @@ TEST(Nvptx, ExplicitOptsMatchTheReference) {
            {{OptOp::kUnroll, 2, 4}, {OptOp::kLocal, 1, 8}},
            {{OptOp::kSplitReduce, 2, 4}},
        }) {
-    Result<NvKernel> k = nv(90).compile(c.ast, opts);
+    Result<NvKernel> k = compile_nv(nv(90), c.ast, opts);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     expect_close(run_twin(*k, c, k->grid), want, 1e-5, k->spec.name);
   }
@@ -351,7 +340,7 @@ TEST(Nvptx, LaunchDimsAreOneThreadPerOutputElementInBlocksOfUpTo128) {
   };
   for (const Case& c : cases()) {
     if (!want.count(c.what)) continue;
-    Result<NvKernel> k = nv(90).compile(c.ast);
+    Result<NvKernel> k = compile_nv(nv(90), c.ast);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{want[c.what].first, 1, 1})) << c.what;
     EXPECT_EQ(k->block, (std::array<uint32_t, 3>{want[c.what].second, 1, 1})) << c.what;
@@ -383,7 +372,7 @@ TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
         1e-5);
     std::vector<Opt> want_opts{{OptOp::kUpcast, 1, 4}, {OptOp::kUpcast, 0, 4}};
     EXPECT_EQ(hand_coded_optimizations(Kernel(c.ast), nv_target_info(90)), want_opts);
-    Result<NvKernel> k = nv(90).compile(c.ast);
+    Result<NvKernel> k = compile_nv(nv(90), c.ast);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{256, 1, 1}));  // 1024 * 512 / 16 / 128
     EXPECT_EQ(k->block, (std::array<uint32_t, 3>{128, 1, 1}));
@@ -398,7 +387,7 @@ TEST(Nvptx, ThreadsPastTheEndAreMaskedOff) {
   REQUIRE_PTXAS();
   Case c = cases()[0];
   ASSERT_EQ(c.what, "add_broadcast");
-  Result<NvKernel> k = nv(90).compile(c.ast);
+  Result<NvKernel> k = compile_nv(nv(90), c.ast);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
   std::vector<std::vector<double>> got = run_twin(*k, c, {k->grid[0] + 1, 1, 1}, 256);
   std::vector<std::vector<double>> want = reference(c);
@@ -415,7 +404,7 @@ TEST(Nvptx, VarsFollowTheBuffersInTheParameterArea) {
   REQUIRE_PTXAS();
   for (const Case& c : cases()) {
     if (c.what != "vars") continue;
-    Result<NvKernel> k = nv(90).compile(c.ast);
+    Result<NvKernel> k = compile_nv(nv(90), c.ast);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     EXPECT_EQ(k->params.buffer_offsets, (std::vector<uint32_t>{0, 8}));
     EXPECT_EQ(k->params.var_offsets, (std::vector<uint32_t>{16, 24}));
@@ -430,7 +419,7 @@ TEST(Nvptx, VarKernelTwinAgreesWithTheCpuDevice) {
   REQUIRE_PTXAS();
   Case c = cases()[7];
   ASSERT_EQ(c.what, "vars");
-  Result<NvKernel> k = nv(90).compile(c.ast);
+  Result<NvKernel> k = compile_nv(nv(90), c.ast);
   ASSERT_TRUE(k.ok()) << k.status().to_string();
   std::vector<std::vector<double>> twin = run_twin(*k, c, k->grid);
   auto dev = runtime::open_device("CPU");
@@ -500,32 +489,51 @@ TEST(Nvptx, MissingPtxasNamesThePathsTried) {
 }
 
 TEST(Nvptx, UnsupportedArchIsRefused) {
-  Result<NvCompiler> c = NvCompiler::create(52);
+  Result<std::unique_ptr<NvTarget>> c = NvTarget::create(52);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("sm_52 is not supported"), std::string::npos);
 }
 
-TEST(Nvptx, CubinsComeFromTheCacheTheSecondTimeAndTheReportIsLoggedAtDebug2) {
+TEST(Nvptx, CubinsComeFromTheCacheTheSecondTimeAndTheCompileIsLoggedAtDebug1) {
   REQUIRE_PTXAS();
   const Case c = cases()[1];
-  Result<NvKernel> first = nv(80).compile(c.ast);
+  Result<CompiledKernel> first = nv(80).compile(c.ast);
   ASSERT_TRUE(first.ok()) << first.status().to_string();
   std::string saved = option_value("DEBUG");
-  set_option_for_test("DEBUG", "2");
+  set_option_for_test("DEBUG", "1");
   ::testing::internal::CaptureStderr();
-  Result<NvKernel> second = nv(80).compile(c.ast);
+  Result<CompiledKernel> second = nv(80).compile(c.ast);
   std::string log = ::testing::internal::GetCapturedStderr();
   set_option_for_test("DEBUG", saved);
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   EXPECT_TRUE(second->cache_hit);
-  EXPECT_EQ(second->cubin, first->cubin);
-  EXPECT_EQ(second->ptxas.registers, first->ptxas.registers);
-  EXPECT_NE(log.find("ptxas sm_80 " + second->spec.name + ": " +
-                     std::to_string(first->ptxas.registers) + " registers"),
+  EXPECT_EQ(second->binary.code, first->binary.code);
+  EXPECT_EQ(second->binary.id, first->binary.id);
+  EXPECT_NE(log.find("compiled " + second->spec.name + " for nv-sm_80 in "), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("(cached binary)"), std::string::npos) << log;
+  EXPECT_NE(nv(80).ptxas().cache_key(80), nv(90).ptxas().cache_key(90));
+  EXPECT_NE(nv(80).cache_key(), nv(90).cache_key());
+}
+
+TEST(Nvptx, PtxasReportIsLoggedAtDebug2WhenItRuns) {
+  REQUIRE_PTXAS();
+  const Case c = cases()[1];
+  Result<NvKernel> k = compile_nv(nv(80), c.ast);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  std::string saved = option_value("DEBUG");
+  set_option_for_test("DEBUG", "2");
+  ::testing::internal::CaptureStderr();
+  Result<PtxasResult> r = nv(80).ptxas().run(k->ptx, 80, k->spec.name);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  set_option_for_test("DEBUG", saved);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->cubin, k->cubin) << "the target's cubin is ptxas' for its listing";
+  EXPECT_NE(log.find("ptxas sm_80 " + k->spec.name + ": " + std::to_string(k->ptxas.registers) +
+                     " registers"),
             std::string::npos)
       << log;
-  EXPECT_NE(nv(80).ptxas().cache_key(80), nv(90).ptxas().cache_key(90));
 }
 
 TEST(Nvptx, ReportIsReadForTheEntryNotItsSubroutines) {

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <vector>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_state.h"
 #include "drivers/nv/rm_status.h"
 
@@ -22,10 +23,10 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
   if (auto r = take_rule(FailRule::Kind::kControl, p.cmd)) return r->status;
   auto cit = clients.find(p.h_client);
   if (cit == clients.end() || cit->second.ctl_fd != fd) {
-    return refuse(NV_ERR_INVALID_CLIENT, "client " + hex_string(p.h_client));
+    return refuse(NV_ERR_INVALID_CLIENT, "client " + hex(p.h_client));
   }
   FakeObject* o = find(p.h_client, p.h_object);
-  if (o == nullptr) return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "no " + hex_string(p.h_object));
+  if (o == nullptr) return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "no " + hex(p.h_object));
   uint32_t want = rm_control_params_size(*branch, p.cmd);
   if (want == 0) return refuse(NV_ERR_NOT_SUPPORTED, "not modelled");
   if (p.params == 0 || p.params_size != want) {
@@ -42,7 +43,7 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
   for (const auto& [prefix, kind] : kOwners) {
     if (p.cmd >> 16 == prefix && o->kind != kind) {
       return refuse(NV_ERR_NOT_SUPPORTED,
-                    "on handle " + hex_string(p.h_object) + " of " + rm_class_name(o->cls));
+                    "on handle " + hex(p.h_object) + " of " + rm_class_name(o->cls));
     }
   }
   switch (p.cmd) {
@@ -57,7 +58,7 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
         q->numa_id = -1;
         return NV_OK;
       }
-      return refuse(NV_ERR_INVALID_ARGUMENT, "no GPU id " + hex_string(q->gpu_id));
+      return refuse(NV_ERR_INVALID_ARGUMENT, "no GPU id " + hex(q->gpu_id));
     }
     case kNvc36fCtrlCmdGpfifoGetWorkSubmitToken:
       static_cast<Nvc36fCtrlGpfifoGetWorkSubmitTokenParams*>(params)->work_submit_token =
@@ -68,7 +69,7 @@ uint32_t FakeNvKernel::State::rm_control(int fd, Nvos54Parameters& p) {
       for (uint32_t h : o->children) {
         const FakeObject& ch = c.objects[h];
         if (ch.kind == ObjKind::kChannel && !ch.has_engine) {
-          return refuse(NV_ERR_INVALID_STATE, "channel " + hex_string(h) + " has no engine object");
+          return refuse(NV_ERR_INVALID_STATE, "channel " + hex(h) + " has no engine object");
         }
       }
       for (uint32_t h : o->children) c.objects[h].channel.scheduled = true;

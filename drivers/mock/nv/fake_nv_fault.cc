@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_state.h"
 #include "drivers/nv/rm_status.h"
 
@@ -51,8 +52,8 @@ Status FakeNvKernel::raise_fault(uint32_t token, const FakeNvFault& f) {
       for (auto& [dh, d] : c.objects) {
         if (d.kind == ObjKind::kDebugger && s_->debugger_group(c, d) == &group &&
             (d.exception_mask & kNv83deCtrlDebugSetExceptionMaskFatal) != 0) {
-          s_->note("RC of channel " + hex_string(ch.handle) + " deferred: debugger " +
-                   hex_string(dh) + " takes FATAL exceptions");
+          s_->note("RC of channel " + hex(ch.handle) + " deferred: debugger " + hex(dh) +
+                   " takes FATAL exceptions");
           return Status();
         }
       }
@@ -87,7 +88,7 @@ uint32_t FakeNvKernel::State::control_debugger(FakeClient& c,
   std::string what = "NV_ESC_RM_CONTROL " + rm_control_name(cmd);
   FakeObject* group = debugger_group(c, o);
   if (group == nullptr) {
-    note(what + ": the debugger's object " + hex_string(o.debug_target) + " is gone");
+    note(what + ": the debugger's object " + hex(o.debug_target) + " is gone");
     return NV_ERR_INVALID_OBJECT_HANDLE;
   }
   switch (cmd) {
@@ -101,7 +102,7 @@ uint32_t FakeNvKernel::State::control_debugger(FakeClient& c,
       auto* q = static_cast<Nv83deCtrlDebugReadAllSmErrorStatesParams*>(params);
       auto ch = c.objects.find(q->h_target_channel);
       if (ch == c.objects.end() || ch->second.kind != ObjKind::kChannel) {
-        note(what + ": hTargetChannel " + hex_string(q->h_target_channel) + " is no channel");
+        note(what + ": hTargetChannel " + hex(q->h_target_channel) + " is no channel");
         return NV_ERR_INVALID_OBJECT_HANDLE;
       }
       const FakeNvGpuConfig& g = gpus[o.gpu].cfg;

@@ -13,18 +13,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_state.h"
 #include "drivers/nv/gpfifo.h"
 #include "drivers/nv/rm_abi.h"
 
 namespace baregrad::mock {
 namespace {
-
-std::string hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%" PRIx64, v);
-  return text;
-}
 
 std::string quoted(const std::string& path) { return "\"" + path + "\""; }
 
@@ -329,6 +324,20 @@ void FakeNvKernel::on_channel(std::function<void(const FakeNvChannel&)> added,
 void FakeNvKernel::on_doorbell(std::function<void(int gpu, uint32_t token)> hook) {
   std::unique_lock lock(s_->mu);
   s_->doorbell = std::move(hook);
+}
+
+void FakeNvKernel::on_progress(std::function<void()> hook) {
+  std::unique_lock lock(s_->mu);
+  s_->progress = std::move(hook);
+}
+
+void FakeNvKernel::progress() {
+  std::function<void()> hook;
+  {
+    std::shared_lock lock(s_->mu);
+    hook = s_->progress;
+  }
+  if (hook) hook();
 }
 
 int FakeNvKernel::poll_doorbells() {

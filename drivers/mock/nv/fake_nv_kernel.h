@@ -111,6 +111,8 @@ class FakeNvKernel final : public hcq::Os {
   Result<std::vector<std::string>> list_dir(const std::string& path) override;
   Result<int> eventfd(unsigned initval, int flags) override;
   Result<int> poll(int fd, short events, int timeout_ms) override;
+  // What a device's waits call between polls: the on_progress() hook (nothing without one).
+  void progress() override;
 
   const FakeNvConfig& config() const;
 
@@ -134,6 +136,8 @@ class FakeNvKernel final : public hcq::Os {
   // for each written token calls the doorbell hook. Returns how many it found. The mock device
   // calls this from its progress() hook: doorbell writes are plain stores nothing can trap.
   int poll_doorbells();
+  // Called by progress(): a fake GPU runs here (it has no thread of its own).
+  void on_progress(std::function<void()> hook);
 
   // ---- channel errors (what RM does after a GPU fault interrupt) -------------------------------
   // The channel with work-submit token `token` faulted: records `f.mmu` and `f.sm` in its

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_state.h"
 #include "drivers/nv/gpfifo.h"
 #include "drivers/nv/rm_status.h"
@@ -258,12 +259,12 @@ uint32_t FakeNvKernel::State::rm_alloc(int fd, Nvos21Parameters& p) {
   }
   auto cit = clients.find(p.h_root);
   if (cit == clients.end() || cit->second.ctl_fd != fd) {
-    return refuse(NV_ERR_INVALID_CLIENT, "client " + hex_string(p.h_root));
+    return refuse(NV_ERR_INVALID_CLIENT, "client " + hex(p.h_root));
   }
   FakeClient& c = cit->second;
   auto parent = c.objects.find(p.h_object_parent);
   if (parent == c.objects.end()) {
-    return refuse(NV_ERR_INVALID_OBJECT_PARENT, "no parent " + hex_string(p.h_object_parent));
+    return refuse(NV_ERR_INVALID_OBJECT_PARENT, "no parent " + hex(p.h_object_parent));
   }
   uint32_t want = rm_alloc_params_size(*branch, p.h_class);
   if (want != 0 && (p.p_alloc_parms == 0 || p.params_size != want)) {
@@ -276,12 +277,12 @@ uint32_t FakeNvKernel::State::rm_alloc(int fd, Nvos21Parameters& p) {
   if (h == 0) {
     h = c.next_handle++;
   } else if (c.objects.contains(h)) {
-    return refuse(NV_ERR_INSERT_DUPLICATE_NAME, "handle " + hex_string(h) + " in use");
+    return refuse(NV_ERR_INSERT_DUPLICATE_NAME, "handle " + hex(h) + " in use");
   }
   FakeObject obj{
       .handle = h, .parent = p.h_object_parent, .cls = p.h_class, .gpu = parent->second.gpu};
   uint32_t status = alloc_check(c, p, obj);
-  if (status != NV_OK) return refuse(status, "under " + hex_string(p.h_object_parent));
+  if (status != NV_OK) return refuse(status, "under " + hex(p.h_object_parent));
   c.objects[h] = std::move(obj);
   c.objects[p.h_object_parent].children.push_back(h);
   p.h_object_new = h;
@@ -388,7 +389,7 @@ uint32_t FakeNvKernel::State::alloc_check(FakeClient& c,
     if (channel_added) pending.push_back([hook = channel_added, added] { hook(added); });
     return NV_OK;
   }
-  note("NV_ESC_RM_ALLOC: class " + hex_string(cls) + " is not modelled");
+  note("NV_ESC_RM_ALLOC: class " + hex(cls) + " is not modelled");
   return NV_ERR_INVALID_CLASS;
 }
 
@@ -407,7 +408,7 @@ uint32_t FakeNvKernel::State::alloc_channel(FakeClient& c,
   auto ctx = c.objects.find(f.ctxshare);
   if (ctx == c.objects.end() || ctx->second.kind != ObjKind::kCtxshare ||
       ctx->second.parent != p.h_object_parent) {
-    note("channel: hContextShare " + hex_string(f.ctxshare) + " is not a ctxshare of its group");
+    note("channel: hContextShare " + hex(f.ctxshare) + " is not a ctxshare of its group");
     return NV_ERR_INVALID_OBJECT_HANDLE;
   }
   FakeObject* buffer = memory(f.buffer);
@@ -421,11 +422,11 @@ uint32_t FakeNvKernel::State::alloc_channel(FakeClient& c,
   uint64_t ring_bytes = uint64_t{f.entries} * kGpEntryBytes;
   if (!buffer->dma_va || f.ring < *buffer->dma_va ||
       f.ring + ring_bytes > *buffer->dma_va + buffer->mem->size) {
-    note("channel: gpFifoOffset " + hex_string(f.ring) + " is not inside hObjectBuffer's mapping");
+    note("channel: gpFifoOffset " + hex(f.ring) + " is not inside hObjectBuffer's mapping");
     return NV_ERR_INVALID_OFFSET;
   }
   if (!userd->dma_va || f.userd_offset + kUserdBytes > userd->mem->size) {
-    note("channel: USERD at offset " + hex_string(f.userd_offset) + " is not mapped memory");
+    note("channel: USERD at offset " + hex(f.userd_offset) + " is not mapped memory");
     return NV_ERR_INVALID_OFFSET;
   }
   obj.kind = ObjKind::kChannel;
@@ -474,7 +475,7 @@ void FakeNvKernel::State::free_clients_of(int ctl_fd) {
 uint32_t FakeNvKernel::State::rm_free(int fd, const Nvos00Parameters& p) {
   auto cit = clients.find(p.h_root);
   if (cit == clients.end() || cit->second.ctl_fd != fd) {
-    note("NV_ESC_RM_FREE: client " + hex_string(p.h_root) + ": NV_ERR_INVALID_CLIENT");
+    note("NV_ESC_RM_FREE: client " + hex(p.h_root) + ": NV_ERR_INVALID_CLIENT");
     return NV_ERR_INVALID_CLIENT;
   }
   if (p.h_object_old == p.h_root) {
@@ -483,7 +484,7 @@ uint32_t FakeNvKernel::State::rm_free(int fd, const Nvos00Parameters& p) {
     return NV_OK;
   }
   if (!cit->second.objects.contains(p.h_object_old)) {
-    note("NV_ESC_RM_FREE: no handle " + hex_string(p.h_object_old));
+    note("NV_ESC_RM_FREE: no handle " + hex(p.h_object_old));
     return NV_ERR_INVALID_OBJECT_HANDLE;
   }
   free_object(cit->second, p.h_object_old);
@@ -506,10 +507,10 @@ uint32_t FakeNvKernel::State::rm_alloc_memory(FakeFd& f, Nvos02ParametersWithFd&
   auto parent = c.objects.find(p.h_object_parent);
   if (parent == c.objects.end() || parent->second.kind != ObjKind::kDevice ||
       parent->second.gpu != f.gpu) {
-    return refuse(NV_ERR_INVALID_OBJECT_PARENT, "parent " + hex_string(p.h_object_parent));
+    return refuse(NV_ERR_INVALID_OBJECT_PARENT, "parent " + hex(p.h_object_parent));
   }
   if (p.h_object_new == 0 || c.objects.contains(p.h_object_new)) {
-    return refuse(NV_ERR_INSERT_DUPLICATE_NAME, "handle " + hex_string(p.h_object_new));
+    return refuse(NV_ERR_INSERT_DUPLICATE_NAME, "handle " + hex(p.h_object_new));
   }
   uint64_t size = p.limit + 1;
   if (p.p_memory % 4096 != 0 || size % 4096 != 0 || size == 0) {
@@ -517,7 +518,7 @@ uint32_t FakeNvKernel::State::rm_alloc_memory(FakeFd& f, Nvos02ParametersWithFd&
   }
   std::vector<unsigned char> pages(size / 4096);
   if (::mincore(reinterpret_cast<void*>(p.p_memory), size, pages.data()) != 0) {
-    return refuse(NV_ERR_INVALID_ADDRESS, "process memory not mapped at " + hex_string(p.p_memory));
+    return refuse(NV_ERR_INVALID_ADDRESS, "process memory not mapped at " + hex(p.p_memory));
   }
   FakeObject obj{.handle = p.h_object_new,
                  .parent = p.h_object_parent,
@@ -535,8 +536,7 @@ uint32_t FakeNvKernel::State::rm_alloc_memory(FakeFd& f, Nvos02ParametersWithFd&
 uint32_t FakeNvKernel::State::rm_map_memory(int fd, Nvos33ParametersWithFd& w) {
   Nvos33Parameters& p = w.params;
   auto refuse = [&](uint32_t status, const std::string& why) {
-    note("NV_ESC_RM_MAP_MEMORY of " + hex_string(p.h_memory) + ": " + why + ": " +
-         rm_status_text(status));
+    note("NV_ESC_RM_MAP_MEMORY of " + hex(p.h_memory) + ": " + why + ": " + rm_status_text(status));
     return status;
   };
   auto cit = clients.find(p.h_client);
@@ -544,7 +544,7 @@ uint32_t FakeNvKernel::State::rm_map_memory(int fd, Nvos33ParametersWithFd& w) {
   FakeObject* dev = find(p.h_client, p.h_device);
   FakeObject* mem = find(p.h_client, p.h_memory);
   if (dev == nullptr || (dev->kind != ObjKind::kDevice && dev->kind != ObjKind::kSubdevice)) {
-    return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "hDevice " + hex_string(p.h_device));
+    return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "hDevice " + hex(p.h_device));
   }
   if (mem == nullptr || (mem->kind != ObjKind::kMemory && mem->kind != ObjKind::kUsermode) ||
       mem->gpu != dev->gpu) {
@@ -552,8 +552,8 @@ uint32_t FakeNvKernel::State::rm_map_memory(int fd, Nvos33ParametersWithFd& w) {
   }
   if (mem->cls == kNv01MemorySystemOsDescriptor) return refuse(NV_ERR_NOT_SUPPORTED, "");
   if (p.length == 0 || p.offset + p.length > mem->mem->size) {
-    return refuse(NV_ERR_INVALID_LIMIT, "[" + hex_string(p.offset) + ", +" + hex_string(p.length) +
-                                            ") of " + hex_string(mem->mem->size) + " bytes");
+    return refuse(NV_ERR_INVALID_LIMIT, "[" + hex(p.offset) + ", +" + hex(p.length) + ") of " +
+                                            hex(mem->mem->size) + " bytes");
   }
   auto target = fds.find(w.fd);
   bool system = mem->cls == kNv01MemorySystem;
@@ -573,7 +573,7 @@ uint32_t FakeNvKernel::State::rm_map_memory_dma(int fd, void* arg) {
   DmaFields d = *branch == RmBranch::k570 ? dma_fields<Nvos46Parameters570>(arg)
                                           : dma_fields<Nvos46Parameters580>(arg);
   auto refuse = [&](uint32_t status, const std::string& why) {
-    note("NV_ESC_RM_MAP_MEMORY_DMA of " + hex_string(d.memory) + ": " + why + ": " +
+    note("NV_ESC_RM_MAP_MEMORY_DMA of " + hex(d.memory) + ": " + why + ": " +
          rm_status_text(status));
     *d.status = status;
     return status;
@@ -583,7 +583,7 @@ uint32_t FakeNvKernel::State::rm_map_memory_dma(int fd, void* arg) {
   FakeObject* dma = find(d.client, d.dma);
   FakeObject* mem = find(d.client, d.memory);
   if (dma == nullptr || dma->kind != ObjKind::kVirtmem || dma->parent != d.device) {
-    return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "hDma " + hex_string(d.dma));
+    return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "hDma " + hex(d.dma));
   }
   if (mem == nullptr || mem->kind != ObjKind::kMemory || mem->gpu != dma->gpu) {
     return refuse(NV_ERR_INVALID_OBJECT_HANDLE, "not a memory object of the device");
@@ -591,9 +591,9 @@ uint32_t FakeNvKernel::State::rm_map_memory_dma(int fd, void* arg) {
   if ((d.flags & kNvos46FlagsDmaOffsetFixedTrue) == 0) {
     return refuse(NV_ERR_NOT_SUPPORTED, "the fake maps at fixed offsets only");
   }
-  if (d.dma_offset % 4096 != 0) return refuse(NV_ERR_INVALID_OFFSET, hex_string(d.dma_offset));
+  if (d.dma_offset % 4096 != 0) return refuse(NV_ERR_INVALID_OFFSET, hex(d.dma_offset));
   if (d.length == 0 || d.offset + d.length > mem->mem->size) {
-    return refuse(NV_ERR_INVALID_LIMIT, "length " + hex_string(d.length));
+    return refuse(NV_ERR_INVALID_LIMIT, "length " + hex(d.length));
   }
   mem->dma_va = d.dma_offset - d.offset;
   *d.dma_offset_out = d.dma_offset;

@@ -137,6 +137,7 @@ struct FakeNvKernel::State {
   uint32_t next_token = 1;
   std::function<void(const FakeNvChannel&)> channel_added, channel_removed;
   std::function<void(int, uint32_t)> doorbell;
+  std::function<void()> progress;
   std::vector<std::function<void()>> pending;  // hook calls, run once the lock is dropped
 
   // The rule of `kind` for `key` that fires now (its count is consumed), if any.

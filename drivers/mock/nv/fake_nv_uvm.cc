@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "base/format.h"
 #include "drivers/mock/nv/fake_nv_state.h"
 #include "drivers/nv/rm_status.h"
 
@@ -114,7 +115,7 @@ uint32_t FakeNvKernel::State::uvm_dispatch(int fd, FakeFd& f, unsigned long requ
       FakeObject* vs = find(p->h_client, p->h_va_space);
       if (vs == nullptr || vs->kind != ObjKind::kVaspace || &gpus[vs->gpu] != g ||
           (vs->vaspace_flags & kNvVaspaceAllocationFlagsIsExternallyOwned) == 0) {
-        note("UVM_REGISTER_GPU_VASPACE: " + hex_string(p->h_va_space) +
+        note("UVM_REGISTER_GPU_VASPACE: " + hex(p->h_va_space) +
              " is not an externally owned FERMI_VASPACE_A of that GPU");
         return NV_ERR_INVALID_ARGUMENT;
       }
@@ -159,7 +160,7 @@ uint32_t FakeNvKernel::State::uvm_dispatch(int fd, FakeFd& f, unsigned long requ
       auto* p = static_cast<UvmMapExternalAllocationParams*>(arg);
       auto it = uvm.find(p->base);
       if (it == uvm.end() || it->second.channel || p->length > it->second.length) {
-        note("UVM_MAP_EXTERNAL_ALLOCATION: no external range starts at " + hex_string(p->base));
+        note("UVM_MAP_EXTERNAL_ALLOCATION: no external range starts at " + hex(p->base));
         return NV_ERR_INVALID_ADDRESS;
       }
       if (p->gpu_attributes_count == 0 || p->gpu_attributes_count > 256) {

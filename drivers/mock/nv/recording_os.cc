@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 #include "drivers/nv/uvm_abi.h"
 
@@ -80,15 +81,8 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
-std::string hex_bytes(const std::vector<uint8_t>& b) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = b.empty() ? "-" : "";
-  for (uint8_t v : b) {
-    out += kHex[v >> 4];
-    out += kHex[v & 15];
-  }
-  return out;
-}
+// The bytes as hex digits, "-" for none.
+std::string bytes_text(const std::vector<uint8_t>& b) { return b.empty() ? "-" : hex_bytes(b); }
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -185,15 +179,13 @@ std::string Transcript::serialize() const {
   std::string out = std::string(kHeader) + "\n";
   for (const TranscriptEntry& e : entries) {
     out += std::string(transcript_kind_name(e.kind)) + " path=" + quote(e.path) +
-           " fd=" + std::to_string(e.fd) + " request=" + nv::hex_string(e.request) +
-           " what=" + quote(e.what) + " error=" + quote(e.error) +
-           " rm_status=" + nv::hex_string(e.rm_status) + " in=" + hex_bytes(e.in) +
-           " out=" + hex_bytes(e.out) + " params_in=" + hex_bytes(e.params_in) +
-           " params_out=" + hex_bytes(e.params_out) + " addr=" + nv::hex_string(e.addr) +
-           " length=" + nv::hex_string(e.length) + " offset=" + nv::hex_string(e.offset) +
-           " prot=" + nv::hex_string(static_cast<uint32_t>(e.prot)) +
-           " flags=" + nv::hex_string(static_cast<uint32_t>(e.flags)) + " text=" + quote(e.text) +
-           "\n";
+           " fd=" + std::to_string(e.fd) + " request=" + hex(e.request) + " what=" + quote(e.what) +
+           " error=" + quote(e.error) + " rm_status=" + hex(e.rm_status) +
+           " in=" + bytes_text(e.in) + " out=" + bytes_text(e.out) +
+           " params_in=" + bytes_text(e.params_in) + " params_out=" + bytes_text(e.params_out) +
+           " addr=" + hex(e.addr) + " length=" + hex(e.length) + " offset=" + hex(e.offset) +
+           " prot=" + hex(static_cast<uint32_t>(e.prot)) +
+           " flags=" + hex(static_cast<uint32_t>(e.flags)) + " text=" + quote(e.text) + "\n";
   }
   return out;
 }

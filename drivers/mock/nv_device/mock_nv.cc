@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/format.h"
 #include "base/log.h"
 #include "drivers/mock/nv/fake_nv_kernel.h"
 #include "drivers/mock/nv_device/mock_nv_fault.h"
@@ -56,6 +57,18 @@ class TwinExecutor final : public KernelExecutor {
  public:
   explicit TwinExecutor(GpuMemory& mem) : mem_(mem) {}
   void set_device(nv::Device* d) { dev_ = d; }
+  // The twins of this device's binaries, by Binary id (register_mock_binary).
+  void add_binary(const std::string& id, MockKernel k) {
+    std::lock_guard lock(mu_);
+    auto& e = binaries_[id];
+    e.kernel = std::move(k);
+    e.count++;
+  }
+  void remove_binary(const std::string& id) {
+    std::lock_guard lock(mu_);
+    auto it = binaries_.find(id);
+    if (it != binaries_.end() && --it->second.count == 0) binaries_.erase(it);
+  }
   Status launch(const LaunchInfo& li) override {
     failure_.reset();
     MockKernel k;
@@ -63,15 +76,21 @@ class TwinExecutor final : public KernelExecutor {
     {
       Registry& r = registry();
       std::lock_guard lock(r.twin_mu);
-      auto it = r.twins.find(li.program_va);
-      if (it == r.twins.end()) {
-        // NOTE: a freed code-less program may have had this address; its name must not stay.
-        if (dev_) dev_->unregister_program(li.program_va);
-        failure_ = LaunchFailure{li.program_va, std::nullopt};
-        return not_found("launch of unknown program at " + nv::hex_string(li.program_va));
+      if (auto it = r.twins.find(li.program_va); it != r.twins.end()) {
+        k = it->second;
+        if (auto n = r.names.find(li.program_va); n != r.names.end()) name = n->second;
       }
-      k = it->second;
-      if (auto n = r.names.find(li.program_va); n != r.names.end()) name = n->second;
+    }
+    if (!k && dev_) {
+      std::string id = dev_->binary_at(li.program_va);
+      std::lock_guard lock(mu_);
+      if (auto it = binaries_.find(id); !id.empty() && it != binaries_.end()) k = it->second.kernel;
+    }
+    if (!k) {
+      // NOTE: a freed code-less program may have had this address; its name must not stay.
+      if (dev_ && dev_->binary_at(li.program_va).empty()) dev_->unregister_program(li.program_va);
+      failure_ = LaunchFailure{li.program_va, std::nullopt};
+      return not_found("launch of unknown program at " + hex(li.program_va));
     }
     // Code-less programs belong to no device: their range is registered where they run.
     if (!name.empty()) dev_->register_program(li.program_va, kCodelessBytes, name);
@@ -87,6 +106,12 @@ class TwinExecutor final : public KernelExecutor {
   GpuMemory& mem_;
   nv::Device* dev_ = nullptr;
   std::optional<LaunchFailure> failure_;
+  struct BinaryTwin {
+    MockKernel kernel;
+    int count = 0;  // registrations
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, BinaryTwin> binaries_;
 };
 
 // The fakes one MOCK+NV device owns, in construction order.
@@ -112,11 +137,18 @@ struct Fakes {
   const nv::Device* device = nullptr;  // the device over these fakes, once created
 };
 
-// A code-less program that unregisters its twin when destroyed.
-class MockProgram final : public nv::Program {
+// A code-less program that unregisters its twin when destroyed: 256 bytes of host memory give
+// it a unique code address.
+struct CodelessMemory {
+  std::unique_ptr<uint8_t[]> bytes = std::make_unique<uint8_t[]>(2 * kCodelessBytes);
+  uint64_t va() const {
+    return (reinterpret_cast<uint64_t>(bytes.get()) + kCodelessBytes - 1) & ~(kCodelessBytes - 1);
+  }
+};
+class MockProgram final : private CodelessMemory, public nv::Program {
  public:
   MockProgram(std::string name, int num_bufs, int num_vars, MockKernel k, uint32_t param_offset)
-      : nv::Program(std::move(name), num_bufs, num_vars, param_offset) {
+      : nv::Program(std::move(name), num_bufs, num_vars, CodelessMemory::va(), param_offset) {
     std::lock_guard lock(registry().twin_mu);
     registry().twins[code_va()] = std::move(k);
     registry().names[code_va()] = this->name();
@@ -155,13 +187,12 @@ Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation,
     Status s = f->kernel.raise_fault(x.token, rm_fault_for(x, launch, sms));
     if (!s.ok()) BG_LOG(0) << "MOCK+NV: " << s << " (" << x.to_string() << ")";
   });
-  auto hooks = std::make_unique<nv::MockHooks>();
   {
     std::lock_guard lock(registry().mu);
     registry().fakes.push_back(fakes);
   }
   // Every MOCK+NV GPU of the process runs: a queue may wait on another device's signal.
-  hooks->pump = [] {
+  f->kernel.on_progress([] {
     std::vector<std::shared_ptr<Fakes>> all;
     {
       std::lock_guard lock(registry().mu);
@@ -175,9 +206,12 @@ Result<std::unique_ptr<nv::Device>> open_mock_nv(nv::Generation generation,
         x->kernel.poll_doorbells();
         x->gpu.run_until_idle();
       }
-  };
-  hooks->keepalive = fakes;
-  ASSIGN_OR_RETURN(auto dev, nv::Device::create(f->kernel, 0, std::move(hooks), options));
+  });
+  if (options.name == nv::DeviceOptions{}.name) options.name = "MOCK+NV";
+  options.peer_group = "MOCK+NV";
+  // The device owns the fakes through its Os: they go after it.
+  std::shared_ptr<hcq::Os> os(fakes, &f->kernel);
+  ASSIGN_OR_RETURN(auto dev, nv::Device::create(std::move(os), 0, std::move(options)));
   f->executor.set_device(dev.get());
   f->device = dev.get();
   return dev;
@@ -192,14 +226,35 @@ FakeNvGpu* mock_nv_gpu(const nv::Device& dev) {
 
 Status TwinMemory::mmu_fault(uint64_t va, bool write, const std::string& what) {
   if (!fault_) fault_ = Fault{va, write};
-  return internal("MMU fault (" + std::string(write ? "write" : "read") + ") at " +
-                  nv::hex_string(va) + ": " + what);
+  return internal("MMU fault (" + std::string(write ? "write" : "read") + ") at " + hex(va) + ": " +
+                  what);
 }
 
 std::unique_ptr<nv::Program> mock_program(
     std::string name, int num_bufs, int num_vars, MockKernel kernel, uint32_t param_offset) {
   return std::make_unique<MockProgram>(std::move(name), num_bufs, num_vars, std::move(kernel),
                                        param_offset);
+}
+
+Result<std::shared_ptr<void>> register_mock_binary(const nv::Device& dev,
+                                                   const std::string& binary_id,
+                                                   MockKernel kernel) {
+  std::shared_ptr<Fakes> fakes;
+  {
+    std::lock_guard lock(registry().mu);
+    for (const auto& w : registry().fakes)
+      if (auto f = w.lock(); f && f->device == &dev) fakes = f;
+  }
+  if (!fakes) return not_found(dev.name() + " is not a MOCK+NV device");
+  fakes->executor.add_binary(binary_id, std::move(kernel));
+  struct Registration {
+    std::weak_ptr<Fakes> fakes;
+    std::string id;
+    ~Registration() {
+      if (auto f = fakes.lock()) f->executor.remove_binary(id);
+    }
+  };
+  return std::shared_ptr<void>(new Registration{fakes, binary_id});
 }
 
 std::shared_ptr<void> register_mock_kernel(uint64_t program_va, MockKernel kernel) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 
 namespace baregrad::mock {
@@ -27,7 +28,7 @@ Status TwinRegistry::launch(const LaunchInfo& li) {
     std::lock_guard lock(mu_);
     auto it = twins_.find(li.program_va);
     if (it == twins_.end()) {
-      return not_found("launch of unknown program at " + nv::hex_string(li.program_va));
+      return not_found("launch of unknown program at " + hex(li.program_va));
     }
     twin = it->second;  // a copy: the twin may replace itself while it runs
   }

@@ -4,11 +4,10 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/mock/nvgpu/channel.h"
 
 namespace baregrad::mock {
-
-using nv::hex_string;
 
 // The channel lock, re-entrant for its holder: a KernelExecutor runs under it and may call back.
 class FakeNvGpu::Lock {
@@ -55,15 +54,14 @@ std::string Fault::to_string() const {
   std::ostringstream os;
   os << fault_kind_name(kind);
   if (access != Access::kNone) os << (access == Access::kRead ? " (read)" : " (write)");
-  os << " at " << hex_string(address) << " on channel " << token;
+  os << " at " << hex(address) << " on channel " << token;
   if (method != kNoMethod) {
     std::string_view name = method_name(cls, method);
-    os << ": " << nv::class_name(cls) << " subchannel " << subchannel << " method "
-       << hex_string(method);
+    os << ": " << nv::class_name(cls) << " subchannel " << subchannel << " method " << hex(method);
     if (!name.empty()) os << " (" << name << ")";
-    os << " at pushbuffer " << hex_string(pushbuffer_va);
+    os << " at pushbuffer " << hex(pushbuffer_va);
   }
-  if (qmd_va != 0) os << ", QMD " << hex_string(qmd_va);
+  if (qmd_va != 0) os << ", QMD " << hex(qmd_va);
   os << ": " << what;
   return os.str();
 }
@@ -89,8 +87,8 @@ uint32_t FakeNvGpu::host_class() const {
 Status FakeNvGpu::add_channel(const ChannelConfig& c) {
   if (c.ring_entries < 2 || c.ring_va % 8 != 0 || c.userd_va % 4 != 0) {
     return invalid_argument("GPFIFO channel " + std::to_string(c.token) + ": a ring of " +
-                            std::to_string(c.ring_entries) + " entries at " +
-                            hex_string(c.ring_va) + ", USERD at " + hex_string(c.userd_va) +
+                            std::to_string(c.ring_entries) + " entries at " + hex(c.ring_va) +
+                            ", USERD at " + hex(c.userd_va) +
                             " (>= 2 entries, ring 8-byte and USERD 4-byte aligned)");
   }
   Lock lock(*this);

@@ -2,15 +2,14 @@
 
 #include <string>
 
+#include "base/format.h"
 #include "drivers/nv/classes.h"
 
 namespace baregrad::mock {
 
-using nv::hex_string;
-
 Status RangeMemory::add(uint64_t va, void* host, size_t bytes) {
   if (bytes == 0 || va + bytes < va) {
-    return invalid_argument("GPU range at " + hex_string(va) + " of " + std::to_string(bytes) +
+    return invalid_argument("GPU range at " + hex(va) + " of " + std::to_string(bytes) +
                             " bytes: empty or wrapping");
   }
   std::lock_guard lock(mu_);
@@ -19,7 +18,7 @@ Status RangeMemory::add(uint64_t va, void* host, size_t bytes) {
   bool overlaps_prev =
       next != ranges_.begin() && std::prev(next)->first + std::prev(next)->second.bytes > va;
   if (overlaps_next || overlaps_prev) {
-    return invalid_argument("GPU range at " + hex_string(va) + " of " + std::to_string(bytes) +
+    return invalid_argument("GPU range at " + hex(va) + " of " + std::to_string(bytes) +
                             " bytes overlaps a mapped range");
   }
   ranges_.emplace(va, Range{static_cast<uint8_t*>(host), bytes});
@@ -28,7 +27,7 @@ Status RangeMemory::add(uint64_t va, void* host, size_t bytes) {
 
 Status RangeMemory::remove(uint64_t va) {
   std::lock_guard lock(mu_);
-  if (ranges_.erase(va) == 0) return not_found("no GPU range starts at " + hex_string(va));
+  if (ranges_.erase(va) == 0) return not_found("no GPU range starts at " + hex(va));
   return {};
 }
 

@@ -9,13 +9,12 @@
 #include <initializer_list>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/mock/nvgpu/channel.h"
 #include "drivers/mock/nvgpu/qmd_decode.h"
 
 namespace baregrad::mock {
 namespace {
-
-using nv::hex_string;
 
 // Host methods (NVC56F_*).
 constexpr uint32_t kSetObject = 0x0000, kNop = 0x0008, kNonStallInterrupt = 0x0020;
@@ -200,7 +199,7 @@ Step ChannelRunner::host_method(uint32_t subchannel, uint32_t m, uint32_t data) 
 Step ChannelRunner::set_object(uint32_t subchannel, uint32_t data) {
   uint32_t cls = data & 0xffff;  // NVCLASS 15:0 (ENGINE 20:16 only matters for SW classes)
   if (subchannel >= 5 || (data >> 16) != 0) {
-    return fault(FaultKind::kIllegalMethod, "SET_OBJECT " + hex_string(data) + " on subchannel " +
+    return fault(FaultKind::kIllegalMethod, "SET_OBJECT " + hex(data) + " on subchannel " +
                                                 std::to_string(subchannel) +
                                                 ": software classes are not modelled");
   }
@@ -245,8 +244,8 @@ Step ChannelRunner::set_object(uint32_t subchannel, uint32_t data) {
 
 Step ChannelRunner::sem_execute(uint32_t data) {
   if ((data & ~kSemExecuteFields) != 0) {
-    return fault(FaultKind::kIllegalValue, "SEM_EXECUTE " + hex_string(data) + " sets bits " +
-                                               hex_string(data & ~kSemExecuteFields) +
+    return fault(FaultKind::kIllegalValue, "SEM_EXECUTE " + hex(data) + " sets bits " +
+                                               hex(data & ~kSemExecuteFields) +
                                                " that are no field of it");
   }
   uint32_t op = data & 7;
@@ -273,7 +272,7 @@ Step ChannelRunner::sem_execute(uint32_t data) {
 Step ChannelRunner::acquire(uint64_t addr, uint64_t payload, bool b64, uint32_t op) {
   if (b64 && addr % 8 != 0) {
     return fault(FaultKind::kIllegalValue,
-                 "64-bit semaphore acquire at " + hex_string(addr) + ": not 8-byte aligned");
+                 "64-bit semaphore acquire at " + hex(addr) + ": not 8-byte aligned");
   }
   auto p = access(addr, b64 ? 8 : 4, Access::kRead, "semaphore acquire (SEM_EXECUTE)");
   if (!p) return Step::kStop;
@@ -316,7 +315,7 @@ Step ChannelRunner::release(
     uint64_t addr, uint64_t payload, bool b64, bool timestamp, std::string_view what) {
   uint32_t bytes = timestamp ? 16 : b64 ? 8 : 4;
   if (addr % bytes != 0) {
-    return fault(FaultKind::kIllegalValue, std::string(what) + " at " + hex_string(addr) + ": a " +
+    return fault(FaultKind::kIllegalValue, std::string(what) + " at " + hex(addr) + ": a " +
                                                (timestamp ? "semaphore with a timestamp (16 bytes)"
                                                 : b64     ? "64-bit semaphore"
                                                           : "32-bit semaphore") +
@@ -338,9 +337,9 @@ Step ChannelRunner::release(
 
 Step ChannelRunner::check_field(uint32_t data, uint32_t mask, std::string_view field) {
   if ((data & ~mask) == 0) return Step::kNext;
-  return fault(FaultKind::kIllegalValue, hex_string(data) + " sets bits " +
-                                             hex_string(data & ~mask) + " outside " +
-                                             std::string(field) + " of " + nv::class_name(cls_));
+  return fault(FaultKind::kIllegalValue, hex(data) + " sets bits " + hex(data & ~mask) +
+                                             " outside " + std::string(field) + " of " +
+                                             nv::class_name(cls_));
 }
 
 // ---- compute --------------------------------------------------------------------------------
@@ -368,7 +367,7 @@ Step ChannelRunner::compute_method(uint32_t m, uint32_t data) {
     case kInvalidateShaderCachesNoWfi:
       if ((data & ~kInvalidateFields) != 0) {
         return fault(FaultKind::kIllegalValue,
-                     hex_string(data) + " sets bits that are no field of the method");
+                     hex(data) + " sets bits that are no field of the method");
       }
       count(&GpuCounters::shader_cache_invalidates);
       return Step::kNext;
@@ -376,7 +375,7 @@ Step ChannelRunner::compute_method(uint32_t m, uint32_t data) {
       uint32_t action = data & 0xf;
       if (data != action || (!pcas_schedules(action) && !pcas_no_launch(action))) {
         return fault(FaultKind::kIllegalValue,
-                     hex_string(data) +
+                     hex(data) +
                          ": only PCAS_ACTION (3:0) NOP, INVALIDATE, PREFETCH and "
                          "the *SCHEDULE actions are modelled");
       }
@@ -469,7 +468,7 @@ Step ChannelRunner::launch_dma(uint32_t data) {
   uint32_t fields = kDmaFields | (copy_has_payload_upper(cls_) ? kDmaPayloadSize64 : 0);
   if ((data & ~fields) != 0) {
     return fault(FaultKind::kIllegalValue,
-                 "LAUNCH_DMA " + hex_string(data) + " sets bits " + hex_string(data & ~fields) +
+                 "LAUNCH_DMA " + hex(data) + " sets bits " + hex(data & ~fields) +
                      " the fake GPU does not model (interrupts, multi-line, remap, physical "
                      "addresses, reductions, scrub, ...)");
   }
@@ -477,7 +476,7 @@ Step ChannelRunner::launch_dma(uint32_t data) {
   if ((data & 3) != 0) {  // DATA_TRANSFER_TYPE PIPELINED or NON_PIPELINED
     if ((data >> 7 & 1) == 0 || (data >> 8 & 1) == 0) {
       return fault(FaultKind::kIllegalValue,
-                   "LAUNCH_DMA " + hex_string(data) + ": block-linear layouts are not modelled");
+                   "LAUNCH_DMA " + hex(data) + ": block-linear layouts are not modelled");
     }
     uint64_t src = get(kOffsetInUpper) << 32 | get(kOffsetInLower);
     uint64_t dst = get(kOffsetOutUpper) << 32 | get(kOffsetOutLower);

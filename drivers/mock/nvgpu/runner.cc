@@ -6,12 +6,11 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/format.h"
 #include "drivers/mock/nvgpu/channel.h"
 
 namespace baregrad::mock {
 namespace {
-
-using nv::hex_string;
 
 // NV_FIFO_DMA_SEC_OP (31:29).
 constexpr uint32_t kSecOpIncMethod = 1;
@@ -84,16 +83,16 @@ Step ChannelRunner::fetch() {
     uint32_t opcode = e1 & 0xff;
     if (opcode == kGpOpcodeNop) return Step::kNext;
     return fault(FaultKind::kGpEntry,
-                 "control GP entry " + hex_string(entry) + " with OPCODE " +
-                     std::to_string(opcode) + " (only NOP is modelled)",
+                 "control GP entry " + hex(entry) + " with OPCODE " + std::to_string(opcode) +
+                     " (only NOP is modelled)",
                  slot_va, Access::kRead);
   }
   // GET 31:2 holds address bits 31:2; FETCH (0:0) is ignored: the segment is always fetched.
   uint64_t va = (e0 & ~3u) | uint64_t{e1 & 0xff} << 32;
   if (va + uint64_t{length} * 4 > kPushbufferLimit) {
     return fault(FaultKind::kGpEntry,
-                 "GP entry " + hex_string(entry) + ": a segment of " + std::to_string(length) +
-                     " words at " + hex_string(va) + " crosses the end of the 40-bit VA space",
+                 "GP entry " + hex(entry) + ": a segment of " + std::to_string(length) +
+                     " words at " + hex(va) + " crosses the end of the 40-bit VA space",
                  slot_va, Access::kRead);
   }
   ch_.seg = {.active = true, .va = va, .words = length, .pos = 0, .data_index = 0};
@@ -123,12 +122,11 @@ Step ChannelRunner::run_segment() {
     if (op == kSecOpEndPbSegment) break;
     if (op != kSecOpIncMethod && op != kSecOpNonIncMethod && op != kSecOpImmdDataMethod &&
         op != kSecOpOneInc) {
-      return fault(FaultKind::kPushbuffer, "pushbuffer entry " + hex_string(h) + " has SEC_OP " +
+      return fault(FaultKind::kPushbuffer, "pushbuffer entry " + hex(h) + " has SEC_OP " +
                                                sec_op_name(op) + ": not a method header");
     }
     if ((h & kHeaderReservedBit12) != 0) {
-      return fault(FaultKind::kPushbuffer,
-                   "method header " + hex_string(h) + " sets reserved bit 12");
+      return fault(FaultKind::kPushbuffer, "method header " + hex(h) + " sets reserved bit 12");
     }
     if (op == kSecOpImmdDataMethod) {
       Step s = method(sc, m, h >> 16 & 0x1fff);
@@ -139,7 +137,7 @@ Step ChannelRunner::run_segment() {
     uint32_t count = h >> 16 & 0x1fff;
     if (count > seg.words - seg.pos - 1) {
       return fault(FaultKind::kPushbuffer,
-                   "method header " + hex_string(h) + " announces " + std::to_string(count) +
+                   "method header " + hex(h) + " announces " + std::to_string(count) +
                        " data words; the segment of " + std::to_string(seg.words) +
                        " words ends after " + std::to_string(seg.words - seg.pos - 1) +
                        " (the fake GPU does not continue a burst in the next segment)");
@@ -150,9 +148,8 @@ Step ChannelRunner::run_segment() {
                     : i == 0                   ? m
                                                : m + 4;
       if (mi > kMaxMethod) {
-        return fault(
-            FaultKind::kPushbuffer,
-            "method header " + hex_string(h) + " increments past method " + hex_string(kMaxMethod));
+        return fault(FaultKind::kPushbuffer,
+                     "method header " + hex(h) + " increments past method " + hex(kMaxMethod));
       }
       Step s = method(sc, mi, word(seg.pos + 1 + i));
       if (s == Step::kBlocked) seg.data_index = i;
@@ -204,11 +201,9 @@ std::optional<uint8_t*> ChannelRunner::access(uint64_t va,
     auto it = gpu_.fault_vas_.lower_bound(va);
     if (it != gpu_.fault_vas_.end() && *it - va < bytes) injected = *it;
   }
-  std::string range =
-      std::string(what) + ": " + std::to_string(bytes) + " bytes at " + hex_string(va);
+  std::string range = std::string(what) + ": " + std::to_string(bytes) + " bytes at " + hex(va);
   if (injected) {
-    fault(FaultKind::kMmuFault, range + " (" + hex_string(*injected) + " made unmapped)", *injected,
-          a);
+    fault(FaultKind::kMmuFault, range + " (" + hex(*injected) + " made unmapped)", *injected, a);
     return std::nullopt;
   }
   if (auto p = gpu_.memory_.resolve(va, bytes)) return p;
@@ -222,7 +217,7 @@ std::optional<uint8_t*> ChannelRunner::access(uint64_t va,
     }
     bad = va + ok;
   }
-  fault(FaultKind::kMmuFault, range + " (no allocation covers " + hex_string(bad) + ")", bad, a);
+  fault(FaultKind::kMmuFault, range + " (no allocation covers " + hex(bad) + ")", bad, a);
   return std::nullopt;
 }
 

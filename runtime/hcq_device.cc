@@ -1,7 +1,8 @@
-#include "runtime/hcq_runtime.h"
+#include "runtime/hcq_device.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "base/log.h"
 #include "base/options.h"
@@ -11,23 +12,28 @@
 namespace baregrad::runtime {
 namespace {
 
-hcq::Buffer as_hcq(Buffer b) {
-  return hcq::Buffer{reinterpret_cast<uint64_t>(b.ptr), b.bytes, nullptr, 0, {}};
-}
+hcq::Buffer as_hcq(Buffer b) { return hcq::Buffer{b.va, b.bytes, nullptr, 0, {}}; }
 
-size_t slot_bytes(const compiler::BufferArg& b) {
-  return static_cast<size_t>(b.size) * b.dtype.itemsize();
-}
+// A program of an HcqDevice: the kernel loaded by the driver and its launch dimensions.
+class HcqProgram final : public Program {
+ public:
+  HcqProgram(const Device& dev, compiler::CompiledKernel&& k, std::unique_ptr<hcq::Program> loaded)
+      : Program(dev, std::move(k)),
+        grid{k.binary.grid[0], k.binary.grid[1], k.binary.grid[2]},
+        block{k.binary.block[0], k.binary.block[1], k.binary.block[2]},
+        loaded(std::move(loaded)) {}
+  hcq::Dim3 grid, block;
+  std::unique_ptr<hcq::Program> loaded;
+};
 
 // An hcq::Graph behind the runtime interface; inputs are the graph's first variables.
-class HcqGraph : public Graph {
+class HcqGraph final : public Graph {
  public:
   HcqGraph(std::unique_ptr<hcq::Graph> g, std::vector<std::shared_ptr<Program>> keep)
       : graph_(std::move(g)), keep_(std::move(keep)) {}
   Status replay(std::span<const Buffer> inputs) override {
     vars_.resize(inputs.size());
-    for (size_t i = 0; i < inputs.size(); i++)
-      vars_[i] = static_cast<int64_t>(reinterpret_cast<uint64_t>(inputs[i].ptr));
+    for (size_t i = 0; i < inputs.size(); i++) vars_[i] = static_cast<int64_t>(inputs[i].va);
     return graph_->replay(vars_);
   }
   size_t size() const override { return graph_->size(); }
@@ -40,19 +46,17 @@ class HcqGraph : public Graph {
 
 }  // namespace
 
-void HcqRuntimeDevice::attach(std::unique_ptr<hcq::Device> dev) {
-  hcq_ = std::move(dev);
+HcqDevice::HcqDevice(std::string name,
+                     std::unique_ptr<compiler::Target> target,
+                     std::unique_ptr<hcq::Device> dev)
+    : name_(std::move(name)), hcq_(std::move(dev)), target_(std::move(target)) {
   queue_ = hcq_->compute_queue();
   copy_queue_ = hcq_->copy_queue();
   if (!copy_queue_) copy_queue_ = hcq_->compute_queue();
   hcq_->set_profiling(options().profile);
 }
 
-HcqRuntimeDevice::~HcqRuntimeDevice() { shutdown(); }
-
-void HcqRuntimeDevice::shutdown() {
-  if (shut_down_ || !hcq_) return;
-  shut_down_ = true;
+HcqDevice::~HcqDevice() {
   (void)synchronize();
   programs_.clear();
   queue_.reset();
@@ -60,7 +64,7 @@ void HcqRuntimeDevice::shutdown() {
   if (hcq_->profiling()) write_profile();
 }
 
-void HcqRuntimeDevice::write_profile() {
+void HcqDevice::write_profile() {
   std::string path = options().profile_path;
   std::string dev = name();
   std::replace(dev.begin(), dev.end(), ':', '_');
@@ -78,33 +82,35 @@ void HcqRuntimeDevice::write_profile() {
   }
 }
 
-// Memory comes from the HCQ allocator (reused by size); runtime buffers carry the device address.
-Result<Buffer> HcqRuntimeDevice::alloc(size_t bytes) {
+// Memory comes from the HCQ allocator (reused by size).
+Result<Buffer> HcqDevice::alloc(size_t bytes) {
   ASSIGN_OR_RETURN(hcq::Buffer b, hcq_->allocator().alloc(std::max<size_t>(bytes, 1)));
-  return Buffer{reinterpret_cast<void*>(b.va), bytes};
+  return Buffer{b.va, bytes};
 }
 
-void HcqRuntimeDevice::free(Buffer b) {
-  if (!b.ptr) return;
-  hcq_->allocator().free(
-      hcq::Buffer{reinterpret_cast<uint64_t>(b.ptr), std::max<size_t>(b.bytes, 1), nullptr, 0, {}});
+void HcqDevice::free(Buffer b) {
+  if (!b.va) return;
+  hcq_->allocator().free(hcq::Buffer{b.va, std::max<size_t>(b.bytes, 1), nullptr, 0, {}});
 }
 
-Status HcqRuntimeDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
+Status HcqDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
   if (bytes > dst.bytes)
     return invalid_argument("copy_in of " + std::to_string(bytes) + " bytes into a buffer of " +
                             std::to_string(dst.bytes) + " on " + name());
   return hcq_->allocator().copy_in(as_hcq(dst), src, bytes);
 }
 
-Status HcqRuntimeDevice::copy_out(void* dst, Buffer src, size_t bytes) {
+Status HcqDevice::copy_out(void* dst, Buffer src, size_t bytes) {
   if (bytes > src.bytes)
     return invalid_argument("copy_out of " + std::to_string(bytes) + " bytes from a buffer of " +
                             std::to_string(src.bytes) + " on " + name());
-  return hcq_->allocator().copy_out(dst, as_hcq(src), bytes);
+  if (hcq_->executes()) return hcq_->allocator().copy_out(dst, as_hcq(src), bytes);
+  RETURN_IF_ERROR(hcq_->synchronize());
+  std::memset(dst, 0, bytes);
+  return Status();
 }
 
-Status HcqRuntimeDevice::copy(Buffer dst, Buffer src, size_t bytes) {
+Status HcqDevice::copy(Buffer dst, Buffer src, size_t bytes) {
   RETURN_IF_ERROR(check_copy(*this, dst, src, bytes));
   if (bytes == 0) return Status();
   std::lock_guard lock(launch_mu_);
@@ -112,21 +118,21 @@ Status HcqRuntimeDevice::copy(Buffer dst, Buffer src, size_t bytes) {
   Result<uint64_t> v = hcq_->submit_on_timeline(
       *copy_queue_,
       [&](hcq::HwQueue& q) {
-        q.copy(static_cast<int64_t>(as_hcq(dst).va), static_cast<int64_t>(as_hcq(src).va),
+        q.copy(static_cast<int64_t>(dst.va), static_cast<int64_t>(src.va),
                static_cast<int64_t>(bytes));
       },
       {}, "copy");
   return v.status();
 }
 
-Status HcqRuntimeDevice::synchronize() {
+Status HcqDevice::synchronize() {
   RETURN_IF_ERROR(hcq_->synchronize());
   std::lock_guard lock(launch_mu_);
   retire_locked(true);
   return Status();
 }
 
-void HcqRuntimeDevice::retire_locked(bool all) {
+void HcqDevice::retire_locked(bool all) {
   while (!in_flight_.empty() &&
          (all || hcq_->timeline().value() >= in_flight_.front().timeline_value)) {
     hcq_->allocator().free(in_flight_.front().args_mem);
@@ -134,33 +140,23 @@ void HcqRuntimeDevice::retire_locked(bool all) {
   }
 }
 
-Result<std::shared_ptr<Program>> HcqRuntimeDevice::compile(
+Result<std::shared_ptr<Program>> HcqDevice::compile(
     const compiler::UOpPtr& ast, const std::optional<std::vector<compiler::Opt>>& opts) {
-  return programs_.get(ast, opts, [&] { return build(ast, opts); });
+  return programs_.get(ast, opts, [&]() -> Result<std::shared_ptr<Program>> {
+    double t0 = now_ms();
+    ASSIGN_OR_RETURN(compiler::CompiledKernel k, target_->compile(ast, opts));
+    ASSIGN_OR_RETURN(std::unique_ptr<hcq::Program> loaded, hcq_->load_program(k.binary));
+    k.compile_ms = now_ms() - t0;
+    return std::shared_ptr<Program>(new HcqProgram(*this, std::move(k), std::move(loaded)));
+  });
 }
 
-Status HcqRuntimeDevice::launch(const Program& prg,
-                                std::span<const Buffer> bufs,
-                                std::span<const int64_t> vars) {
-  const auto& spec = prg.spec;
-  if (bufs.size() != spec.bufs.size())
-    return invalid_argument("launch " + spec.name + " on " + name() + ": expected " +
-                            std::to_string(spec.bufs.size()) + " buffers, got " +
-                            std::to_string(bufs.size()));
-  for (const auto& b : spec.bufs) {
-    size_t need = slot_bytes(b);
-    if (bufs[b.slot].bytes < need || !bufs[b.slot].ptr)
-      return invalid_argument("launch " + spec.name + " on " + name() + ": buffer " +
-                              std::to_string(b.slot) + " (" + b.dtype.name() + ") needs " +
-                              std::to_string(need) + " bytes, got " +
-                              std::to_string(bufs[b.slot].bytes));
-  }
-  if (vars.size() != spec.vars.size())
-    return invalid_argument("launch " + spec.name + " on " + name() + ": expected " +
-                            std::to_string(spec.vars.size()) + " vars, got " +
-                            std::to_string(vars.size()));
-  LaunchShape sh = shape(prg);
-  size_t prefix = sh.prg->args_prefix();
+Status HcqDevice::launch(const Program& p,
+                         std::span<const Buffer> bufs,
+                         std::span<const int64_t> vars) {
+  RETURN_IF_ERROR(check_launch(*this, p, bufs, vars));
+  const auto& prg = static_cast<const HcqProgram&>(p);
+  size_t prefix = prg.loaded->args_prefix();
   size_t args_bytes = prefix + 8 * (bufs.size() + vars.size());
   hcq::BufferSpec args_spec{.host = true, .cpu_access = true};
   ASSIGN_OR_RETURN(hcq::Buffer mem,
@@ -168,8 +164,7 @@ Status HcqRuntimeDevice::launch(const Program& prg,
   auto args = std::make_unique<hcq::ArgsState>(mem, prefix, static_cast<int>(bufs.size()),
                                                static_cast<int>(vars.size()));
   for (size_t i = 0; i < bufs.size(); i++)
-    args->set_buf(static_cast<int>(i),
-                  static_cast<int64_t>(reinterpret_cast<uint64_t>(bufs[i].ptr)));
+    args->set_buf(static_cast<int>(i), static_cast<int64_t>(bufs[i].va));
   for (size_t i = 0; i < vars.size(); i++) args->set_var(static_cast<int>(i), vars[i]);
   double t0 = options().debug >= 1 ? now_ms() : 0;
   uint64_t v;
@@ -177,8 +172,8 @@ Status HcqRuntimeDevice::launch(const Program& prg,
     std::lock_guard lock(launch_mu_);
     retire_locked(false);
     Result<uint64_t> r = hcq_->submit_on_timeline(
-        *queue_, [&](hcq::HwQueue& q) { q.exec(*sh.prg, *args, sh.grid, sh.block); }, {},
-        spec.name);
+        *queue_, [&](hcq::HwQueue& q) { q.exec(*prg.loaded, *args, prg.grid, prg.block); }, {},
+        prg.spec.name);
     if (!r.ok()) {
       hcq_->allocator().free(mem);
       return r.status();
@@ -189,31 +184,32 @@ Status HcqRuntimeDevice::launch(const Program& prg,
   // Launches are asynchronous; DEBUG=1 waits for each to time it.
   if (options().debug < 1) return Status();
   RETURN_IF_ERROR(hcq_->timeline().wait(v));
-  BG_LOG(1) << "launch " << spec.name << " on " << name() << ": " << now_ms() - t0 << " ms";
+  BG_LOG(1) << "launch " << prg.spec.name << " on " << name() << ": " << now_ms() - t0 << " ms";
   return Status();
 }
 
-Result<std::unique_ptr<Graph>> HcqRuntimeDevice::make_graph(
-    const std::vector<GraphLaunch>& launches, size_t num_inputs) {
+Result<std::unique_ptr<Graph>> HcqDevice::make_graph(const std::vector<GraphLaunch>& launches,
+                                                     size_t num_inputs) {
   std::vector<hcq::GraphItem> items;
   std::vector<std::shared_ptr<Program>> keep;
   for (const GraphLaunch& l : launches) {
     const auto& spec = l.prg->spec;
+    if (&l.prg->device() != this)
+      return invalid_argument("graph of " + spec.name + " on " + name() +
+                              ": the program was compiled for " + l.prg->device().name());
     if (l.bufs.size() != spec.bufs.size() || l.input.size() != l.bufs.size() || !spec.vars.empty())
       return invalid_argument("graph of " + spec.name + " on " + name() + ": " +
                               std::to_string(l.bufs.size()) + " buffers for " +
                               std::to_string(spec.bufs.size()) + " slots" +
                               (spec.vars.empty() ? "" : " (symbolic kernels are not supported)"));
-    LaunchShape sh = shape(*l.prg);
+    const auto& prg = static_cast<const HcqProgram&>(*l.prg);
     hcq::GraphItem it;
-    it.prg = sh.prg;
-    it.grid = sh.grid;
-    it.block = sh.block;
+    it.prg = prg.loaded.get();
+    it.grid = prg.grid;
+    it.block = prg.block;
     for (size_t s = 0; s < l.bufs.size(); s++) {
-      hcq::Value va =
-          l.input[s] >= 0
-              ? hcq::Value::sym(l.input[s])
-              : hcq::Value(static_cast<int64_t>(reinterpret_cast<uint64_t>(l.bufs[s].ptr)));
+      hcq::Value va = l.input[s] >= 0 ? hcq::Value::sym(l.input[s])
+                                      : hcq::Value(static_cast<int64_t>(l.bufs[s].va));
       it.bufs.push_back(va);
       (s == 0 ? it.writes : it.reads).push_back({va, l.bufs[s].bytes});
     }

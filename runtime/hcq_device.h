@@ -1,35 +1,45 @@
-// What every runtime device over an HCQ device shares: memory from the HCQ allocator, host
-// copies through its staging buffers, launches on the compute queue and device copies on the
-// copy queue (both ordered by the timeline), argument blocks retired by timeline value, graphs
-// as hcq::Graph, the program cache and the PROFILE=1 trace. A backend (CPU, NV) supplies the
-// compile step and each program's hcq form.
 #pragma once
+
+// Every HCQ backend as a runtime device: a compiler::Target composed with an hcq::Device.
+// Kernels compile through the target and load with hcq::Device::load_program; memory comes
+// from the HCQ allocator, host copies go through its staging buffers, launches run on the
+// compute queue and device copies on the copy queue (both ordered by the timeline); argument
+// blocks are retired by timeline value, graphs are hcq::Graphs, and PROFILE=1 writes a trace.
 
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "compiler/target/target.h"
 #include "hcq/hcq.h"
 #include "runtime/device.h"
 #include "runtime/program_cache.h"
 
 namespace baregrad::runtime {
 
-class HcqRuntimeDevice : public Device {
+class HcqDevice final : public Device {
  public:
-  ~HcqRuntimeDevice() override;
+  // Device `name` compiling with `target` for `dev` (profiling as options() say). The target
+  // may refer to `dev` (a MOCK+ target registers twins with it): it is destroyed first.
+  HcqDevice(std::string name,
+            std::unique_ptr<compiler::Target> target,
+            std::unique_ptr<hcq::Device> dev);
+  ~HcqDevice() override;
 
+  std::string name() const override { return name_; }
+  bool host_addressable() const override { return hcq_->host_addressable(); }
+  const compiler::TargetInfo& target_info() const override { return target_->info(); }
   Result<Buffer> alloc(size_t bytes) override;
   void free(Buffer b) override;
   Status copy_in(Buffer dst, const void* src, size_t bytes) override;
+  // On a device that executes nothing (NULL), zeros: nothing was ever computed.
   Status copy_out(void* dst, Buffer src, size_t bytes) override;
   // On the copy queue (the compute queue without one), ordered on the timeline like launches.
   Status copy(Buffer dst, Buffer src, size_t bytes) override;
-  // Cached per (AST, opts); build() on a miss.
+  // target().compile(), then hcq().load_program(); cached per (AST, opts).
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
@@ -41,33 +51,19 @@ class HcqRuntimeDevice : public Device {
   Status synchronize() override;
   Result<std::unique_ptr<Graph>> make_graph(const std::vector<GraphLaunch>& launches,
                                             size_t num_inputs) override;
-  // The HCQ device underneath (queues, signals, allocator).
+
+  // The HCQ device underneath (queues, signals, allocator) and the target.
   hcq::Device& hcq() { return *hcq_; }
-
- protected:
-  // How a program of this device launches: its loaded form and the launch dimensions.
-  struct LaunchShape {
-    const hcq::Program* prg = nullptr;
-    hcq::Dim3 grid, block;
-  };
-
-  HcqRuntimeDevice() = default;
-  // Takes the HCQ device (its compute queue; profiling as options() say).
-  void attach(std::unique_ptr<hcq::Device> dev);
-  // Waits for the device, drops the queue and writes the PROFILE=1 trace. Backends whose
-  // members launches use (loaded code, twins) call it first in their destructor; idempotent.
-  void shutdown();
-  // Lowers, renders, compiles and loads `ast` (the cache is compile()'s).
-  virtual Result<std::shared_ptr<Program>> build(
-      const compiler::UOpPtr& ast, const std::optional<std::vector<compiler::Opt>>& opts) = 0;
-  virtual LaunchShape shape(const Program& prg) const = 0;
+  const compiler::Target& target() const { return *target_; }
 
  private:
   // Frees the argument blocks of finished launches (all of them after a synchronize).
   void retire_locked(bool all);
   void write_profile();
 
+  std::string name_;
   std::unique_ptr<hcq::Device> hcq_;
+  std::unique_ptr<compiler::Target> target_;  // after hcq_: destroyed before it
   std::mutex launch_mu_;
   std::unique_ptr<hcq::HwQueue> queue_;       // the compute queue, under launch_mu_
   std::unique_ptr<hcq::HwQueue> copy_queue_;  // device-to-device copies, under launch_mu_
@@ -78,7 +74,6 @@ class HcqRuntimeDevice : public Device {
   };
   std::deque<InFlight> in_flight_;  // under launch_mu_
   ProgramCache programs_;
-  bool shut_down_ = false;
 };
 
 }  // namespace baregrad::runtime

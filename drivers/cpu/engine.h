@@ -1,0 +1,60 @@
+#pragma once
+
+// The CPU device's hardware: an engine is a ring of packet words (packets.h) and the worker
+// thread that executes them, in order, with a GPU's semantics: waits with timeouts, and a
+// fault report plus the device's sticky error for a bad address, a bad packet or a hang.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hcq/hcq.h"
+
+namespace baregrad::cpu {
+
+class Device;
+
+class Engine {
+ public:
+  Engine(Device& dev, std::string name);
+  ~Engine();
+  // Appends `words` to the ring (waiting for room, up to the queue timeout) and rings the
+  // doorbell; ResourceExhausted when they could never fit.
+  Status publish(std::span<const uint32_t> words);
+  const std::string& name() const { return name_; }
+
+ private:
+  void run();
+  // Executes packets in [words, words + n); false after a fault.
+  bool execute(const uint32_t* words, size_t n, bool indirect);
+  bool exec(const uint32_t* p);
+  bool wait(const uint32_t* p);
+  bool fault(Status s);
+  // Whether [va, va + bytes) lies in one mapped allocation; the allocation found last is kept
+  // while nothing was unmapped, so replays of bound queues skip the lookup. On failure `owner`
+  // is the allocation holding va, if any.
+  bool mapped(uint64_t va, uint64_t bytes, std::optional<hcq::Buffer>* owner);
+
+  Device& dev_;
+  std::string name_;
+  std::vector<uint32_t> ring_;
+  std::atomic<uint64_t> wptr_{0}, rptr_{0};
+  std::atomic<uint32_t> doorbell_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> fence_{0};  // the barrier packet's full fence
+  struct Range {
+    uint64_t va = 0, end = 0;
+  };
+  Range recent_[8];  // allocations found by mapped(), valid in generation recent_gen_
+  uint64_t recent_gen_ = ~0ull;
+  unsigned recent_next_ = 0;
+  std::mutex publish_mu_;
+  std::thread worker_;
+};
+
+}  // namespace baregrad::cpu

@@ -1,0 +1,50 @@
+#pragma once
+
+// What the CPU device takes from the host: memory (aligned, huge pages for large buffers) and
+// executable code (LLVM's ORC JIT links kernel objects into the process). The only files of
+// drivers/cpu that reach the OS.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "hcq/hcq.h"
+
+namespace baregrad::cpu {
+
+// `bytes` of host memory: 64-byte aligned, 2 MiB aligned with transparent huge pages from
+// 2 MiB up. The buffer's device address is its host address. ResourceExhausted when the host
+// has no memory left.
+Result<hcq::Buffer> host_alloc(size_t bytes);
+void host_free(const hcq::Buffer& b);
+
+// The kernel ABI of compiler/program.h.
+using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t core_lo, int64_t core_hi);
+
+// Links relocatable ELF objects into this process. Owns one JIT; loaded code stays mapped until
+// the loader is destroyed. Thread-safe.
+class ObjectLoader {
+ public:
+  ObjectLoader();
+  ~ObjectLoader();
+  ObjectLoader(const ObjectLoader&) = delete;
+  ObjectLoader& operator=(const ObjectLoader&) = delete;
+
+  // Links `object_bytes` into a fresh symbol namespace (so a symbol may be loaded many times)
+  // and returns the address of `symbol`. External references resolve against the process
+  // (libm's expf, sinf, ...) and the float -> bfloat16 conversions compilers call where the CPU
+  // has no instruction for them (__truncsfbf2, __truncdfbf2). InvalidArgument for a non-ELF
+  // object, NotFound for a missing symbol.
+  Result<KernelFn> load(const std::string& object_bytes, const std::string& symbol);
+
+ private:
+  struct Impl;
+  std::mutex mu_;
+  std::unique_ptr<Impl> impl_;
+  int64_t next_id_ = 0;
+};
+
+}  // namespace baregrad::cpu

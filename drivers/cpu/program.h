@@ -1,0 +1,30 @@
+#pragma once
+
+// A kernel on the CPU device: a function with the CPU ABI of compiler/program.h, linked into
+// the process (Device::load_program) or given directly (the conformance suite's kernels).
+
+#include <string>
+#include <vector>
+
+#include "drivers/cpu/iface_host.h"
+#include "hcq/hcq.h"
+
+namespace baregrad::cpu {
+
+class Program final : public hcq::Program {
+ public:
+  using Fn = KernelFn;
+  // `buf_bytes[i]` is how many bytes the kernel may touch from buffer i (checked at exec).
+  Program(std::string name, Fn fn, std::vector<size_t> buf_bytes, int num_vars)
+      : hcq::Program(std::move(name), static_cast<int>(buf_bytes.size()), num_vars),
+        fn_(fn),
+        buf_bytes_(std::move(buf_bytes)) {}
+  Fn fn() const { return fn_; }
+  const std::vector<size_t>& buf_bytes() const { return buf_bytes_; }
+
+ private:
+  Fn fn_;
+  std::vector<size_t> buf_bytes_;
+};
+
+}  // namespace baregrad::cpu

@@ -1,0 +1,118 @@
+#include "drivers/mock/nv_device/twin_target.h"
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "base/format.h"
+#include "compiler/cache.h"
+#include "compiler/render/llvm_ir.h"
+#include "compiler/target/llvm_target.h"
+#include "compiler/target/nv_target.h"
+#include "drivers/cpu/iface_host.h"
+#include "drivers/mock/nv_device/mock_nv.h"
+#include "drivers/nv/cubin.h"
+
+namespace baregrad::mock {
+namespace {
+
+// The host twin's ABI (LlvmAbi::kHostTwin): every thread of grid x block, in order.
+using TwinFn = void (*)(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3]);
+
+// The twin of `b` as a MOCK+NV kernel: the parameters from the QMD's constant bank 0 (at the
+// program's parameter offset `param_offset`: one 8-byte address per buffer slot, then one
+// 8-byte value per var), each buffer address resolved to the host memory the fake GPU keeps
+// for it. A buffer that is not mapped for the bytes the kernel declares is the launch's fault
+// (the twin never runs).
+MockKernel twin_kernel(TwinFn fn, const Binary& b, size_t param_offset) {
+  std::vector<size_t> need(static_cast<size_t>(b.num_bufs), 1);
+  for (size_t s = 0; s < need.size() && s < b.buf_bytes.size(); s++)
+    need[s] = std::max<size_t>(b.buf_bytes[s], 1);
+  size_t size = 8 * static_cast<size_t>(b.num_bufs + b.num_vars);
+  return [fn, need, size, param_offset, name = b.entry](const LaunchInfo& li, hcq::Device&,
+                                                        TwinMemory& mem) -> Status {
+    if (li.cbank0.size() < param_offset + size)
+      return invalid_argument("kernel '" + name + "': constant bank 0 holds " +
+                              std::to_string(li.cbank0.size()) + " bytes, the parameters end at " +
+                              std::to_string(param_offset + size));
+    std::vector<uint8_t> params(size + 8, 0);
+    std::memcpy(params.data(), li.cbank0.data() + param_offset, size);
+    for (size_t s = 0; s < need.size(); s++) {
+      uint64_t va;
+      std::memcpy(&va, params.data() + 8 * s, 8);
+      std::optional<uint8_t*> host = mem.resolve(va, need[s]);
+      if (!host)
+        return invalid_argument("kernel '" + name + "': buffer " + std::to_string(s) + " at " +
+                                hex(va) + " is not mapped for its " + std::to_string(need[s]) +
+                                " bytes");
+      auto p = reinterpret_cast<uint64_t>(*host);
+      std::memcpy(params.data() + 8 * s, &p, 8);
+    }
+    const uint32_t grid[3] = {li.grid.x, li.grid.y, li.grid.z};
+    const uint32_t block[3] = {li.block.x, li.block.y, li.block.z};
+    fn(params.data(), grid, block);
+    return Status();
+  };
+}
+
+class TwinNvTarget final : public compiler::NvTarget {
+ public:
+  TwinNvTarget(int sm, compiler::Ptxas ptxas, nv::Device& dev)
+      : compiler::NvTarget(sm, std::move(ptxas)), dev_(dev) {}
+
+  using compiler::NvTarget::compile;
+  // The cubin, then its twin, registered with the device for the cubin's Binary id.
+  Result<compiler::CompiledKernel> compile(const compiler::ProgramSpec& spec) const override {
+    ASSIGN_OR_RETURN(compiler::CompiledKernel k, compiler::NvTarget::compile(spec));
+    std::string symbol = compiler::twin_symbol(spec.name);
+    std::string ir = compiler::LlvmIrRenderer(compiler::LlvmAbi::kHostTwin).render(spec);
+    auto& cache = compiler::KernelCache::global();
+    std::string key = host_.cache_key() + "\n" + ir;
+    std::string object;
+    if (auto hit = cache.get(key)) {
+      object = std::move(*hit);
+    } else {
+      ASSIGN_OR_RETURN(object, host_.compile(ir, symbol));
+      cache.put(key, object);
+    }
+    ASSIGN_OR_RETURN(cpu::KernelFn fn, loader_.load(object, symbol));
+    auto twin = reinterpret_cast<TwinFn>(reinterpret_cast<void (*)()>(fn));
+    // Where the parameters start in constant bank 0: the cubin's EIATTR_PARAM_CBANK offset.
+    const std::string& code = k.binary.code;
+    ASSIGN_OR_RETURN(
+        nv::CubinImage img,
+        nv::load_cubin({reinterpret_cast<const uint8_t*>(code.data()), code.size()}, spec.name));
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<void> reg,
+        register_mock_binary(dev_, k.binary.id, twin_kernel(twin, k.binary, img.param_offset)));
+    std::lock_guard lock(mu_);
+    registrations_.push_back(std::move(reg));
+    return k;
+  }
+
+ private:
+  nv::Device& dev_;
+  compiler::LlvmCompiler host_;
+  mutable cpu::ObjectLoader loader_;  // the twins' code (outlives their registrations)
+  mutable std::mutex mu_;
+  mutable std::vector<std::shared_ptr<void>> registrations_;
+};
+
+}  // namespace
+
+Result<MockNv> open_mock_nv_with_twins(const std::string& name) {
+  MockNv m;
+  nv::DeviceOptions options;
+  options.name = name;
+  ASSIGN_OR_RETURN(m.device, open_mock_nv(nv::Generation::kHopper, options));
+  const std::string& arch = m.device->info().arch;  // "sm_90"
+  int sm = std::stoi(arch.substr(3));
+  Result<compiler::Ptxas> ptxas = compiler::Ptxas::find();
+  if (!ptxas.ok())
+    return Status(ptxas.status().code(), name + " (" + m.device->info().name + ", " + arch +
+                                             "): " + ptxas.status().message());
+  m.target = std::make_unique<TwinNvTarget>(sm, std::move(*ptxas), *m.device);
+  return m;
+}
+
+}  // namespace baregrad::mock

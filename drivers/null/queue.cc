@@ -1,0 +1,54 @@
+#include "drivers/null/queue.h"
+
+namespace baregrad::null {
+
+hcq::HwQueue& Queue::wait(const hcq::Signal& s, hcq::Value) {
+  check_signal(s, "wait");
+  return *this;
+}
+
+hcq::HwQueue& Queue::signal(const hcq::Signal& s, hcq::Value v) {
+  if (check_signal(s, "signal")) ops_.push_back({&s, v, false});
+  return *this;
+}
+
+hcq::HwQueue& Queue::timestamp(const hcq::Signal& s) {
+  if (check_signal(s, "timestamp")) ops_.push_back({&s, 0, true});
+  return *this;
+}
+
+hcq::HwQueue& Queue::exec(const hcq::Program& prg,
+                          const hcq::ArgsState&,
+                          hcq::Dim3 grid,
+                          hcq::Dim3 block) {
+  if (engine() != hcq::Engine::kCompute)
+    refuse(invalid_argument("exec of '" + prg.name() + "' on a copy queue of NULL"));
+  else if (Status s = prg.check_launch(grid, block); !s.ok())
+    refuse(std::move(s));
+  return *this;
+}
+
+Status Queue::submit(std::span<const int64_t> vars) {
+  RETURN_IF_ERROR(refusal());
+  RETURN_IF_ERROR(device().error());
+  for (const Op& op : ops_) {
+    auto* slot = reinterpret_cast<hcq::SignalSlot*>(op.sig->va());
+    if (op.timestamp) {
+      slot->timestamp.store(0, std::memory_order_release);
+      continue;
+    }
+    if (op.value.symbolic() && static_cast<size_t>(op.value.var) >= vars.size())
+      return invalid_argument("submit on NULL: variable " + std::to_string(op.value.var) + " of " +
+                              std::to_string(vars.size()));
+    int64_t v = op.value.symbolic() ? vars[op.value.var] : op.value.imm;
+    slot->value.store(static_cast<uint64_t>(v), std::memory_order_release);
+  }
+  return Status();
+}
+
+void Queue::reset() {
+  ops_.clear();
+  clear_refusal();
+}
+
+}  // namespace baregrad::null
