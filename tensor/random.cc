@@ -1,12 +1,15 @@
 // Counter-based random numbers: element i of the n-th call is a hash of (seed, n, i), so
-// results do not depend on the device or the thread count.
+// results do not depend on the device or the thread count. rand_like, randint and normal
+// are composed from rand and randn.
 #include <cmath>
 #include <functional>
 #include <mutex>
 #include <numbers>
 
+#include "base/error.h"
 #include "tensor/jit.h"
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 namespace baregrad::tensor {
 namespace {
@@ -88,6 +91,31 @@ Tensor Tensor::randn(Shape shape, DType dtype) {
       v[i] = std::sqrt(-2 * std::log(1 - u[2 * i])) * std::cos(2 * std::numbers::pi * u[2 * i + 1]);
     return v;
   });
+}
+
+Tensor Tensor::rand_like(const Tensor& t) {
+  if (!dtypes::is_float(t.dtype()))
+    fail("rand_like", "needs a float tensor, got " + t.dtype().name() + " " + shape_str(t.shape()),
+         ErrorKind::kValue);
+  return on_device_of(rand(t.shape(), t.dtype()), t);
+}
+
+Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
+  if (!dtypes::is_int(dtype))
+    fail("randint", "dtype must be an integer, got " + dtype.name(), ErrorKind::kType);
+  if (low >= high)
+    fail("randint", "empty range [" + str(low) + ", " + str(high) + ")", ErrorKind::kValue);
+  // floor(u * (high - low)) < high - low for u < 1 in float64; the minimum guards rounding.
+  auto span = static_cast<double>(high - low);
+  Tensor k = (rand(std::move(shape), dtypes::kFloat64) * span).cast(dtypes::kInt64);
+  Tensor top = full({}, span - 1, dtypes::kInt64);
+  return (k.minimum(top) + static_cast<double>(low)).cast(dtype);
+}
+
+Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
+  if (!dtypes::is_float(dtype))
+    fail("normal", "dtype must be a float, got " + dtype.name(), ErrorKind::kType);
+  return randn(std::move(shape), dtype) * std + mean;
 }
 
 }  // namespace baregrad::tensor

@@ -11,6 +11,7 @@
 #include "compiler/view_ops.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
+#include "tensor/tensor_internal.h"
 
 namespace baregrad::tensor {
 using compiler::least_upper_dtype;
@@ -152,6 +153,29 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
   return from_data(v, {n}, dtype);
+}
+
+Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
+  if (m < 0) m = n;
+  if (n < 0) fail("eye", "negative size " + str(n), ErrorKind::kValue);
+  Tensor i = arange(0, static_cast<double>(n)).reshape({n, 1});
+  return i.eq(arange(0, static_cast<double>(m)).reshape({1, m})).cast(dtype);
+}
+
+Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype) {
+  if (steps < 0) fail("linspace", "steps " + str(steps) + " is negative", ErrorKind::kValue);
+  if (dtypes::is_bool(dtype)) fail("linspace", "bool dtype is not supported", ErrorKind::kValue);
+  std::vector<double> v(steps);
+  double delta = steps > 1 ? (stop - start) / static_cast<double>(steps - 1) : 0;
+  for (int64_t i = 0; i < steps; i++) v[i] = start + static_cast<double>(i) * delta;
+  if (steps > 1) v.back() = stop;
+  return from_data(v, {steps}, dtype);
+}
+
+Tensor Tensor::zeros_like(const Tensor& t) { return full_like(t, 0); }
+Tensor Tensor::ones_like(const Tensor& t) { return full_like(t, 1); }
+Tensor Tensor::full_like(const Tensor& t, double value) {
+  return full(t.shape(), value, t.dtype(), t.device());
 }
 
 // ---- elementwise -------------------------------------------------------------------------------
@@ -316,11 +340,6 @@ Tensor Tensor::unary(Op op) const {
   }
   return record(std::move(out), op_name(op), {*this}, std::move(fn));
 }
-
-namespace {
-// Transcendental ops compute in a float dtype.
-Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.dtype())); }
-}  // namespace
 
 Tensor Tensor::relu() const {
   // where(0 < x, x, 0), not maximum(x, 0): the gradient at 0 is 0 (torch, tinygrad), not 1/2.

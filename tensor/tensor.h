@@ -188,7 +188,29 @@ class Tensor {
   Tensor max_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
   Tensor avg_pool2d(int64_t kernel = 2, int64_t stride = 0) const;
 
-  // ---- more ops (tensor_more.cc) ----
+  // ---- composed creation (tensor.cc; rand_like, randint and normal in random.cc) ----
+  // n x m identity (m = n when negative) on the default device.
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::kFloat32);
+  // `steps` evenly spaced values from start to stop, both included (stop exactly).
+  static Tensor linspace(double start, double stop, int64_t steps, DType dtype = dtypes::kFloat32);
+  // Constants of `t`'s shape, dtype and device.
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  static Tensor full_like(const Tensor& t, double value);
+  // Uniform [0, 1) of `t`'s shape, (float) dtype and device, from the seeded generator.
+  static Tensor rand_like(const Tensor& t);
+  // Uniform integers in [low, high) from the seeded generator; dtype must be an integer.
+  static Tensor randint(Shape shape,
+                        int64_t low = 0,
+                        int64_t high = 10,
+                        DType dtype = dtypes::kInt32);
+  // mean + std * randn(shape); dtype must be a float.
+  static Tensor normal(Shape shape,
+                       double mean = 0,
+                       double std = 1,
+                       DType dtype = dtypes::kFloat32);
+
+  // ---- composed elementwise ops and activations (tensor_elementwise.cc) ----
   // Elementwise, broadcasting and promoting like the ops above.
   // |x|, with gradient sign(x) (0 at 0).
   Tensor abs() const;
@@ -224,6 +246,8 @@ class Tensor {
   Tensor hardswish() const;
   Tensor relu6() const;
   Tensor hardtanh(double lo = -1, double hi = 1) const;
+
+  // ---- composed reductions (tensor_reduce.cc) ----
   // int32 index of the first maximum (minimum) along `axis`, of the flattened tensor when
   // none; an empty axis throws.
   Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false) const;
@@ -240,6 +264,10 @@ class Tensor {
   Tensor cumsum(int axis = 0) const;
   // Product over `axes` by multiplies only (no logs): exact for ints, zeros and signs kept.
   Tensor prod(std::vector<int> axes = {}, bool keepdim = false) const;
+  // Running product along `axis` by multiplies only (exact for ints, zeros and signs kept).
+  Tensor cumprod(int axis = 0) const;
+
+  // ---- composed movement (tensor_shape.cc) ----
   // Joins along `axis`: shapes equal outside it, dtypes promote.
   static Tensor cat(const std::vector<Tensor>& ts, int axis = 0);
   // Joins equal shapes along a new `axis`.
@@ -254,42 +282,6 @@ class Tensor {
   Tensor repeat(const std::vector<int64_t>& repeats) const;
   // out[i] = x[(i - shift) mod n] along `axis`, of the flattened tensor when none.
   Tensor roll(int64_t shift, std::optional<int> axis = std::nullopt) const;
-  // out[i][j] = x[i][index[i][j]] for axis 1; index has this ndim; out-of-range picks 0.
-  Tensor gather(int axis, const Tensor& index) const;
-  // int32 (..., num_classes) with a 1 at each value; -1 means max() + 1 (realizes).
-  Tensor one_hot(int64_t num_classes = -1) const;
-
-  // ---- extra ops (tensor_extra.cc) ----
-  // n x m identity (m = n when negative) on the default device.
-  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::kFloat32);
-  // `steps` evenly spaced values from start to stop, both included (stop exactly).
-  static Tensor linspace(double start, double stop, int64_t steps, DType dtype = dtypes::kFloat32);
-  // Constants of `t`'s shape, dtype and device.
-  static Tensor zeros_like(const Tensor& t);
-  static Tensor ones_like(const Tensor& t);
-  static Tensor full_like(const Tensor& t, double value);
-  // Uniform [0, 1) of `t`'s shape, (float) dtype and device, from the seeded generator.
-  static Tensor rand_like(const Tensor& t);
-  // Uniform integers in [low, high) from the seeded generator; dtype must be an integer.
-  static Tensor randint(Shape shape,
-                        int64_t low = 0,
-                        int64_t high = 10,
-                        DType dtype = dtypes::kInt32);
-  // mean + std * randn(shape); dtype must be a float.
-  static Tensor normal(Shape shape,
-                       double mean = 0,
-                       double std = 1,
-                       DType dtype = dtypes::kFloat32);
-  // Zeroes each element with probability p and scales the rest by 1 / (1 - p); the identity
-  // when !training or p == 0, zeros when p == 1.
-  Tensor dropout(double p = 0.5, bool training = true) const;
-  // `value` where mask (broadcast, nonzero is true) is set, this tensor elsewhere.
-  Tensor masked_fill(const Tensor& mask, double value) const;
-  // A copy with out[i][index[i][j]] = src[i][j] for axis 1 (torch/tinygrad scatter); index and
-  // src have this ndim. Of duplicate indices the last along `axis` wins; out-of-range ones skip.
-  Tensor scatter(int axis, const Tensor& index, const Tensor& src) const;
-  // Running product along `axis` by multiplies only (exact for ints, zeros and signs kept).
-  Tensor cumprod(int axis = 0) const;
   // Merges dims start..end (inclusive, negative from the end) into one.
   Tensor flatten(int start, int end = -1) const;
   // Splits `axis` into `sizes` (one may be -1).
@@ -299,12 +291,22 @@ class Tensor {
   Tensor pad_mode(std::vector<std::pair<int64_t, int64_t>> before_after,
                   std::string_view mode = "constant",
                   double value = 0) const;
+  // Python's x[start:stop:step] along `axis` (negative indices and steps; nullopt = default).
+  Tensor slice(int axis,
+               std::optional<int64_t> start,
+               std::optional<int64_t> stop,
+               int64_t step = 1) const;
+
+  // ---- losses, dropout, attention and einsum (tensor_nn.cc) ----
   // Mean BCE of probabilities (this) against `target`; logs are clamped at -100 as torch's.
   Tensor binary_cross_entropy(const Tensor& target) const;
   // Mean BCE of logits (this), as softplus(x) - x * target: finite for any x.
   Tensor binary_cross_entropy_with_logits(const Tensor& target) const;
   // Mean of (this - target)^2.
   Tensor mse(const Tensor& target) const;
+  // Zeroes each element with probability p and scales the rest by 1 / (1 - p); the identity
+  // when !training or p == 0, zeros when p == 1.
+  Tensor dropout(double p = 0.5, bool training = true) const;
   // softmax(q k^T / sqrt(d) + mask) v for q (..., L, d), key (..., S, d), value (..., S, dv);
   // a bool mask keeps where true, a float mask adds; is_causal masks j > i with -inf.
   Tensor scaled_dot_product_attention(const Tensor& key,
@@ -314,13 +316,6 @@ class Tensor {
   // numpy einsum without diagonals ("ii"): implicit or explicit output, "..." and size-1
   // broadcasting; a product of broadcast views summed over the dropped indices.
   static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
-  // Python's x[start:stop:step] along `axis` (negative indices and steps; nullopt = default).
-  Tensor slice(int axis,
-               std::optional<int64_t> start,
-               std::optional<int64_t> stop,
-               int64_t step = 1) const;
-  // x[i0, i1, ...]: the leading dims picked (negative from the end), the rest kept.
-  Tensor index(const std::vector<int64_t>& idx) const;
 
   // ---- integer, rounding and trig ops (tensor_bits.cc) ----
   // Bitwise ops of int or bool tensors (broadcasting, promoting); others throw.
@@ -360,6 +355,17 @@ class Tensor {
   Tensor operator[](const std::vector<Idx>& idx) const;
   Tensor operator[](int64_t i) const;
   Tensor operator[](const Tensor& t) const;
+  // out[i][j] = x[i][index[i][j]] for axis 1; index has this ndim; out-of-range picks 0.
+  Tensor gather(int axis, const Tensor& index) const;
+  // int32 (..., num_classes) with a 1 at each value; -1 means max() + 1 (realizes).
+  Tensor one_hot(int64_t num_classes = -1) const;
+  // `value` where mask (broadcast, nonzero is true) is set, this tensor elsewhere.
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  // A copy with out[i][index[i][j]] = src[i][j] for axis 1 (torch/tinygrad scatter); index and
+  // src have this ndim. Of duplicate indices the last along `axis` wins; out-of-range ones skip.
+  Tensor scatter(int axis, const Tensor& index, const Tensor& src) const;
+  // x[i0, i1, ...]: the leading dims picked (negative from the end), the rest kept.
+  Tensor index(const std::vector<int64_t>& idx) const;
 
   // ---- data ----------------------------------------------------------------------------------
   // Schedules and runs every kernel this tensor needs; returns *this.

@@ -1,19 +1,17 @@
 // Tensor::operator[]: numpy-style basic and advanced indexing, as tinygrad's _getitem. Ints and
 // slices are views (shrink, flip, pad, reshape), none() a reshape; integer tensors become one-hot
 // masks summed over the indexed axes, so autograd covers everything without new backward rules.
+// The indexing ops (gather, scatter, one_hot, masked_fill, index) are composed the same way.
 #include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "base/error.h"
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 namespace baregrad::tensor {
 namespace {
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-std::string device_of(const Tensor& t) { return t.lazy().base->device->name(); }
 
 // An index tensor's values as a signed type wide enough to add the axis size to.
 Tensor signed_index(const Tensor& t) {
@@ -147,7 +145,7 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
   for (size_t j = 0; j < ts.size(); j++) {
     int64_t size = view[dims[j]];
     Tensor t = signed_index(ts[j]);
-    t = where(t.lt(Tensor::full({}, 0, t.dtype(), device_of(t))), t + static_cast<double>(size), t);
+    t = where(t.lt(Tensor::full({}, 0, t.dtype(), t.device())), t + static_cast<double>(size), t);
     // (1 x d0, big, 1 x (n - d0)) against arange(size) on the axis this tensor indexes.
     Shape ts_shape(d0 + nb - t.ndim(), 1);
     ts_shape.insert(ts_shape.end(), t.shape().begin(), t.shape().end());
@@ -157,7 +155,7 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
     std::vector<double> ar(size);
     std::iota(ar.begin(), ar.end(), 0.0);
     Tensor hit = t.reshape(ts_shape).eq(
-        Tensor::from_data(ar, {size}, t.dtype(), device_of(*this)).reshape(ar_shape));
+        Tensor::from_data(ar, {size}, t.dtype(), device()).reshape(ar_shape));
     mask = mask ? mask->logical_and(hit) : hit;
   }
   Shape spread(x.shape().begin(), x.shape().begin() + d0);
@@ -165,7 +163,7 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
   spread.insert(spread.end(), x.shape().begin() + d0, x.shape().end());
   std::vector<int> axes;
   for (int d : dims) axes.push_back(d + nb);
-  Tensor zero = Tensor::full({}, 0, dtype(), device_of(*this));
+  Tensor zero = Tensor::full({}, 0, dtype(), device());
   Tensor r = where(*mask, x.reshape(spread), zero).sum(axes).cast(dtype());
   // numpy: the broadcast dims replace adjacent indexed axes, else they lead.
   bool adjacent = dims.back() - d0 + 1 == static_cast<int>(dims.size());
@@ -175,6 +173,97 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
   for (int d = 0; d < d0; d++) perm.push_back(d);
   for (int d = d0 + nb; d < r.ndim(); d++) perm.push_back(d);
   return r.permute(perm);
+}
+
+// ---- indexing ops ------------------------------------------------------------------------------
+
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  broadcast("masked_fill", *this, mask);
+  return where(mask, scalar_like(value), *this);
+}
+
+Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
+  int ax = norm_axis("scatter", axis, ndim());
+  std::string shapes = "index " + shape_str(index.shape()) + ", src " + shape_str(src.shape()) +
+                       " into " + shape_str(shape());
+  if (!dtypes::is_int(index.dtype()))
+    fail("scatter", "index must be an integer tensor, got " + index.dtype().name(),
+         ErrorKind::kType);
+  if (src.dtype() != dtype())
+    fail("scatter", "src dtype " + src.dtype().name() + " differs from " + dtype().name(),
+         ErrorKind::kType);
+  if (index.ndim() != ndim() || src.ndim() != ndim())
+    fail("scatter", shapes + ": ndims differ", ErrorKind::kValue);
+  for (int d = 0; d < ndim(); d++)
+    if (index.shape()[d] > src.shape()[d] || (d != ax && index.shape()[d] > shape()[d]))
+      fail("scatter", shapes + ": index exceeds dim " + str(d), ErrorKind::kValue);
+  int64_t n = shape()[ax], m = index.shape()[ax];
+  if (index.numel() == 0) return *this;
+  // A new last axis j runs over index positions along `axis`; `axis` itself becomes the target k.
+  Tensor s = src.shrink(full_ranges(index.shape())).unsqueeze(-1).transpose(ax, -1);
+  Tensor idx = index.unsqueeze(-1).transpose(ax, -1);
+  Shape kshape(ndim() + 1, 1);
+  kshape[ax] = n;
+  Tensor hit = idx.eq(arange_on(*this, n).reshape(kshape));
+  Tensor j1 = arange_on(*this, m) + 1.0;  // 1-based, so that 0 means "no hit"
+  Tensor last = where(hit, j1, j1.scalar_like(0)).max({-1}, true);
+  Tensor val = where(hit.logical_and(j1.eq(last)), s, scalar_like(0)).sum({-1}).cast(dtype());
+  Tensor written = last.squeeze(-1).ne(last.scalar_like(0));
+  Pads pads;
+  for (int d = 0; d < ndim(); d++) pads.push_back({0, d == ax ? 0 : shape()[d] - index.shape()[d]});
+  return where(written.pad(pads), val.pad(pads), *this);
+}
+
+Tensor Tensor::gather(int axis, const Tensor& index) const {
+  int ax = norm_axis("gather", axis, ndim());
+  auto where_str = " for a tensor of shape " + shape_str(shape());
+  if (!dtypes::is_int(index.dtype()))
+    fail("gather", "index must be an integer tensor, got " + index.dtype().name(),
+         ErrorKind::kType);
+  if (index.ndim() != ndim())
+    fail("gather", "index of shape " + shape_str(index.shape()) + where_str + ": ndims differ",
+         ErrorKind::kValue);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int d = 0; d < ndim(); d++) {
+    if (d != ax && index.shape()[d] > shape()[d])
+      fail("gather",
+           "index of shape " + shape_str(index.shape()) + where_str + " exceeds dim " +
+               std::to_string(d),
+           ErrorKind::kValue);
+    ranges.push_back({0, d == ax ? shape()[d] : index.shape()[d]});
+  }
+  // x[..., j along axis ...] picked where j == index: a one-hot mask on a new last axis.
+  Tensor x = shrink(ranges).unsqueeze(-1).transpose(-1, ax);
+  Tensor hit = index.unsqueeze(-1).eq(arange_on(*this, shape()[ax]));
+  return where(hit, x, scalar_like(0)).sum({-1}).cast(dtype());
+}
+
+Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (!dtypes::is_int(dtype()))
+    fail("one_hot", "needs an integer tensor, got " + dtype().name() + " " + shape_str(shape()),
+         ErrorKind::kType);
+  if (num_classes < 0) {
+    if (numel() == 0) fail("one_hot", "num_classes unknown for an empty tensor", ErrorKind::kValue);
+    num_classes = static_cast<int64_t>(max().to_vector()[0]) + 1;
+  }
+  return unsqueeze(-1).eq(arange_on(*this, num_classes)).cast(dtypes::kInt32);
+}
+
+Tensor Tensor::index(const std::vector<int64_t>& idx) const {
+  if (static_cast<int>(idx.size()) > ndim())
+    fail("index", str(idx.size()) + " indices for shape " + shape_str(shape()), ErrorKind::kIndex);
+  Pads r = full_ranges(shape());
+  Shape out(shape().begin() + idx.size(), shape().end());
+  for (size_t d = 0; d < idx.size(); d++) {
+    int64_t n = shape()[d], i = idx[d] < 0 ? idx[d] + n : idx[d];
+    if (i < 0 || i >= n)
+      fail("index",
+           "index " + str(idx[d]) + " is out of bounds for dim " + str(d) + " of " +
+               shape_str(shape()),
+           ErrorKind::kIndex);
+    r[d] = {i, i + 1};
+  }
+  return shrink(r).reshape(out);
 }
 
 }  // namespace baregrad::tensor

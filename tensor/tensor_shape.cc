@@ -1,13 +1,16 @@
-// Tensor movement ops, reductions and matmul.
+// Tensor movement ops: the views, the ops composed from them (cat, split, repeat, roll, pad_mode,
+// slice, ...), and matmul.
 #include <algorithm>
 #include <numeric>
 
 #include "base/error.h"
 #include "compiler/view_ops.h"
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 namespace baregrad::tensor {
 namespace {
+using compiler::least_upper_dtype;
 using Grads = std::vector<std::optional<Tensor>>;
 }  // namespace
 
@@ -132,58 +135,256 @@ Tensor Tensor::squeeze(int axis) const {
   return reshape(s);
 }
 
-// ---- reductions --------------------------------------------------------------------------------
+// ---- composed movement -------------------------------------------------------------------------
 
-Tensor Tensor::reduce(const char* name, Op op, std::vector<int> axes, bool keepdim) const {
-  axes = norm_axes(name, axes);
-  Tensor out = *this;
-  if (!axes.empty()) {
-    Lazy r = lazy_reduce(op, impl_->lazy, axes);
-    Shape full = shape();
-    Tensor x = detach(), y(r);
-    BackwardFn fn = [full](const Tensor& g) { return Grads{g.expand(full)}; };
-    if (op == Op::MAX)  // the maxima share the gradient evenly
-      fn = [full, axes, x, y](const Tensor& g) {
-        Tensor hit = x.eq(y.expand(full)).cast(g.dtype());
-        return Grads{hit * (g / hit.sum(axes, true)).expand(full)};
-      };
-    out = record(std::move(r), name, {*this}, std::move(fn));
+Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) fail("cat", "no tensors to concatenate", ErrorKind::kValue);
+  const Tensor& first = ts[0];
+  int ax = first.norm_axis("cat", axis, first.ndim());
+  DType t = first.dtype();
+  int64_t total = 0;
+  for (const Tensor& x : ts) {
+    bool same = x.ndim() == first.ndim();
+    for (int d = 0; same && d < x.ndim(); d++) same = d == ax || x.shape()[d] == first.shape()[d];
+    if (!same)
+      fail("cat",
+           "shapes " + shape_str(first.shape()) + " and " + shape_str(x.shape()) +
+               " differ outside axis " + std::to_string(axis),
+           ErrorKind::kValue);
+    t = least_upper_dtype(t, x.dtype());
+    total += x.shape()[ax];
   }
-  if (keepdim) return out;
-  Shape s;
-  for (int i = 0; i < ndim(); i++)
-    if (!std::count(axes.begin(), axes.end(), i)) s.push_back(shape()[i]);
-  return out.reshape(s);
+  DType sum_t = dtypes::is_bool(t) ? dtypes::kUint8 : t;  // bools add as 0/1 bytes
+  std::vector<std::pair<int64_t, int64_t>> pads(first.ndim(), {0, 0});
+  std::optional<Tensor> out;
+  int64_t offset = 0;
+  for (const Tensor& x : ts) {
+    pads[ax] = {offset, total - offset - x.shape()[ax]};
+    offset += x.shape()[ax];
+    Tensor part = x.cast(sum_t).pad(pads);
+    out = out ? *out + part : part;
+  }
+  return out->cast(t);
 }
 
-Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  // tinygrad's accumulation dtypes: small ints sum as (u)int32, half floats in float32.
-  DType t = dtype(), acc = t;
-  if (dtypes::is_bool(t) || t.scalar == compiler::Scalar::kInt8 ||
-      t.scalar == compiler::Scalar::kInt16)
-    acc = dtypes::kInt32;
-  if (t.scalar == compiler::Scalar::kUint8 || t.scalar == compiler::Scalar::kUint16)
-    acc = dtypes::kUint32;
-  if (t.scalar == compiler::Scalar::kFloat16 || t.scalar == compiler::Scalar::kBFloat16)
-    acc = dtypes::kFloat32;
-  Tensor s = cast(acc).reduce("sum", Op::ADD, axes, keepdim);
-  return dtypes::is_float(t) ? s.cast(t) : s;
+Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) fail("stack", "no tensors to stack", ErrorKind::kValue);
+  int ax = ts[0].norm_axis("stack", axis, ts[0].ndim() + 1);
+  std::vector<Tensor> parts;
+  for (const Tensor& x : ts) {
+    if (x.shape() != ts[0].shape())
+      fail("stack",
+           "shapes " + shape_str(ts[0].shape()) + " and " + shape_str(x.shape()) + " differ",
+           ErrorKind::kValue);
+    parts.push_back(x.unsqueeze(ax));
+  }
+  return cat(parts, ax);
 }
 
-Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
-  return reduce("max", Op::MAX, axes, keepdim);
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int axis) const {
+  int ax = norm_axis("split", axis, ndim());
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) fail("split", "negative size in " + shape_str(sizes), ErrorKind::kValue);
+    total += s;
+  }
+  if (total != shape()[ax])
+    fail("split",
+         "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but axis " +
+             std::to_string(axis) + " of " + shape_str(shape()) + " has " +
+             std::to_string(shape()[ax]),
+         ErrorKind::kValue);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t d : shape()) ranges.push_back({0, d});
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    ranges[ax] = {offset, offset + s};
+    offset += s;
+    out.push_back(shrink(ranges));
+  }
+  return out;
 }
 
-Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  return -((-*this).max(axes, keepdim));
+std::vector<Tensor> Tensor::split(int64_t size, int axis) const {
+  int ax = norm_axis("split", axis, ndim());
+  if (size <= 0)
+    fail("split", "size " + std::to_string(size) + " is not positive", ErrorKind::kValue);
+  int64_t n = shape()[ax];
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < std::max<int64_t>(n, 1); i += size)
+    sizes.push_back(std::min(size, n - i));
+  return split(sizes, axis);
 }
 
-Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-  std::vector<int> ax = norm_axes("mean", axes);
-  int64_t n = 1;
-  for (int a : ax) n *= shape()[a];
-  Tensor s = cast(compiler::least_upper_float(dtype())).sum(ax, keepdim);
-  return s / static_cast<double>(std::max<int64_t>(n, 1));
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int axis) const {
+  int ax = norm_axis("chunk", axis, ndim());
+  if (chunks <= 0)
+    fail("chunk", "chunks " + std::to_string(chunks) + " is not positive", ErrorKind::kValue);
+  int64_t n = shape()[ax];
+  if (n == 0) return split(std::vector<int64_t>(chunks, 0), axis);
+  return split((n + chunks - 1) / chunks, axis);
+}
+
+Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
+  if (static_cast<int>(repeats.size()) < ndim())
+    fail("repeat",
+         "repeats " + shape_str(repeats) + " for shape " + shape_str(shape()) + " (need at least " +
+             std::to_string(ndim()) + ")",
+         ErrorKind::kValue);
+  Shape base(repeats.size() - ndim(), 1), unsq, expanded, out;
+  base.insert(base.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < repeats.size(); i++) {
+    if (repeats[i] < 0)
+      fail("repeat", "negative count in repeats " + shape_str(repeats), ErrorKind::kValue);
+    unsq.insert(unsq.end(), {1, base[i]});
+    expanded.insert(expanded.end(), {repeats[i], base[i]});
+    out.push_back(repeats[i] * base[i]);
+  }
+  return reshape(unsq).expand(expanded).reshape(out);
+}
+
+Tensor Tensor::roll(int64_t shift, std::optional<int> axis) const {
+  if (!axis) return flatten().roll(shift, 0).reshape(shape());
+  int ax = norm_axis("roll", *axis, ndim());
+  int64_t n = shape()[ax];
+  if (n == 0 || shift % n == 0) return *this;
+  int64_t s = ((shift % n) + n) % n;
+  std::vector<int64_t> reps(ndim(), 1);
+  reps[ax] = 2;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t d : shape()) ranges.push_back({0, d});
+  ranges[ax] = {n - s, 2 * n - s};
+  return repeat(reps).shrink(ranges);  // out[i] = x[(i - shift) mod n]
+}
+
+Tensor Tensor::flatten(int start, int end) const {
+  if (ndim() == 0) {
+    norm_axis("flatten", start, 1), norm_axis("flatten", end, 1);
+    return reshape({1});
+  }
+  int s = norm_axis("flatten", start, ndim()), e = norm_axis("flatten", end, ndim());
+  if (s > e)
+    fail("flatten", "start " + str(start) + " after end " + str(end) + " for " + shape_str(shape()),
+         ErrorKind::kValue);
+  Shape out(shape().begin(), shape().begin() + s);
+  int64_t merged = 1;
+  for (int d = s; d <= e; d++) merged *= shape()[d];
+  out.push_back(merged);
+  out.insert(out.end(), shape().begin() + e + 1, shape().end());
+  return reshape(out);
+}
+
+Tensor Tensor::unflatten(int axis, const Shape& sizes) const {
+  int ax = norm_axis("unflatten", axis, ndim());
+  int64_t known = 1, infer = 0;
+  for (int64_t v : sizes) v == -1 ? infer++ : known *= v;
+  bool ok = infer == 0 ? known == shape()[ax] : infer == 1 && known > 0 && shape()[ax] % known == 0;
+  if (!ok || std::any_of(sizes.begin(), sizes.end(), [](int64_t v) { return v < -1; }))
+    fail("unflatten",
+         "sizes " + shape_str(sizes) + " do not split axis " + str(axis) + " of " +
+             shape_str(shape()),
+         ErrorKind::kValue);
+  Shape out(shape().begin(), shape().begin() + ax);
+  out.insert(out.end(), sizes.begin(), sizes.end());
+  out.insert(out.end(), shape().begin() + ax + 1, shape().end());
+  return reshape(out);
+}
+
+Tensor Tensor::pad_mode(Pads before_after, std::string_view mode, double value) const {
+  bool constant = mode == "constant";
+  if (!constant && mode != "reflect" && mode != "replicate" && mode != "circular")
+    fail("pad_mode",
+         "unknown mode '" + std::string(mode) + "' (constant, reflect, replicate or circular)",
+         ErrorKind::kValue);
+  if (static_cast<int>(before_after.size()) != ndim())
+    fail("pad_mode",
+         str(before_after.size()) + " (before, after) pairs for shape " + shape_str(shape()),
+         ErrorKind::kValue);
+  Pads crop, grow;
+  for (int d = 0; d < ndim(); d++) {
+    auto [b, a] = before_after[d];
+    int64_t lo = std::max<int64_t>(-b, 0), hi = shape()[d] - std::max<int64_t>(-a, 0);
+    if (lo > hi)
+      fail("pad_mode",
+           "negative padding crops more than dim " + str(d) + " of " + shape_str(shape()),
+           ErrorKind::kValue);
+    crop.push_back({lo, hi});
+    grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
+  }
+  Tensor x = shrink(crop);
+  if (constant) {
+    if (value == 0) return x.pad(grow);
+    Tensor inside = full(x.shape(), 1, dtypes::kBool, x.device()).pad(grow);
+    return where(inside, x.pad(grow), x.scalar_like(value));
+  }
+  for (int d = 0; d < ndim(); d++) {
+    auto [b, a] = grow[d];
+    int64_t n = x.shape()[d];
+    if (b == 0 && a == 0) continue;
+    std::string what = "padding (" + str(b) + ", " + str(a) + ") of dim " + str(d) + " (size " +
+                       str(n) + ") in mode " + std::string(mode);
+    auto part = [&](int64_t lo, int64_t hi) {
+      Pads r = full_ranges(x.shape());
+      r[d] = {lo, hi};
+      return x.shrink(r);
+    };
+    std::vector<Tensor> parts;
+    if (mode == "reflect") {
+      if (b >= n || a >= n) fail("pad_mode", what + ": needs padding < size", ErrorKind::kValue);
+      parts = {part(1, b + 1).flip({d}), x, part(n - 1 - a, n - 1).flip({d})};
+    } else if (mode == "replicate") {
+      if (n == 0) fail("pad_mode", what + ": nothing to replicate", ErrorKind::kValue);
+      Shape sb = x.shape(), sa = x.shape();
+      sb[d] = b, sa[d] = a;
+      parts = {part(0, 1).expand(sb), x, part(n - 1, n).expand(sa)};
+    } else {
+      if (b > n || a > n)
+        fail("pad_mode", what + ": wraps around more than once", ErrorKind::kValue);
+      parts = {part(n - b, n), x, part(0, a)};
+    }
+    x = cat(parts, d);
+  }
+  return x;
+}
+
+Tensor Tensor::slice(int axis,
+                     std::optional<int64_t> start,
+                     std::optional<int64_t> stop,
+                     int64_t step) const {
+  int ax = norm_axis("slice", axis, ndim());
+  if (step == 0) fail("slice", "step is 0", ErrorKind::kValue);
+  int64_t n = shape()[ax];
+  // Python's slice.indices(n): clamp to [0, n] going up, to [-1, n - 1] going down.
+  auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t i = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
+  };
+  int64_t b = norm(start, step > 0 ? 0 : n - 1), e = norm(stop, step > 0 ? n : -1);
+  int64_t s = std::abs(step), span = step > 0 ? e - b : b - e;
+  int64_t count = span > 0 ? (span + s - 1) / s : 0;
+  Pads r = full_ranges(shape());
+  if (count == 0) {
+    r[ax] = {0, 0};
+    return shrink(r);
+  }
+  int64_t last = b + (count - 1) * step;
+  r[ax] = {std::min(b, last), std::max(b, last) + 1};
+  Tensor x = shrink(r);
+  if (step < 0) x = x.flip({ax});
+  if (s == 1) return x;
+  // Every s-th element: pad to count * s, view as (count, s) and keep column 0.
+  Pads p(ndim(), {0, 0});
+  p[ax] = {0, s - 1};
+  Shape grid = x.shape();
+  grid[ax] = s;
+  grid.insert(grid.begin() + ax, count);
+  Pads keep = full_ranges(grid);
+  keep[ax + 1] = {0, 1};
+  Shape out = shape();
+  out[ax] = count;
+  return x.pad(p).reshape(grid).shrink(keep).reshape(out);
 }
 
 // ---- matmul ------------------------------------------------------------------------------------
@@ -205,41 +406,6 @@ Tensor Tensor::matmul(const Tensor& o) const {
   if (ndim() == 1) out = out.squeeze(-2);
   if (o.ndim() == 1) out = out.squeeze(-1);
   return out;
-}
-
-}  // namespace baregrad::tensor
-
-namespace baregrad::tensor {
-
-// ---- activations and losses --------------------------------------------------------------------
-
-Tensor Tensor::softmax(int axis) const {
-  Tensor e = (*this - max({axis}, true).detach()).exp();
-  return e / e.sum({axis}, true);
-}
-
-Tensor Tensor::log_softmax(int axis) const {
-  Tensor shifted = *this - max({axis}, true).detach();
-  return shifted - shifted.exp().sum({axis}, true).log();
-}
-
-Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels) const {
-  if (ndim() < 1)
-    fail("sparse_categorical_crossentropy", "logits must have a class axis", ErrorKind::kValue);
-  Shape want(shape().begin(), shape().end() - 1);
-  if (labels.shape() != want)
-    fail("sparse_categorical_crossentropy",
-         "labels of shape " + shape_str(labels.shape()) + " for logits of shape " +
-             shape_str(shape()) + " (want " + shape_str(want) + ")",
-         ErrorKind::kValue);
-  if (dtypes::is_float(labels.dtype()))
-    fail("sparse_categorical_crossentropy", "labels must be integers, got " + labels.dtype().name(),
-         ErrorKind::kType);
-  int64_t classes = shape().back();
-  Tensor onehot =
-      labels.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(classes), 1, labels.dtype()));
-  Tensor picked = (log_softmax(-1) * onehot.cast(dtype())).sum({-1});
-  return -picked.mean();
 }
 
 }  // namespace baregrad::tensor

@@ -1,0 +1,140 @@
+// Elementwise ops composed from the primitive ALU ops of tensor.cc (tinygrad's names and
+// semantics): sign, abs, pow, clamp, lerp, comparisons, logic and activations. Autograd covers
+// them without backward rules of their own.
+#include <cmath>
+#include <numbers>
+
+#include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
+
+namespace baregrad::tensor {
+namespace {
+using compiler::least_upper_dtype;
+using compiler::least_upper_float;
+}  // namespace
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+Tensor Tensor::sign() const {
+  if (dtypes::is_bool(dtype())) return *this;
+  Tensor zero = *this * 0.0;  // keeps a (zero) gradient path; NaN stays NaN
+  Tensor pos = where(scalar_like(0).lt(*this), scalar_like(1), zero);
+  if (dtypes::is_unsigned(dtype())) return pos;
+  return where(lt(scalar_like(0)), scalar_like(-1), pos);
+}
+
+Tensor Tensor::abs() const {
+  if (dtypes::is_bool(dtype()) || dtypes::is_unsigned(dtype())) return *this;
+  return *this * sign();
+}
+
+Tensor Tensor::pow(double e) const {
+  if (e < 0) return reciprocal().pow(-e).cast(dtype());
+  if (e == 0)  // 1 everywhere (also for inf and NaN), with a zero gradient
+    return where(Tensor::full(shape(), 1, dtypes::kBool, device()), scalar_like(1), *this * 0.0);
+  if (e > 1 << 30) return pow(const_like(*this, e, least_upper_float(dtype())));
+  double whole = std::floor(e);
+  if (e - whole == 0.5) return pow(whole) * sqrt();
+  if (e != whole) return pow(const_like(*this, e, least_upper_float(dtype())));
+  auto n = static_cast<int64_t>(e);
+  Tensor half = pow(static_cast<double>(n / 2)).square();
+  return n % 2 ? half * *this : half;
+}
+
+Tensor Tensor::pow(const Tensor& exponent) const {
+  auto [b0, e0] = broadcast("pow", *this, exponent);
+  DType t = least_upper_dtype(dtype(), exponent.dtype());
+  bool ints = !dtypes::is_float(t);
+  DType f = ints ? dtypes::kFloat64 : least_upper_float(t);  // int ** int exact up to 2**53
+  Tensor b = b0.cast(f), e = e0.cast(f);
+  Tensor ret = (e * b.abs().log2()).exp2();
+  // Integer exponents: |e| >= 2**52 always is one; below, compare with its truncation.
+  Tensor ed = e.detach(), big = ed.abs().lt(const_like(ed, 4503599627370496.0, f)).logical_not();
+  Tensor small = where(big, const_like(ed, 0, f), ed);
+  Tensor is_int = big.logical_or(small.eq(small.cast(dtypes::kInt64).cast(f)));
+  Tensor half = small * 0.5;
+  Tensor odd = big.logical_not().logical_and(half.ne(half.cast(dtypes::kInt64).cast(f)));
+  Tensor neg = b.detach().lt(const_like(b, 0, f));
+  ret = where(neg.logical_and(odd), -ret, ret);
+  ret = where(neg.logical_and(is_int.logical_not()), const_like(ret, NAN, f), ret);
+  ret = where(ed.eq(const_like(ed, 0, f)), const_like(ret, 1, f), ret);  // x ** 0 = 1
+  if (!ints) return ret;
+  // Back to int: round to nearest; |x| < 1 (int ** negative int) truncates to 0.
+  Tensor zero = const_like(ret, 0, f);
+  return where(ret.abs().lt(const_like(ret, 1, f)), zero, ret + ret.sign() * 0.5).cast(t);
+}
+
+Tensor Tensor::clamp(double lo, double hi) const {
+  return maximum(scalar_like(lo)).minimum(scalar_like(hi));
+}
+
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
+  auto [x, y] = broadcast("lerp", *this, end);
+  broadcast("lerp", x, weight);
+  return *this + (end - *this) * weight;
+}
+
+Tensor Tensor::lerp(const Tensor& end, double weight) const {
+  broadcast("lerp", *this, end);
+  return *this + (end - *this) * weight;
+}
+
+Tensor Tensor::gt(const Tensor& o) const {
+  auto [a, b] = broadcast("gt", *this, o);
+  return b.lt(a);
+}
+Tensor Tensor::ge(const Tensor& o) const {
+  auto [a, b] = broadcast("ge", *this, o);
+  return a.lt(b).logical_not();
+}
+Tensor Tensor::le(const Tensor& o) const {
+  auto [a, b] = broadcast("le", *this, o);
+  return b.lt(a).logical_not();
+}
+
+Tensor Tensor::logical_not() const {
+  Tensor b = cast(dtypes::kBool);
+  return b.ne(b.scalar_like(1));
+}
+Tensor Tensor::logical_and(const Tensor& o) const {
+  auto [a, b] = broadcast("logical_and", cast(dtypes::kBool), o.cast(dtypes::kBool));
+  return where(a, b, a.scalar_like(0));
+}
+Tensor Tensor::logical_or(const Tensor& o) const {
+  auto [a, b] = broadcast("logical_or", cast(dtypes::kBool), o.cast(dtypes::kBool));
+  return where(a, a.scalar_like(1), b);
+}
+
+// ---- activations -------------------------------------------------------------------------------
+
+Tensor Tensor::tanh() const { return (as_float(*this) * 2.0).sigmoid() * 2.0 - 1.0; }
+Tensor Tensor::leaky_relu(double slope) const {
+  return where(lt(scalar_like(0)), *this * slope, *this);
+}
+Tensor Tensor::gelu() const {
+  const double k = std::sqrt(2 / std::numbers::pi);
+  Tensor x = as_float(*this);
+  return x * 0.5 * ((x + x * x * x * 0.044715) * k).tanh() + x * 0.5;
+}
+Tensor Tensor::quick_gelu() const { return *this * (*this * 1.702).sigmoid(); }
+Tensor Tensor::silu() const { return *this * sigmoid(); }
+Tensor Tensor::softplus(double beta) const {
+  // log(1 + e^(bx)) / b, as max(bx, 0) + log(1 + e^-|bx|) so that large |x| cannot overflow.
+  // NOTE: maximum, not relu: its gradient 1/2 at 0 (abs' is 0 there) gives sigmoid(0) = 1/2.
+  Tensor bx = as_float(*this) * beta;
+  return (bx.maximum(bx.scalar_like(0)) + ((-bx.abs()).exp() + 1.0).log()) / beta;
+}
+Tensor Tensor::mish() const { return *this * softplus().tanh(); }
+Tensor Tensor::elu(double alpha) const {
+  return relu() - (-as_float(*this).exp() + 1.0).relu() * alpha;
+}
+Tensor Tensor::selu() const {
+  constexpr double kAlpha = 1.6732632423543772, kScale = 1.0507009873554805;
+  Tensor x = as_float(*this);
+  return where(x.lt(x.scalar_like(0)), (x.exp() - 1.0) * kAlpha, x) * kScale;
+}
+Tensor Tensor::hardswish() const { return *this * (*this + 3.0).relu6() * (1.0 / 6); }
+Tensor Tensor::relu6() const { return relu() - (*this - 6.0).relu(); }
+Tensor Tensor::hardtanh(double lo, double hi) const { return clamp(lo, hi); }
+
+}  // namespace baregrad::tensor

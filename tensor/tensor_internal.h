@@ -1,0 +1,46 @@
+// Helpers shared by the Tensor op files (tensor*.cc, random.cc); not part of the interface.
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace baregrad::tensor {
+
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+inline std::string str(int64_t v) { return std::to_string(v); }
+
+// `t` in a float dtype (least_upper_float of its own): transcendental ops compute in it.
+inline Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.dtype())); }
+
+// A scalar constant of dtype `dt` on `t`'s device.
+inline Tensor const_like(const Tensor& t, double v, DType dt) {
+  return Tensor::full({}, v, dt, t.device());
+}
+
+// 0, 1, ..., n-1 as int32 on `t`'s device.
+inline Tensor arange_on(const Tensor& t, int64_t n) {
+  std::vector<double> v(n);
+  std::iota(v.begin(), v.end(), 0.0);
+  return Tensor::from_data(v, {n}, dtypes::kInt32, t.device());
+}
+
+// `r` (freshly generated on the default device) moved to `t`'s device when they differ.
+inline Tensor on_device_of(const Tensor& r, const Tensor& t) {
+  if (r.device() == t.device()) return r;
+  return Tensor::from_data(r.to_vector(), r.shape(), r.dtype(), t.device());
+}
+
+// Full ranges of `s`, for shrink.
+inline Pads full_ranges(const Shape& s) {
+  Pads r;
+  for (int64_t d : s) r.push_back({0, d});
+  return r;
+}
+
+}  // namespace baregrad::tensor
