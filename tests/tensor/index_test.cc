@@ -20,12 +20,6 @@ using namespace test_util;
 using Kind = Idx::Kind;
 using Opt = std::optional<int64_t>;
 
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 // One index entry with host values, convertible to an Idx.
 struct H {
   Kind kind = Kind::kNone;
@@ -438,6 +432,35 @@ TEST(IndexErrors, MisuseNamesTheProblem) {
   Tensor i3 = Tensor::from_data({0, 1, 0}, {3}, dtypes::kInt32);
   expect_error([&] { x[{i2, i3}]; }, "[getitem] index tensors cannot be broadcast together");
   expect_error([&] { x[{Idx::slice(0, 2, 0)}]; }, "[getitem] slice step is 0 for axis 0");
+}
+
+TEST(ExtraOps, ScatterMatchesReference) {
+  Shape s{3, 4, 5};
+  Vec x = rnd(60, 41);
+  Tensor t = Tensor::from_data(x, s, kF64);
+  for (int axis = -3; axis < 3; axis++) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    int ax = axis < 0 ? axis + 3 : axis;
+    Shape is{2, 3, 4}, ss{3, 3, 5};  // index smaller than self (outside axis) and src
+    Vec idx(count(is)), src = rnd(count(ss), 42);
+    for (size_t k = 0; k < idx.size(); k++) idx[k] = static_cast<double>((k * 7 + 3) % s[ax]);
+    idx[5] = -1, idx[6] = 99;  // out of range: skipped
+    Vec want = x;              // in row-major order, so a later duplicate overwrites
+    Shape ist = strides(is), sst = strides(ss), st = strides(s);
+    for (int64_t k = 0; k < count(is); k++) {
+      Shape c = {k / ist[0], k / ist[1] % is[1], k % is[2]};
+      int64_t src_off = c[0] * sst[0] + c[1] * sst[1] + c[2];
+      c[ax] = static_cast<int64_t>(idx[k]);
+      if (c[ax] >= 0 && c[ax] < s[ax]) want[c[0] * st[0] + c[1] * st[1] + c[2]] = src[src_off];
+    }
+    Tensor it = Tensor::from_data(idx, is, dtypes::kInt32);
+    expect_near(t.scatter(axis, it, Tensor::from_data(src, ss, kF64)).to_vector(), want, 0, 0);
+  }
+  Tensor b = Tensor::zeros({4}, dtypes::kInt32);
+  Tensor dup = Tensor::from_data({1, 3, 1}, {3}, dtypes::kInt64);
+  EXPECT_EQ(b.scatter(0, dup, Tensor::from_data({5, 6, 7}, {3}, dtypes::kInt32)).to_vector(),
+            (Vec{0, 7, 0, 6}));  // the last duplicate wins
+  EXPECT_EQ(b.scatter(0, Tensor::zeros({0}, dtypes::kInt32), b).to_vector(), Vec(4, 0));
 }
 
 }  // namespace

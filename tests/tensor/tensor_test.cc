@@ -14,13 +14,6 @@ namespace baregrad::tensor {
 namespace {
 using namespace test_util;
 
-// Row-major strides of a shape.
-std::vector<int64_t> strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int i = static_cast<int>(s.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * s[i + 1];
-  return st;
-}
-
 // Calls f(index) for every multi-index of `s` in row-major order.
 void each_index(const Shape& s, const std::function<void(const std::vector<int64_t>&)>& f) {
   std::vector<int64_t> idx(s.size(), 0);

@@ -27,6 +27,28 @@ inline Vec rnd(size_t n, uint64_t seed, double lo = -2, double hi = 2) {
   return v;
 }
 
+// The number of elements of a shape.
+inline int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Row-major strides of `s`.
+inline Shape strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; d--) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+// Small integers in [0, k): many ties.
+inline Vec ints(size_t n, uint64_t seed, int k) {
+  std::mt19937_64 rng(seed);
+  Vec v(n);
+  for (auto& x : v) x = static_cast<double>(rng() % k);
+  return v;
+}
+
 inline void expect_near(const Vec& got, const Vec& want, double atol = 1e-6, double rtol = 1e-3) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); i++) {

@@ -1,5 +1,5 @@
-// The ops of tensor_extra.cc against float64 host references, their gradients against central
-// finite differences, and the seeded random helpers' determinism and distributions.
+// The ops of tensor_nn.cc (losses, dropout, attention, einsum) against float64 host references,
+// their gradients against central finite differences, and the errors of the composed ops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,19 +16,6 @@
 namespace baregrad::tensor {
 namespace {
 using namespace test_util;
-
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-// Row-major strides of `s`.
-Shape strides(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; d--) st[d] = st[d + 1] * s[d + 1];
-  return st;
-}
 
 // Host einsum over explicit labels (no "..."): loops over every assignment of every label.
 Vec einsum_ref(const std::vector<std::string>& terms,
@@ -107,60 +94,6 @@ TEST(ExtraOps, EinsumMatchesReference) {
   expect_near(Tensor::einsum("ij,j->i", {row, one}).to_vector(), (row * b[6]).sum({1}).to_vector());
 }
 
-TEST(ExtraOps, CreationHelpers) {
-  EXPECT_EQ(Tensor::eye(3).to_vector(), (Vec{1, 0, 0, 0, 1, 0, 0, 0, 1}));
-  Tensor e = Tensor::eye(2, 4, dtypes::kInt32);
-  EXPECT_EQ(e.dtype(), dtypes::kInt32);
-  EXPECT_EQ(e.to_vector(), (Vec{1, 0, 0, 0, 0, 1, 0, 0}));
-  EXPECT_EQ(Tensor::eye(3, 1).to_vector(), (Vec{1, 0, 0}));
-  EXPECT_EQ(Tensor::eye(0).shape(), (Shape{0, 0}));
-  expect_near(Tensor::linspace(0, 1, 5, kF64).to_vector(), {0, 0.25, 0.5, 0.75, 1}, 0, 0);
-  expect_near(Tensor::linspace(5, -1, 4).to_vector(), {5, 3, 1, -1});
-  Vec third = Tensor::linspace(0.1, 0.7, 7, kF64).to_vector();
-  for (int i = 0; i < 7; i++) EXPECT_NEAR(third[i], 0.1 + 0.1 * i, 1e-15);
-  EXPECT_EQ(third.back(), 0.7);  // the stop exactly
-  EXPECT_EQ(Tensor::linspace(3, 9, 1).to_vector(), Vec{3});
-  EXPECT_EQ(Tensor::linspace(3, 9, 0).shape(), Shape{0});
-  EXPECT_EQ(Tensor::linspace(0, 3, 4, dtypes::kInt32).to_vector(), (Vec{0, 1, 2, 3}));
-  Tensor t = Tensor::from_data({1, 2, 3, 4, 5, 6}, {2, 3}, dtypes::kInt16);
-  for (auto [z, v] : {std::pair{Tensor::zeros_like(t), 0.0},
-                      {Tensor::ones_like(t), 1.0},
-                      {Tensor::full_like(t, -7), -7.0}}) {
-    EXPECT_EQ(z.shape(), t.shape());
-    EXPECT_EQ(z.dtype(), dtypes::kInt16);
-    EXPECT_EQ(z.to_vector(), Vec(6, v));
-  }
-}
-
-TEST(ExtraOps, RandomHelpersAreSeededAndDistributed) {
-  const int64_t n = 20000;
-  Tensor::manual_seed(42);
-  Vec a = Tensor::randint({n}, -3, 4).to_vector(), na = Tensor::normal({n}, 2, 0.5).to_vector();
-  Tensor::manual_seed(42);
-  EXPECT_EQ(Tensor::randint({n}, -3, 4).to_vector(), a);
-  EXPECT_EQ(Tensor::normal({n}, 2, 0.5).to_vector(), na);
-  Tensor::manual_seed(43);
-  EXPECT_NE(Tensor::randint({n}, -3, 4).to_vector(), a);
-  std::map<double, int> hist;
-  for (double v : a) hist[v]++;
-  ASSERT_EQ(hist.size(), 7u);  // every value of [-3, 4), nothing else
-  EXPECT_EQ(hist.begin()->first, -3);
-  EXPECT_EQ(hist.rbegin()->first, 3);
-  for (auto [v, c] : hist) EXPECT_NEAR(c, n / 7.0, 5 * std::sqrt(n / 7.0)) << v;
-  double mean = 0, var = 0;
-  for (double v : na) mean += v / n;
-  for (double v : na) var += (v - mean) * (v - mean) / n;
-  EXPECT_NEAR(mean, 2, 0.02);
-  EXPECT_NEAR(std::sqrt(var), 0.5, 0.02);
-  EXPECT_EQ(Tensor::randint({2, 3}, 0, 2, dtypes::kUint8).dtype(), dtypes::kUint8);
-  Tensor like = Tensor::rand_like(Tensor::zeros({100, 3}, kF64));
-  EXPECT_EQ(like.shape(), (Shape{100, 3}));
-  EXPECT_EQ(like.dtype(), kF64);
-  Vec u = like.to_vector();
-  EXPECT_GE(*std::min_element(u.begin(), u.end()), 0);
-  EXPECT_LT(*std::max_element(u.begin(), u.end()), 1);
-}
-
 TEST(ExtraOps, DropoutAndMaskedFill) {
   const int64_t n = 20000;
   Vec x = rnd(n, 40, 1, 2);
@@ -187,116 +120,6 @@ TEST(ExtraOps, DropoutAndMaskedFill) {
   Tensor fi = i.masked_fill(Tensor::from_data({0, 1}, {2, 1}, dtypes::kInt32), 9);
   EXPECT_EQ(fi.dtype(), dtypes::kInt32);
   EXPECT_EQ(fi.to_vector(), (Vec{1, 2, 9, 9}));
-}
-
-TEST(ExtraOps, ScatterMatchesReference) {
-  Shape s{3, 4, 5};
-  Vec x = rnd(60, 41);
-  Tensor t = Tensor::from_data(x, s, kF64);
-  for (int axis = -3; axis < 3; axis++) {
-    SCOPED_TRACE("axis " + std::to_string(axis));
-    int ax = axis < 0 ? axis + 3 : axis;
-    Shape is{2, 3, 4}, ss{3, 3, 5};  // index smaller than self (outside axis) and src
-    Vec idx(count(is)), src = rnd(count(ss), 42);
-    for (size_t k = 0; k < idx.size(); k++) idx[k] = static_cast<double>((k * 7 + 3) % s[ax]);
-    idx[5] = -1, idx[6] = 99;  // out of range: skipped
-    Vec want = x;              // in row-major order, so a later duplicate overwrites
-    Shape ist = strides(is), sst = strides(ss), st = strides(s);
-    for (int64_t k = 0; k < count(is); k++) {
-      Shape c = {k / ist[0], k / ist[1] % is[1], k % is[2]};
-      int64_t src_off = c[0] * sst[0] + c[1] * sst[1] + c[2];
-      c[ax] = static_cast<int64_t>(idx[k]);
-      if (c[ax] >= 0 && c[ax] < s[ax]) want[c[0] * st[0] + c[1] * st[1] + c[2]] = src[src_off];
-    }
-    Tensor it = Tensor::from_data(idx, is, dtypes::kInt32);
-    expect_near(t.scatter(axis, it, Tensor::from_data(src, ss, kF64)).to_vector(), want, 0, 0);
-  }
-  Tensor b = Tensor::zeros({4}, dtypes::kInt32);
-  Tensor dup = Tensor::from_data({1, 3, 1}, {3}, dtypes::kInt64);
-  EXPECT_EQ(b.scatter(0, dup, Tensor::from_data({5, 6, 7}, {3}, dtypes::kInt32)).to_vector(),
-            (Vec{0, 7, 0, 6}));  // the last duplicate wins
-  EXPECT_EQ(b.scatter(0, Tensor::zeros({0}, dtypes::kInt32), b).to_vector(), Vec(4, 0));
-}
-
-TEST(ExtraOps, CumprodFlattenUnflatten) {
-  Shape s{3, 4, 5};
-  Vec a = rnd(60, 43, -1.5, 1.5);
-  a[7] = 0;
-  Tensor t = Tensor::from_data(a, s, kF64);
-  for (int axis = -3; axis < 3; axis++) {
-    SCOPED_TRACE("axis " + std::to_string(axis));
-    Lanes l(s, axis);
-    Vec want = a;
-    for (int64_t o = 0; o < l.outer; o++)
-      for (int64_t k = 1; k < l.n; k++)
-        for (int64_t i = 0; i < l.inner; i++) want[l.at(o, k, i)] *= want[l.at(o, k - 1, i)];
-    expect_near(t.cumprod(axis).to_vector(), want, 1e-15, 1e-12);
-  }
-  Tensor ti = Tensor::from_data({2, -3, 4, 5}, {4}, dtypes::kInt32);
-  EXPECT_EQ(ti.cumprod().to_vector(), (Vec{2, -6, -24, -120}));
-  EXPECT_EQ(Tensor::zeros({2, 0}).cumprod(1).shape(), (Shape{2, 0}));
-  EXPECT_EQ(Tensor::full({}, 3).cumprod().to_vector(), Vec{3});
-  Tensor f = Tensor::zeros({2, 3, 4, 5});
-  EXPECT_EQ(f.flatten(1).shape(), (Shape{2, 60}));
-  EXPECT_EQ(f.flatten(1, 2).shape(), (Shape{2, 12, 5}));
-  EXPECT_EQ(f.flatten(-3, -2).shape(), (Shape{2, 12, 5}));
-  EXPECT_EQ(f.flatten(2, 2).shape(), f.shape());
-  EXPECT_EQ(Tensor::full({}, 1).flatten(0).shape(), Shape{1});
-  EXPECT_EQ(t.flatten(0, 1).to_vector(), a);
-  EXPECT_EQ(f.unflatten(1, {3, 1}).shape(), (Shape{2, 3, 1, 4, 5}));
-  EXPECT_EQ(f.unflatten(-1, {-1, 5}).shape(), (Shape{2, 3, 4, 1, 5}));
-  EXPECT_EQ(t.flatten(1).unflatten(1, {4, 5}).to_vector(), a);
-}
-
-// Host pad of a 2-D (r, c) array: negative amounts crop first, then each mode maps an outside
-// coordinate back inside.
-Vec pad_ref(const Vec& x,
-            Shape s,
-            std::vector<std::pair<int64_t, int64_t>> p,
-            const std::string& m) {
-  int64_t r0 = std::max<int64_t>(-p[0].first, 0), c0 = std::max<int64_t>(-p[1].first, 0);
-  int64_t rn = s[0] - r0 - std::max<int64_t>(-p[0].second, 0);
-  int64_t cn = s[1] - c0 - std::max<int64_t>(-p[1].second, 0);
-  int64_t rb = std::max<int64_t>(p[0].first, 0), cb = std::max<int64_t>(p[1].first, 0);
-  int64_t ro = rn + rb + std::max<int64_t>(p[0].second, 0);
-  int64_t co = cn + cb + std::max<int64_t>(p[1].second, 0);
-  auto map = [&](int64_t i, int64_t n) -> int64_t {
-    if (i >= 0 && i < n) return i;
-    if (m == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
-    if (m == "replicate") return std::clamp<int64_t>(i, 0, n - 1);
-    if (m == "circular") return (i % n + n) % n;
-    return -1;
-  };
-  Vec out;
-  for (int64_t i = 0; i < ro; i++)
-    for (int64_t j = 0; j < co; j++) {
-      int64_t a = map(i - rb, rn), b = map(j - cb, cn);
-      out.push_back(a < 0 || b < 0 ? 2.5 : x[(a + r0) * s[1] + b + c0]);
-    }
-  return out;
-}
-
-TEST(ExtraOps, PadModesMatchReference) {
-  Shape s{4, 5};
-  Vec x = rnd(20, 44);
-  Tensor t = Tensor::from_data(x, s, kF64);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> pads = {
-      {{1, 2}, {3, 0}}, {{0, 0}, {4, 4}}, {{3, 3}, {1, 1}}, {{-1, 2}, {2, -2}}, {{0, 0}, {0, 0}}};
-  for (const char* mode : {"constant", "reflect", "replicate", "circular"})
-    for (auto& p : pads) {
-      SCOPED_TRACE(std::string(mode) + " " + std::to_string(p[0].first) + "," +
-                   std::to_string(p[0].second) + "," + std::to_string(p[1].first) + "," +
-                   std::to_string(p[1].second));
-      Tensor y = t.pad_mode(p, mode, 2.5);
-      Vec want = pad_ref(x, s, p, mode);
-      EXPECT_EQ(y.numel(), static_cast<int64_t>(want.size()));
-      expect_near(y.to_vector(), want, 0, 0);
-    }
-  Tensor b = Tensor::from_data({1, 0, 1}, {3}, dtypes::kBool);
-  EXPECT_EQ(b.pad_mode({{2, 1}}, "reflect").to_vector(), (Vec{1, 0, 1, 0, 1, 0}));
-  EXPECT_EQ(b.pad_mode({{1, 1}}, "constant").to_vector(), (Vec{0, 1, 0, 1, 0}));
-  EXPECT_EQ(b.pad_mode({{1, 1}}, "constant", 1).dtype(), dtypes::kBool);
-  EXPECT_EQ(Tensor::zeros({2, 0}).pad_mode({{1, 1}, {0, 0}}, "reflect").shape(), (Shape{4, 0}));
 }
 
 TEST(ExtraOps, LossesMatchReference) {
@@ -387,51 +210,6 @@ TEST(ExtraOps, AttentionMatchesReference) {
     }
     expect_near(got, want, 1e-12, 1e-12);
   }
-}
-
-// Python's slice.indices(n) and the elements it picks.
-std::vector<int64_t> py_slice(int64_t n,
-                              std::optional<int64_t> start,
-                              std::optional<int64_t> stop,
-                              int64_t step) {
-  auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t i = *v < 0 ? *v + n : *v;
-    return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
-  };
-  int64_t b = norm(start, step > 0 ? 0 : n - 1), e = norm(stop, step > 0 ? n : -1);
-  std::vector<int64_t> out;
-  for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out.push_back(i);
-  return out;
-}
-
-TEST(ExtraOps, SliceAndIndexMatchPython) {
-  Shape s{3, 7, 2};
-  Vec a = rnd(42, 52);
-  Tensor t = Tensor::from_data(a, s, kF64);
-  using O = std::optional<int64_t>;
-  std::vector<std::tuple<O, O, int64_t>> slices = {
-      {0, 7, 1},    {1, 6, 2},     {O{}, O{}, 3}, {-5, O{}, 1}, {O{}, O{}, -1}, {5, 1, -2},
-      {-1, -8, -3}, {10, -20, -1}, {3, 3, 1},     {4, 2, 1},    {O{}, 2, -1},   {-100, 100, 4}};
-  for (auto [b, e, st] : slices) {
-    SCOPED_TRACE(std::to_string(b.value_or(999)) + ":" + std::to_string(e.value_or(999)) + ":" +
-                 std::to_string(st));
-    std::vector<int64_t> pick = py_slice(7, b, e, st);
-    Vec want;
-    for (int64_t i = 0; i < 3; i++)
-      for (int64_t k : pick)
-        for (int64_t j = 0; j < 2; j++) want.push_back(a[(i * 7 + k) * 2 + j]);
-    Tensor y = t.slice(-2, b, e, st);
-    EXPECT_EQ(y.shape(), (Shape{3, static_cast<int64_t>(pick.size()), 2}));
-    EXPECT_EQ(y.to_vector(), want);
-  }
-  EXPECT_EQ(t.slice(0, -1, O{}, -1).to_vector(), t.flip({0}).to_vector());
-  EXPECT_EQ(Tensor::zeros({0}).slice(0, O{}, O{}, -2).shape(), Shape{0});
-  EXPECT_EQ(t.index({1, -1, 0}).shape(), Shape{});
-  EXPECT_EQ(t.index({1, -1, 0}).to_vector(), Vec{a[(1 * 7 + 6) * 2]});
-  EXPECT_EQ(t.index({-3}).shape(), (Shape{7, 2}));
-  EXPECT_EQ(t.index({-3}).to_vector(), Vec(a.begin(), a.begin() + 14));
-  EXPECT_EQ(t.index({}).shape(), s);
 }
 
 TEST(ExtraOps, BadInputGivesClearErrors) {
