@@ -10,10 +10,10 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <set>
 #include <utility>
 
 #include "base/error.h"
+#include "nlohmann/json.hpp"
 
 namespace baregrad::tensor {
 namespace {
@@ -25,8 +25,10 @@ constexpr std::pair<const char*, DType> kCodes[] = {
     {"U32", dtypes::kUint32},    {"U16", dtypes::kUint16},  {"U8", dtypes::kUint8},
     {"BOOL", dtypes::kBool},
 };
-constexpr int kMaxDepth = 64;  // JSON nesting; the header needs 3
+constexpr size_t kMaxDepth = 64;  // JSON nesting; the header needs 3
 constexpr char kHex[] = "0123456789abcdef";
+
+using json = nlohmann::json;
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
@@ -34,250 +36,184 @@ std::string offsets_str(uint64_t begin, uint64_t end) {
   return "[" + str(begin) + ", " + str(end) + "]";
 }
 
-// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool utf8_valid(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    size_t n = c < 0x80                 ? 0
-               : c >= 0xC2 && c <= 0xDF ? 1
-               : c >= 0xE0 && c <= 0xEF ? 2
-               : c >= 0xF0 && c <= 0xF4 ? 3
-                                        : 4;
-    if (n == 4 || i + n >= s.size()) return false;
-    uint32_t cp = n == 0 ? c : c & (0x3F >> n);
-    for (size_t k = 1; k <= n; k++) {
-      auto b = static_cast<uint8_t>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (b & 0x3F);
-    }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-      return false;
-    i += n + 1;
-  }
-  return true;
+// `s` as a JSON string literal for a message; bytes that are not UTF-8 become U+FFFD.
+std::string quote(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// `s` as a JSON string literal, escaped as serde_json (the reference writer) does.
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto c = static_cast<uint8_t>(ch);
-    const char* esc = c == '"'    ? "\\\""
-                      : c == '\\' ? "\\\\"
-                      : c == '\b' ? "\\b"
-                      : c == '\f' ? "\\f"
-                      : c == '\n' ? "\\n"
-                      : c == '\r' ? "\\r"
-                      : c == '\t' ? "\\t"
-                                  : nullptr;
-    if (esc) {
-      out += esc;
-    } else if (c < 0x20) {
-      out += std::string("\\u00") + kHex[c >> 4] + kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
 }
 
-// ---- JSON: objects, arrays, strings and non-negative integers ------------------------------
+// ---- JSON: the header through nlohmann's SAX parser ----------------------------------------
 
-struct Json {
-  enum Kind { kObject, kArray, kString, kInt };
-  Json(Kind k, size_t offset) : kind(k), at(offset) {}
-  Kind kind;
-  size_t at;  // byte offset in the header
-  std::string text;
-  uint64_t num = 0;
-  std::vector<std::pair<std::string, Json>> members;
-  std::vector<Json> items;
+// nlohmann's syntax errors, in its grammar's words ("syntax error while parsing object key -
+// unexpected '}'; expected string literal"), as safe_load words them; unlisted ones keep
+// nlohmann's text. Lexer errors come first: one message can name a lexer error and a token.
+constexpr std::pair<std::string_view, std::string_view> kSyntax[] = {
+    {"missing closing quote", "unterminated string"},
+    {"forbidden character after backslash", "invalid escape"},
+    {"must be followed by 4 hex digits", "expected 4 hex digits in \\u escape"},
+    {"must be followed by U+DC00..U+DFFF", "unpaired high surrogate in \\u escape"},
+    {"must follow U+D800..U+DBFF", "unpaired low surrogate in \\u escape"},
+    {"ill-formed UTF-8 byte", "string is not valid UTF-8"},
+    {"must be escaped", "control character in a string"},
+    {"; expected string literal", "expected a string key"},
+    {"; expected ':'", "expected ':'"},
+    {"; expected '}'", "expected ',' or '}' in an object"},
+    {"; expected ']'", "expected ',' or ']' in an array"},
+    {"expected digit after '-'", "negative numbers are not allowed"},
+    {"invalid number", "only integers are allowed"},
+    {"invalid literal", "expected a value"},
+    {"; expected '[', '{', or a literal", "expected a value"},
 };
 
-std::string kind_name(Json::Kind k) {
-  static constexpr const char* kNames[] = {"an object", "an array", "a string", "an integer"};
-  return kNames[k];
-}
-
-// A strict recursive-descent parser; every error throws naming the header byte offset.
-class JsonParser {
+// Builds the header as a json value through nlohmann's SAX interface, allowing only what the
+// format uses: objects, arrays, strings and non-negative 64-bit integers, nested at most
+// kMaxDepth deep, no duplicate keys and no byte order mark. NOTE: nlohmann's own parse keeps
+// the last of duplicate keys silently and accepts true, null, floats and negative numbers, so
+// these checks are ours; returning false stops the parse with the reason in error().
+class HeaderReader final : public json::json_sax_t {
  public:
-  JsonParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+  explicit HeaderReader(std::string_view text) : text_(text) {}
 
-  // The single value of the whole text (whitespace around it allowed).
-  Json parse() {
-    skip_ws();
-    Json v = value(0);
-    skip_ws();
-    if (pos_ != text_.size()) error("unexpected " + describe() + " after the top-level value");
-    return v;
+  // Parses the whole text; false (with error() set) when it is not a header-shaped JSON value.
+  bool read() {
+    // NOTE: nlohmann skips a leading UTF-8 byte order mark, which serde_json (the reference)
+    // rejects, and ends the input at a NUL byte (for C strings), ignoring the bytes after it.
+    if (text_.starts_with('\xEF')) return syntax_error(0, "expected a value, got byte 0xef");
+    if (size_t nul = text_.find('\0'); nul != text_.npos)
+      return syntax_error(nul, "unexpected byte 0x00");
+    return json::sax_parse(text_, this);
+  }
+  json& root() { return root_; }
+  const std::string& error() const { return error_; }
+
+  bool null() override { return reject("expected a value, got character 'n' (null)"); }
+  bool boolean(bool b) override {
+    return reject(std::string("expected a value, got character '") +
+                  (b ? "t' (true)" : "f' (false)"));
+  }
+  // nlohmann reports a number with a minus sign here, -0 included.
+  bool number_integer(number_integer_t) override {
+    return reject("negative numbers are not allowed");
+  }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
+  // Fractions, exponents, and integers past 64 bits, which nlohmann reads as doubles.
+  bool number_float(number_float_t, const string_t& text) override {
+    if (text.starts_with('-')) return reject("negative numbers are not allowed");
+    if (text.find_first_not_of("0123456789") == std::string::npos)
+      return reject("integer " + text + " does not fit in 64 bits");
+    return reject("only integers are allowed, got " + text);
+  }
+  bool string(string_t& s) override { return add(std::move(s)); }
+  bool binary(binary_t&) override { return reject("binary values are not JSON"); }
+  bool start_object(std::size_t) override { return add(json::object()); }
+  bool key(string_t& k) override {
+    if (stack_.back().value->contains(k)) {
+      error_ = where(false) + ": duplicate key " + quote(k);
+      return false;
+    }
+    stack_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return add(json::array()); }
+  bool end_array() override { return close(); }
+
+  // `pos` counts the bytes nlohmann read, the end of input as one; `token` is the text of the
+  // token it stopped in, but only a string or number token restarts it.
+  bool parse_error(std::size_t pos, const std::string& token, const json::exception& e) override {
+    std::string_view what = e.what();
+    size_t end = std::min(pos, text_.size());
+    size_t at = pos == 0 ? 0 : std::min(pos - 1, text_.size());
+    if (contains(what, "missing closing quote") || contains(what, "unexpected number literal") ||
+        contains(what, "unexpected string literal"))
+      at = end - std::min(token.size(), end);  // where that string or number begins
+    else if (contains(what, "unexpected true literal") || contains(what, "unexpected null literal"))
+      at = end - 4;
+    else if (contains(what, "unexpected false literal"))
+      at = end - 5;
+    if (done_) return syntax_error(at, "unexpected " + describe(at) + " after the top-level value");
+    // A number can only end right before a digit when it is a lone 0: "01" reads as 0, 1.
+    if (contains(what, "unexpected number literal") && at > 0 && text_[at - 1] == '0')
+      return syntax_error(at - 1, "leading zero in an integer");
+    for (const auto& [theirs, ours] : kSyntax)
+      if (contains(what, theirs))
+        return syntax_error(
+            at, std::string(ours) + (ours.starts_with("expected") ? ", got " + describe(at) : ""));
+    // Anything else in nlohmann's words, without its position and the bytes it read.
+    size_t from = what.find(" - ");
+    what = what.substr(from == what.npos ? 0 : from + 3);
+    return syntax_error(at, std::string(what.substr(0, what.find("; last read:"))));
   }
 
  private:
-  [[noreturn]] void error(const std::string& what) const { error_at(pos_, what); }
-  [[noreturn]] void error_at(size_t at, const std::string& what) const {
-    fail("safe_load", path_ + ": header is not valid JSON at header byte " + str(at) +
-                          " (file offset " + str(at + 8) + "): " + what);
+  struct Level {
+    json* value;      // the object or array being read
+    std::string key;  // an object's key of the value being read
+  };
+
+  bool syntax_error(size_t at, const std::string& what) {
+    error_ = "header is not valid JSON at header byte " + str(at) + " (file offset " + str(at + 8) +
+             "): " + what;
+    return false;
   }
-  std::string describe() const {
-    if (pos_ >= text_.size()) return "end of header";
-    auto c = static_cast<uint8_t>(text_[pos_]);
-    if (c >= 0x20 && c < 0x7F) return std::string("character '") + text_[pos_] + "'";
+  bool reject(const std::string& what) {
+    error_ = where(true) + ": " + what;
+    return false;
+  }
+  // "header at /a/shape/0": the JSON pointer of the value being read (`next`), or else of the
+  // object or array holding it.
+  std::string where(bool next) const {
+    json::json_pointer p;
+    for (size_t i = 0; i < stack_.size(); i++) {
+      bool last = i + 1 == stack_.size();
+      if (last && !next) break;
+      const Level& l = stack_[i];
+      if (l.value->is_object())
+        p /= l.key;
+      else
+        p /= l.value->size() - (last ? 0 : 1);  // a nested value is already its last item
+    }
+    return p.empty() ? "header" : "header at " + p.to_string();
+  }
+  std::string describe(size_t at) const {
+    if (at >= text_.size()) return "end of header";
+    auto c = static_cast<uint8_t>(text_[at]);
+    if (c >= 0x20 && c < 0x7F) return std::string("character '") + text_[at] + "'";
     return "byte 0x" + std::string{kHex[c >> 4], kHex[c & 15]};
   }
-  int peek() const { return pos_ < text_.size() ? static_cast<uint8_t>(text_[pos_]) : -1; }
-  void skip_ws() {
-    while (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r') pos_++;
-  }
-  void expect(char c) {
-    if (peek() != c) error(std::string("expected '") + c + "', got " + describe());
-    pos_++;
-  }
 
-  Json value(int depth) {
-    if (depth > kMaxDepth) error("nesting deeper than " + str(kMaxDepth));
-    int c = peek();
-    if (c == '{') return object(depth);
-    if (c == '[') return array(depth);
-    if (c == '"') {
-      Json v{Json::kString, pos_};
-      v.text = string();
-      return v;
-    }
-    if (c >= '0' && c <= '9') return number();
-    if (c == '-') error("negative numbers are not allowed");
-    error("expected a value, got " + describe());
-  }
-
-  Json object(int depth) {
-    Json v{Json::kObject, pos_++};
-    std::set<std::string> keys;
-    skip_ws();
-    if (peek() == '}') return pos_++, v;
-    while (true) {
-      skip_ws();
-      size_t key_at = pos_;
-      if (peek() != '"') error("expected a string key, got " + describe());
-      std::string key = string();
-      if (!keys.insert(key).second) error_at(key_at, "duplicate key " + quote(key));
-      skip_ws();
-      expect(':');
-      skip_ws();
-      v.members.emplace_back(std::move(key), value(depth + 1));
-      skip_ws();
-      if (peek() == '}') return pos_++, v;
-      if (peek() != ',') error("expected ',' or '}' in an object, got " + describe());
-      pos_++;
-    }
-  }
-
-  Json array(int depth) {
-    Json v{Json::kArray, pos_++};
-    skip_ws();
-    if (peek() == ']') return pos_++, v;
-    while (true) {
-      skip_ws();
-      v.items.push_back(value(depth + 1));
-      skip_ws();
-      if (peek() == ']') return pos_++, v;
-      if (peek() != ',') error("expected ',' or ']' in an array, got " + describe());
-      pos_++;
-    }
-  }
-
-  Json number() {
-    Json v{Json::kInt, pos_};
-    if (peek() == '0' && pos_ + 1 < text_.size() && text_[pos_ + 1] >= '0' &&
-        text_[pos_ + 1] <= '9')
-      error("leading zero in an integer");
-    while (peek() >= '0' && peek() <= '9') {
-      auto d = static_cast<uint64_t>(peek() - '0');
-      if (v.num > (std::numeric_limits<uint64_t>::max() - d) / 10)
-        error_at(v.at, "integer does not fit in 64 bits");
-      v.num = v.num * 10 + d;
-      pos_++;
-    }
-    if (peek() == '.' || peek() == 'e' || peek() == 'E') error("only integers are allowed");
-    return v;
-  }
-
-  uint32_t hex4() {
-    uint32_t u = 0;
-    for (int i = 0; i < 4; i++, pos_++) {
-      int c = peek();
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                     : -1;
-      if (d < 0) error("expected a hex digit in \\u escape, got " + describe());
-      u = u << 4 | static_cast<uint32_t>(d);
-    }
-    return u;
-  }
-
-  void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | cp >> 6);
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | cp >> 12);
-      out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+  // Places `v` as the root or the next value of the innermost object or array; an object or
+  // array becomes the innermost one. Values nested deeper than kMaxDepth are refused.
+  bool add(json v) {
+    if (stack_.size() > kMaxDepth) return reject("nesting deeper than " + str(kMaxDepth));
+    bool structured = v.is_structured();
+    json* at = &root_;
+    if (stack_.empty()) {
+      root_ = std::move(v);
+    } else if (Level& l = stack_.back(); l.value->is_object()) {
+      at = &((*l.value)[l.key] = std::move(v));
     } else {
-      out += static_cast<char>(0xF0 | cp >> 18);
-      out += static_cast<char>(0x80 | (cp >> 12 & 0x3F));
-      out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+      l.value->push_back(std::move(v));
+      at = &l.value->back();
     }
+    if (structured) stack_.push_back({at, {}});
+    done_ = stack_.empty();
+    return true;
   }
-
-  // The decoded contents of the string literal at pos_.
-  std::string string() {
-    size_t start = pos_++;
-    std::string out;
-    while (true) {
-      int c = peek();
-      if (c < 0) error_at(start, "unterminated string");
-      if (c == '"') break;
-      if (c < 0x20) error("control character " + describe() + " in a string");
-      pos_++;
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
-      size_t k = peek() < 0 ? kFrom.npos : kFrom.find(static_cast<char>(peek()));
-      if (k != kFrom.npos) {
-        out += kTo[k];
-        pos_++;
-        continue;
-      }
-      if (peek() != 'u') error("invalid escape \\" + describe());
-      pos_++;
-      uint32_t cp = hex4();
-      if (cp >= 0xDC00 && cp <= 0xDFFF) error("unpaired low surrogate in \\u escape");
-      if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (peek() != '\\' || pos_ + 1 >= text_.size() || text_[pos_ + 1] != 'u')
-          error("unpaired high surrogate in \\u escape");
-        pos_ += 2;
-        uint32_t lo = hex4();
-        if (lo < 0xDC00 || lo > 0xDFFF) error("unpaired high surrogate in \\u escape");
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-      }
-      append_utf8(out, cp);
-    }
-    pos_++;
-    if (!utf8_valid(out)) error_at(start, "string is not valid UTF-8");
-    return out;
+  bool close() {
+    stack_.pop_back();
+    done_ = stack_.empty();
+    return true;
   }
 
   std::string_view text_;
-  const std::string& path_;
-  size_t pos_ = 0;
+  json root_;
+  std::vector<Level> stack_;  // NOTE: pointers stay valid: only the innermost level grows
+  bool done_ = false;         // the top-level value is complete
+  std::string error_;
 };
 
 // ---- files ---------------------------------------------------------------------------------
@@ -391,27 +327,36 @@ struct Header {
   fail("safe_load", path + ": " + what);
 }
 
+// What a value of a header that HeaderReader accepted is; no other kind gets through it.
+std::string kind_name(const json& v) {
+  return v.is_object()   ? "an object"
+         : v.is_array()  ? "an array"
+         : v.is_string() ? "a string"
+                         : "an integer";
+}
+
 // Checks `v` is an array of integers, each at most `max`; returns them.
 std::vector<uint64_t> ints(const std::string& path,
                            const std::string& where,
-                           const Json& v,
+                           const json& v,
                            uint64_t max) {
-  if (v.kind != Json::kArray) bad(path, where + " must be an array, got " + kind_name(v.kind));
+  if (!v.is_array()) bad(path, where + " must be an array, got " + kind_name(v));
   std::vector<uint64_t> out;
-  for (const Json& item : v.items) {
-    if (item.kind != Json::kInt)
-      bad(path, where + " must hold integers, got " + kind_name(item.kind));
-    if (item.num > max) bad(path, where + " value " + str(item.num) + " is out of range");
-    out.push_back(item.num);
+  for (const json& item : v) {
+    if (!item.is_number_unsigned())
+      bad(path, where + " must hold integers, got " + kind_name(item));
+    auto n = item.get<uint64_t>();
+    if (n > max) bad(path, where + " value " + str(n) + " is out of range");
+    out.push_back(n);
   }
   return out;
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const Json& v, uint64_t size) {
+Entry parse_entry(const std::string& path, const std::string& name, const json& v, uint64_t size) {
   std::string where = "tensor " + quote(name);
-  if (v.kind != Json::kObject) bad(path, where + " must be an object, got " + kind_name(v.kind));
-  const Json *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
-  for (const auto& [key, field] : v.members) {
+  if (!v.is_object()) bad(path, where + " must be an object, got " + kind_name(v));
+  const json *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
+  for (const auto& [key, field] : v.items()) {
     if (key == "dtype")
       dtype = &field;
     else if (key == "shape")
@@ -428,11 +373,11 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
                             : "data_offsets") +
                   "\"");
   Entry e{name, dtypes::kVoid, {}, 0, 0};
-  if (dtype->kind != Json::kString)
-    bad(path, where + ": dtype must be a string, got " + kind_name(dtype->kind));
+  if (!dtype->is_string()) bad(path, where + ": dtype must be a string, got " + kind_name(*dtype));
+  const auto& code_text = dtype->get_ref<const std::string&>();
   for (const auto& [code, t] : kCodes)
-    if (dtype->text == code) e.dtype = t;
-  if (e.dtype == dtypes::kVoid) bad(path, where + ": unknown dtype " + quote(dtype->text));
+    if (code_text == code) e.dtype = t;
+  if (e.dtype == dtypes::kVoid) bad(path, where + ": unknown dtype " + quote(code_text));
   int64_t numel = 1;
   for (uint64_t d : ints(path, where + " shape", *shape, std::numeric_limits<int64_t>::max())) {
     e.shape.push_back(static_cast<int64_t>(d));
@@ -451,7 +396,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<uint64_t>(numel), e.dtype.itemsize(), &bytes) ||
       bytes != e.end - e.begin)
-    bad(path, where + ": shape " + shape_str(e.shape) + " of " + dtype->text + " needs " +
+    bad(path, where + ": shape " + shape_str(e.shape) + " of " + code_text + " needs " +
                   str(bytes) + " bytes but " + span + " span " + str(e.end - e.begin));
   return e;
 }
@@ -466,24 +411,24 @@ Header parse_header(const std::string& path, const uint8_t* file, size_t file_si
     bad(path, "header length " + str(n) + " exceeds the " + str(file_size - 8) +
                   " bytes after the length field");
   std::string_view text(reinterpret_cast<const char*>(file) + 8, n);
-  Json root = JsonParser(text, path).parse();
-  if (root.kind != Json::kObject)
-    bad(path, "header must be an object, got " + kind_name(root.kind));
+  HeaderReader reader(text);
+  if (!reader.read()) bad(path, reader.error());
+  const json& root = reader.root();
+  if (!root.is_object()) bad(path, "header must be an object, got " + kind_name(root));
   Header h;
   h.data = file + 8 + n;
   uint64_t size = file_size - 8 - n;
-  for (const auto& [name, v] : root.members) {
+  for (const auto& [name, v] : root.items()) {
     if (name != "__metadata__") {
       h.entries.push_back(parse_entry(path, name, v, size));
       continue;
     }
-    if (v.kind != Json::kObject)
-      bad(path, "__metadata__ must be an object, got " + kind_name(v.kind));
-    for (const auto& [key, value] : v.members) {
-      if (value.kind != Json::kString)
-        bad(path, "__metadata__ value of " + quote(key) + " must be a string, got " +
-                      kind_name(value.kind));
-      h.metadata[key] = value.text;
+    if (!v.is_object()) bad(path, "__metadata__ must be an object, got " + kind_name(v));
+    for (const auto& [key, value] : v.items()) {
+      if (!value.is_string())
+        bad(path,
+            "__metadata__ value of " + quote(key) + " must be a string, got " + kind_name(value));
+      h.metadata[key] = value.get<std::string>();
     }
   }
   // The spec: offsets cover the data section in order, without gaps or overlaps.
@@ -532,41 +477,40 @@ std::string safetensors_dtype(DType t) {
 void safe_save(const std::map<std::string, Tensor>& tensors,
                const std::string& path,
                const std::map<std::string, std::string>& metadata) {
+  // NOTE: nlohmann refuses to write a string that is not UTF-8; this names which one it is.
   auto check_utf8 = [&](const std::string& s, const char* what) {
-    if (!utf8_valid(s))
+    try {
+      (void)json(s).dump();
+    } catch (const json::type_error&) {
       fail("safe_save", path + ": " + what + " " + quote(s) + " is not UTF-8", ErrorKind::kValue);
-  };
-  std::string header = "{";
-  if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    for (const auto& [key, value] : metadata) {
-      check_utf8(key, "metadata key");
-      check_utf8(value, "metadata value");
-      header += quote(key) + ":" + quote(value) + ",";
     }
-    header.back() = '}';
-    header += ",";
+  };
+  // ordered_json keeps insertion order: metadata first, then the tensors sorted by name, and
+  // each entry's fields as the reference writer orders them.
+  auto header = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : metadata) {
+    check_utf8(key, "metadata key");
+    check_utf8(value, "metadata value");
+    header["__metadata__"][key] = value;
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__")
       fail("safe_save", path + ": \"__metadata__\" cannot name a tensor", ErrorKind::kValue);
     check_utf8(name, "tensor name");
-    std::string dims;
-    for (int64_t d : t.shape()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
     uint64_t end = offset + static_cast<uint64_t>(t.numel()) * t.dtype().itemsize();
-    header += quote(name) + ":{\"dtype\":\"" + safetensors_dtype(t.dtype()) + "\",\"shape\":[" +
-              dims + "],\"data_offsets\":[" + str(offset) + "," + str(end) + "]},";
+    header[name] = {{"dtype", safetensors_dtype(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, end}}};
     offset = end;
   }
-  if (header.back() == ',') header.pop_back();
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' ');  // as the reference writer pads
+  std::string text = header.dump();  // compact and escaped as serde_json (the reference) writes
+  text.append((8 - text.size() % 8) % 8, ' ');  // as the reference writer pads
   uint8_t len[8];
-  for (int i = 0; i < 8; i++) len[i] = static_cast<uint8_t>(header.size() >> (8 * i));
+  for (int i = 0; i < 8; i++) len[i] = static_cast<uint8_t>(text.size() >> (8 * i));
   TempFile out(path);
   out.write(len, sizeof(len));
-  out.write(header.data(), header.size());
+  out.write(text.data(), text.size());
   for (const auto& [name, t] : tensors) {
     std::vector<uint8_t> bytes = tensor_to_bytes(t);
     out.write(bytes.data(), bytes.size());

@@ -253,6 +253,71 @@ TEST_F(SafetensorsTest, CorruptHeadersNameTheProblem) {
   EXPECT_THROW(safe_load(dir_.string()), Error);
 }
 
+// What the JSON library would accept but a safetensors header must not hold, and where the
+// error points: the header byte where a token starts, or the JSON pointer of a refused value.
+TEST_F(SafetensorsTest, StrictJsonNamesTheValueOrByte) {
+  std::string shape_of = R"({"a":{"dtype":"U8","data_offsets":[0,0],"shape":)";
+  const std::pair<std::string, std::string> cases[] = {
+      {shape_of + "[2.0]}}", "header at /a/shape/0: only integers are allowed, got 2.0"},
+      {shape_of + "[1e3]}}", "header at /a/shape/0: only integers are allowed, got 1e3"},
+      {shape_of + "[0,-3]}}", "header at /a/shape/1: negative numbers are not allowed"},
+      {shape_of + "[-0]}}", "header at /a/shape/0: negative numbers are not allowed"},
+      {shape_of + "[\"2\"]}}", "tensor \"a\" shape must hold integers, got a string"},
+      {shape_of + "16}}", "tensor \"a\" shape must be an array, got an integer"},
+      {shape_of + "null}}", "header at /a/shape: expected a value, got character 'n'"},
+      {R"({"a":false})", "header at /a: expected a value, got character 'f'"},
+      {R"({"x/y~":[true]})", "header at /x~1y~0/0: expected a value, got character 't'"},
+      {R"({"a":{"dtype":"U8","dtype":"U8"}})", "header at /a: duplicate key \"dtype\""},
+      {R"({"__metadata__":{"k":"1","k":"2"}})", "header at /__metadata__: duplicate key \"k\""},
+      {R"({"__metadata__":["k"]})", "__metadata__ must be an object, got an array"},
+      {R"({"a":"F32"})", "tensor \"a\" must be an object, got a string"},
+      {R"({"a":{"dtype":32,"shape":[],"data_offsets":[0,0]}})",
+       "tensor \"a\": dtype must be a string, got an integer"},
+      {R"({"a":{"shape":[],"data_offsets":[0,0]}})", "tensor \"a\": missing field \"dtype\""},
+      // Syntax errors point at the header byte where the offending token starts.
+      {"{\"a\" 123}", "at header byte 5 (file offset 13): expected ':', got character '1'"},
+      {"{\"a\" true}", "at header byte 5 (file offset 13): expected ':', got character 't'"},
+      {"{\"a\":{} \"b\"}",
+       "at header byte 8 (file offset 16): expected ',' or '}' in an object, got character '\"'"},
+      {"{\"a\":[1 2]}", "at header byte 8 (file offset 16): expected ',' or ']' in an array"},
+      {"{\"a\":[1,]}", "at header byte 8 (file offset 16): expected a value, got character ']'"},
+      {"{\"a\":[10,01]}", "at header byte 9 (file offset 17): leading zero in an integer"},
+      {"{\"a\":\"x\\u12\"}", "expected 4 hex digits in \\u escape"},
+      {"{\"a\":\"\\udc00\"}", "unpaired low surrogate in \\u escape"},
+      {"{\"a\":\"tab\there\"}", "at header byte 9 (file offset 17): control character in a string"},
+      {"", "at header byte 0 (file offset 8): expected a value, got end of header"},
+      {"{} 12", "at header byte 3 (file offset 11): unexpected character '1' after the top-level"},
+      {"{}\n}", "at header byte 3 (file offset 11): unexpected character '}' after the top-level"},
+      // The library skips a byte order mark and stops at a NUL byte; a header may hold neither.
+      {"\xEF\xBB\xBF{}", "at header byte 0 (file offset 8): expected a value, got byte 0xef"},
+      {std::string("{}\0{\"a\":1}", 10), "at header byte 2 (file offset 10): unexpected byte 0x00"},
+      // 65 nested arrays hold values up to depth 64 (the root is depth 0); one more is refused.
+      {std::string(65, '[') + std::string(65, ']'), "header must be an object, got an array"},
+      {std::string(65, '[') + "1" + std::string(65, ']'), "nesting deeper than 64"},
+  };
+  for (const auto& [header, part] : cases) {
+    std::string msg = load_error(file_of(header));
+    EXPECT_NE(msg.find(part), std::string::npos)
+        << "header " << header << "\ngave \"" << msg << "\"\nlacking \"" << part << "\"";
+  }
+}
+
+TEST_F(SafetensorsTest, SaveNamesTheStringThatIsNotUtf8) {
+  Bytes b = raw<float>({1.0f});
+  Tensor t = tensor_from_bytes(b.data(), b.size(), {1}, dtypes::kFloat32);
+  try {
+    safe_save({{"w", t}}, path(), {{"k", "bad\xFF"}});
+    ADD_FAILURE() << "saved a metadata value that is not UTF-8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), "safe_save");
+    // The message shows the byte that is not UTF-8 as U+FFFD, so it stays UTF-8 itself.
+    EXPECT_NE(e.message().find("metadata value \"bad\xEF\xBF\xBD\" is not UTF-8"),
+              std::string::npos)
+        << e.message();
+  }
+  EXPECT_FALSE(fs::exists(path()));
+}
+
 // A small valid file with metadata and three tensors.
 Bytes valid_file() {
   std::string header = R"({"__metadata__":{"m":"v"},"a":)" + entry("F32", "[2]", 0, 8) +
