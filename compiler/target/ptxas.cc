@@ -1,18 +1,9 @@
 #include "compiler/target/ptxas.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -22,63 +13,10 @@
 #include "base/timer.h"
 #include "compiler/cache.h"
 #include "compiler/program.h"
-
-extern char** environ;
+#include "compiler/target/subprocess.h"
 
 namespace baregrad::compiler {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A fresh directory under the system temp directory, removed with everything in it.
-class TempDir {
- public:
-  static Result<TempDir> create() {
-    std::string tmpl = (fs::temp_directory_path() / "baregrad-ptxas-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) return errno_error("mkdtemp " + tmpl, errno);
-    return TempDir(tmpl);
-  }
-  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-
- private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
-// RAII file descriptor.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f = -1) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
-
-Status write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!f) return internal("cannot write " + path);
-  return {};
-}
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The integer right before `suffix` in `line` (e.g. "15" in "Used 15 registers"), or -1.
 int64_t number_before(const std::string& line, const std::string& suffix) {
@@ -117,56 +55,6 @@ bool unpack(const std::string& v, std::string* log, std::string* cubin) {
 }
 
 }  // namespace
-
-Result<int> run_subprocess(const std::vector<std::string>& argv, std::string* out, int timeout_ms) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return errno_error("pipe2", errno);
-  Fd rd(p[0]), wr(p[1]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, wr.fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, wr.fd, 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = ::posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) return errno_error("posix_spawn " + argv[0], err);
-  wr.reset();
-  uint64_t deadline = now_ns() + static_cast<uint64_t>(timeout_ms) * 1000000;
-  char buf[4096];
-  bool eof = false;
-  int status = 0;
-  for (;;) {
-    if (!eof) {
-      pollfd pfd{rd.fd, POLLIN, 0};
-      if (::poll(&pfd, 1, 10) > 0) {
-        ssize_t n = ::read(rd.fd, buf, sizeof(buf));
-        if (n > 0) out->append(buf, static_cast<size_t>(n));
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) eof = true;
-      }
-    } else {
-      ::usleep(1000);
-    }
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid && eof) break;
-    if (r == pid) {  // exited: drain what is left in the pipe
-      ssize_t n;
-      while ((n = ::read(rd.fd, buf, sizeof(buf))) > 0) out->append(buf, static_cast<size_t>(n));
-      break;
-    }
-    if (r < 0 && errno != EINTR) return errno_error("waitpid " + argv[0], errno);
-    if (now_ns() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return deadline_exceeded(argv[0] + " ran longer than " + std::to_string(timeout_ms) +
-                               " ms and was killed; output so far:\n" + *out);
-    }
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
 
 std::string PtxasReport::str() const {
   return std::to_string(registers) + " registers, " + std::to_string(barriers) + " barriers, " +
@@ -255,7 +143,7 @@ Result<PtxasResult> Ptxas::run(const std::string& ptx,
                                int timeout_ms) const {
   PtxasResult res;
   ScopedTimer timer("ptxas sm_" + std::to_string(sm) + " " + name);
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::create());
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::create("baregrad-ptxas"));
   std::string in = dir.file("kernel.ptx"), out = dir.file("kernel.cubin");
   RETURN_IF_ERROR(write_file(in, ptx));
   std::vector<std::string> argv = {path_, "-arch=sm_" + std::to_string(sm), "-O3", "-v", in, "-o",

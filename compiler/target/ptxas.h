@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "compiler/target/subprocess.h"
 
 namespace baregrad::compiler {
 
@@ -62,10 +63,5 @@ class Ptxas {
       : path_(std::move(path)), version_(std::move(version)) {}
   std::string path_, version_;
 };
-
-// Runs `argv` (argv[0] a path) with stdout and stderr captured together; `out` gets them.
-// Returns the exit status (128 + signal when killed), DeadlineExceeded after `timeout_ms`
-// (the child is killed), or the spawn error.
-Result<int> run_subprocess(const std::vector<std::string>& argv, std::string* out, int timeout_ms);
 
 }  // namespace baregrad::compiler
