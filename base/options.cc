@@ -24,7 +24,7 @@ constexpr Field kFields[] = {
      &Options::dev},
     {{"DEBUG", "int", "0",
       "log level: 1 kernel names and timings, 2 pass timings, 3 IR after passes, "
-      "4 generated source"},
+      "4 the kernel as C or PTX, 5 also its LLVM IR"},
      &Options::debug},
     {{"CACHE_DIR", "path", "$XDG_CACHE_HOME/baregrad or $HOME/.cache/baregrad",
       "on-disk compiler cache directory"},
@@ -47,6 +47,12 @@ constexpr Field kFields[] = {
      &Options::ptxas},
     {{"CUDA_PATH", "path", "/usr/local/cuda", "the CUDA toolkit root (for ptxas)"},
      &Options::cuda_path},
+    {{"BAREGRAD_LIBCUDA", "path", "",
+      "the CUDA driver library DEV=CUDA loads; empty loads libcuda.so.1 (tests name a fake)"},
+     &Options::libcuda},
+    {{"BAREGRAD_LIBCUBLAS", "path", "",
+      "the cuBLAS library DEV=CUDA loads; empty tries libcublas.so(.13/.12/.11) and the toolkit"},
+     &Options::libcublas},
 };
 
 constexpr auto kTable = [] {

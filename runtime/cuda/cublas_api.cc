@@ -89,8 +89,8 @@ Result<const CublasApi*> load_cublas_api(std::string_view path) {
   std::vector<std::string> tries;
   if (!path.empty()) {
     tries.emplace_back(path);
-  } else if (const char* env = std::getenv("BAREGRAD_LIBCUBLAS"); env && *env) {
-    tries.emplace_back(env);  // a test seam, like BAREGRAD_LIBCUDA
+  } else if (!options().libcublas.empty()) {
+    tries.emplace_back(options().libcublas);
   } else {
     tries = candidates();
   }

@@ -1,10 +1,10 @@
 #include "runtime/cuda/cuda_api.h"
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "base/options.h"
 #include "runtime/cuda/dl.h"
 
 namespace baregrad::runtime::cuda {
@@ -138,11 +138,7 @@ Status CudaApi::check(CUresult r, std::string_view call, std::source_location lo
 
 Result<const CudaApi*> load_cuda_api(std::string_view path) {
   std::string p(path);
-  if (p.empty()) {
-    // The only environment read outside base/options: a test seam for a fake driver.
-    const char* env = std::getenv("BAREGRAD_LIBCUDA");
-    p = env && *env ? env : "libcuda.so.1";
-  }
+  if (p.empty()) p = options().libcuda.empty() ? "libcuda.so.1" : options().libcuda;
   static std::mutex mu;
   static auto* apis = new std::map<std::string, std::unique_ptr<CudaApi>>();
   std::lock_guard lock(mu);

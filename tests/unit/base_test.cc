@@ -207,7 +207,8 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
   }
   EXPECT_THAT(names, ::testing::UnorderedElementsAre(
                          "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "THREADS", "CPU_CC",
-                         "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH"));
+                         "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH",
+                         "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
   EXPECT_EQ(options().profile_path, "profile.json");

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/options.h"
 #include "runtime/cuda/cublas.h"
 #include "tests/fakes/fake_libcublas.h"
 #include "tests/unit/cuda_rig.h"
@@ -32,28 +33,17 @@ struct FakeCublas {
   FakeCublasLiveFn live_handles = hook<FakeCublasLiveFn>(kFakeCublas, "fake_cublas_live_handles");
 };
 
-// Sets (or unsets, for nullptr) an environment variable for the scope.
-class ScopedEnv {
+// Sets option `name` for the scope (nullptr: its default), then restores it.
+class ScopedOption {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
+  ScopedOption(const char* name, const char* value) : name_(name), old_(option_value(name)) {
+    set_option_for_test(name, value ? value : "");
   }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
+  ~ScopedOption() { set_option_for_test(name_, old_); }
 
  private:
   const char* name_;
-  std::optional<std::string> old_;
+  std::string old_;
 };
 
 // out[37 x 53] = a[37 x 53] + b[53] broadcast: 1961 threads, so 16 blocks of 128.
@@ -71,14 +61,14 @@ TEST(CudaApi, MissingLibraryIsNotFoundNamingIt) {
   EXPECT_NE(api.status().message().find("No such file or directory"), std::string::npos)
       << "dlerror() is part of the message: " << api.status().message();
   {  // the override reaches CudaDevice
-    ScopedEnv env("BAREGRAD_LIBCUDA", "/nonexistent/override/libcuda.so");
+    ScopedOption option("BAREGRAD_LIBCUDA", "/nonexistent/override/libcuda.so");
     Result<std::unique_ptr<CudaDevice>> d = CudaDevice::create();
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.status().code(), StatusCode::kNotFound);
     EXPECT_NE(d.status().message().find("/nonexistent/override/libcuda.so"), std::string::npos)
         << d.status().message();
   }
-  ScopedEnv env("BAREGRAD_LIBCUDA", nullptr);
+  ScopedOption option("BAREGRAD_LIBCUDA", nullptr);
   Result<const CudaApi*> def = cuda::load_cuda_api();
   if (def.ok()) GTEST_SKIP() << "this machine has a CUDA driver: " << (*def)->path;
   EXPECT_EQ(def.status().code(), StatusCode::kNotFound);
@@ -175,7 +165,7 @@ TEST_F(CudaDeviceTest, NameTargetAndHostAddressability) {
 }
 
 TEST_F(CudaDeviceTest, EnvironmentOverrideSelectsTheLibrary) {
-  ScopedEnv env("BAREGRAD_LIBCUDA", kFakeCuda);
+  ScopedOption option("BAREGRAD_LIBCUDA", kFakeCuda);
   Result<std::unique_ptr<CudaDevice>> d = CudaDevice::create();
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   EXPECT_EQ((*d)->api().path, kFakeCuda);
@@ -585,7 +575,7 @@ TEST(CudaCublasLibrary, MissingLibraryIsNotFoundNamingIt) {
 
 // NVIDIA's libcublas (when the toolkit is installed) exports the four symbols we resolve.
 TEST(CudaCublasLibrary, TheToolkitLibraryHasOurSymbols) {
-  ScopedEnv env("BAREGRAD_LIBCUBLAS", nullptr);
+  ScopedOption option("BAREGRAD_LIBCUBLAS", nullptr);
   Result<const cuda::CublasApi*> api = cuda::load_cublas_api();
   if (!api.ok()) GTEST_SKIP() << api.status().message();
   EXPECT_NE((*api)->path.find("libcublas.so"), std::string::npos);
