@@ -69,7 +69,11 @@ void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 // ---- fixture -------------------------------------------------------------------------------
 
-void Cts::SetUp() { CTS_ASSERT_OK_AND_ASSIGN(dev_, GetParam().open()); }
+void Cts::SetUp() {
+  if (!GetParam().missing_tool.empty())
+    GTEST_SKIP() << GetParam().name << " needs " << GetParam().missing_tool;
+  CTS_ASSERT_OK_AND_ASSIGN(dev_, GetParam().open());
+}
 
 void Cts::TearDown() {
   keep_.clear();  // the test's programs are gone

@@ -48,6 +48,8 @@ struct Backend {
   std::function<Result<Binary>(hcq::Device& dev, std::vector<std::shared_ptr<void>>* keep)>
       add_one_binary;
   std::map<std::string, std::string> unsupported;  // feature -> why
+  // Non-empty when a tool the backend needs is missing (ptxas): every test skips with it.
+  std::string missing_tool = "";
 };
 
 // Every backend present in this build.

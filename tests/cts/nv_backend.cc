@@ -286,7 +286,7 @@ std::vector<Backend> nv_backends() {
       .unsupported = {{"binaries",
                        "mock_nv programs are code-less twins (mock_nv_cubin loads cubins)"}},
   });
-  if (ptxas_path().empty()) return v;
+  std::string ptxas = ptxas_path();
   v.push_back({
       .name = "mock_nv_cubin",
       .open = []() -> Result<std::unique_ptr<hcq::Device>> {
@@ -299,7 +299,10 @@ std::vector<Backend> nv_backends() {
             return cubin_add_one_binary(d, keep, true);
           },
       .unsupported = {},
+      .missing_tool =
+          ptxas.empty() ? "ptxas (install the CUDA toolkit or set PTXAS or CUDA_PATH)" : "",
   });
+  if (ptxas.empty()) return v;
   if (::access("/dev/nvidiactl", F_OK) == 0)
     v.push_back({
         .name = "nv",

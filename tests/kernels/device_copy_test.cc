@@ -12,6 +12,7 @@
 #include "compiler/ast.h"
 #include "runtime/device.h"
 #include "tests/kernels/test_asts.h"
+#include "tests/missing_tool.h"
 
 namespace baregrad::testing {
 namespace {
@@ -27,6 +28,8 @@ class DeviceCopyTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto dev = runtime::open_device(GetParam());
+    if (!dev.ok() && tests::missing_tool(dev.status()))
+      GTEST_SKIP() << GetParam() << " needs ptxas: " << dev.status().message();
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
   }

@@ -12,6 +12,7 @@
 #include "compiler/ast.h"
 #include "runtime/device.h"
 #include "tests/kernels/reference.h"
+#include "tests/missing_tool.h"
 
 namespace baregrad::testing {
 namespace {
@@ -101,6 +102,8 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     set_option_for_test("SPEC", "1");  // verify the IR between every pass
     auto dev = runtime::open_device(GetParam());
+    if (!dev.ok() && tests::missing_tool(dev.status()))
+      GTEST_SKIP() << GetParam() << " needs ptxas: " << dev.status().message();
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
   }
@@ -394,8 +397,7 @@ INSTANTIATE_TEST_SUITE_P(Nv, KernelTest, ::testing::Values("MOCK+NV"), [](const 
 });
 // DEV=NV, NV:<n>, CUDA or CUDA:<n> adds that GPU (on a machine that has one; none otherwise).
 std::vector<std::string> gpu_from_env() {
-  const char* dev = std::getenv("DEV");
-  std::string d = dev ? dev : "";
+  const std::string& d = options().dev;
   if (d.rfind("NV", 0) == 0 || d.rfind("CUDA", 0) == 0) return {d};
   return {};
 }
