@@ -2,7 +2,6 @@
 #include <cstring>
 
 #include "base/format.h"
-
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
@@ -63,11 +62,10 @@ bool HwQueue::check_exec(const Program& prg, const ArgsState& args, const std::s
     return false;
   }
   if (args.num_bufs() == prg.num_bufs() && args.num_vars() == prg.num_vars()) return true;
-  refuse(invalid_argument("exec of '" + prg.name() + "' on the " + queue + ": " +
-                          std::to_string(args.num_bufs()) + " buffers and " +
-                          std::to_string(args.num_vars()) + " scalars for a kernel of " +
-                          std::to_string(prg.num_bufs()) + " and " +
-                          std::to_string(prg.num_vars())));
+  refuse(invalid_argument(
+      "exec of '" + prg.name() + "' on the " + queue + ": " + std::to_string(args.num_bufs()) +
+      " buffers and " + std::to_string(args.num_vars()) + " scalars for a kernel of " +
+      std::to_string(prg.num_bufs()) + " and " + std::to_string(prg.num_vars())));
   return false;
 }
 

@@ -86,9 +86,9 @@ hcq::HwQueue& Queue::exec(const hcq::Program& prg,
 hcq::HwQueue& Queue::copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) {
   // Constant ranges are checked now; symbolic ones fault on the GPU.
   if (!check_copy(dst, src, bytes, cs_.name())) return *this;
-  size_t words =
-      bytes.symbolic() ? kCopyWords
-                       : kCopyWords * (static_cast<uint64_t>(bytes.imm) / kCopyChunkBytes + 1);
+  size_t words = bytes.symbolic()
+                     ? kCopyWords
+                     : kCopyWords * (static_cast<uint64_t>(bytes.imm) / kCopyChunkBytes + 1);
   if (fits(words)) ok(emit_copy(pb_, dev_.classes(), dst, src, bytes));
   return *this;
 }
