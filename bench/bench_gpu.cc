@@ -204,8 +204,7 @@ std::vector<Row> gpu_rows(const Context& ctx) {
       absent += std::string(absent.empty() ? "" : "; ") + name + ": " + d.status().message();
     }
   }
-  bool mock = options().dev == "MOCK+NV";
-  if (mock) devs.push_back(check(runtime::get_device("MOCK+NV"), "MOCK+NV"));
+  if (options().dev == "MOCK+NV") devs.push_back(check(runtime::get_device("MOCK+NV"), "MOCK+NV"));
   if (devs.empty()) {
     std::fprintf(stderr, "bare_bench: gpu: no GPU device opens (%s)\n", absent.c_str());
     return {};
@@ -215,17 +214,17 @@ std::vector<Row> gpu_rows(const Context& ctx) {
   Sizes fake{size_t{4} << 20, size_t{4} << 20, 64, 64, 100};  // the fake GPU simulates on the host
   std::vector<Measured> ms;
   for (auto& d : devs) {
-    bool is_mock = d->name().rfind("MOCK", 0) == 0;
+    bool simulated = d->name().rfind("MOCK+", 0) == 0;
     std::fprintf(stderr, "bare_bench: gpu: measuring %s\n", d->name().c_str());
-    ms.push_back(measure(*d, is_mock ? fake : ctx.quick ? quick : full));
+    ms.push_back(measure(*d, simulated ? fake : ctx.quick ? quick : full));
   }
   const Measured* cuda = nullptr;
   for (const Measured& m : ms)
     if (m.device == "CUDA") cuda = &m;
   std::vector<Row> rows;
   for (const Measured& m : ms) {
-    bool is_mock = m.device.rfind("MOCK", 0) == 0;
-    const Sizes& sz = is_mock ? fake : ctx.quick ? quick : full;
+    bool simulated = m.device.rfind("MOCK+", 0) == 0;
+    const Sizes& sz = simulated ? fake : ctx.quick ? quick : full;
     // `field`: the vendor's number to compare with (CUDA's own row, or cuBLAS for matmul).
     auto add = [&](const std::string& name, const std::string& metric, const std::string& unit,
                    double v, double Measured::* field, const std::string& note,
@@ -237,7 +236,7 @@ std::vector<Row> gpu_rows(const Context& ctx) {
       r.metric = metric;
       r.unit = unit;
       r.value = v;
-      if (cuda && &m != cuda && !is_mock && !std::isnan(cuda->*field)) {
+      if (cuda && &m != cuda && !simulated && !std::isnan(cuda->*field)) {
         r.ref = ref;
         r.ref_value = cuda->*field;
       }

@@ -1,7 +1,7 @@
 #pragma once
 
 // The OS seam: every interaction a driver has with the kernel (open, ioctl, mmap, sysfs reads,
-// eventfd, poll) goes through an hcq::Os. linux_os() makes the real syscalls; a mock kernel
+// eventfd, poll) goes through an hcq::Os. linux_os() makes the real syscalls; a fake kernel
 // driver is another Os passed in its place, never a global interception.
 
 #include <sys/types.h>

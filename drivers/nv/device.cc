@@ -343,7 +343,7 @@ Status Device::wait_completed(Channel& ch, uint64_t seq, const std::string& what
   auto t0 = std::chrono::steady_clock::now();
   int spins = 0;
   while (seen < seq) {
-    // Without ch.mu: bound submissions go on meanwhile (the mock's progress() runs the GPU).
+    // Without ch.mu: bound submissions go on meanwhile (a simulated GPU runs in progress()).
     progress();
     RETURN_IF_ERROR(error());
     uint64_t now_seen = ch.done->value();

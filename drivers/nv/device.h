@@ -84,7 +84,7 @@ class Device : public hcq::Device {
   // Waits (progress(), options' timeout) until completed_sequence(e) >= seq.
   Status wait_sequence(hcq::Engine e, uint64_t seq);
   // Submits the segment of `words` words at `va`: GP entry (waiting for ring space, with the
-  // queue timeout), USERD GPPut, full fence, doorbell; then reports faults (mock: runs the GPU).
+  // queue timeout), USERD GPPut, full fence, doorbell; then reports faults (progress()).
   Status publish(hcq::Engine e, uint64_t va, uint32_t words);
   // Remembers which kernel the QMD at `qmd_va` launches, for fault reports.
   void note_qmd(uint64_t qmd_va, const std::string& kernel);
