@@ -3,8 +3,9 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "drivers/null/compute_queue.h"
+#include "drivers/null/copy_queue.h"
 #include "drivers/null/program.h"
-#include "drivers/null/queue.h"
 
 namespace baregrad::null {
 namespace {
@@ -44,12 +45,10 @@ Result<std::unique_ptr<Device>> Device::create() {
 Device::~Device() { release_memory(); }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCompute);
+  return std::make_unique<ComputeQueue>(*this);
 }
 
-std::unique_ptr<hcq::HwQueue> Device::copy_queue() {
-  return std::make_unique<Queue>(*this, hcq::Engine::kCopy);
-}
+std::unique_ptr<hcq::HwQueue> Device::copy_queue() { return std::make_unique<CopyQueue>(*this); }
 
 Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
   if (b.num_bufs < 0 || b.num_vars < 0)

@@ -17,14 +17,16 @@ hcq::HwQueue& Queue::timestamp(const hcq::Signal& s) {
   return *this;
 }
 
+std::string Queue::name() const {
+  return std::string(engine() == hcq::Engine::kCompute ? "compute" : "copy") + " queue of " +
+         device().name();
+}
+
 hcq::HwQueue& Queue::exec(const hcq::Program& prg,
-                          const hcq::ArgsState&,
-                          hcq::Dim3 grid,
-                          hcq::Dim3 block) {
-  if (engine() != hcq::Engine::kCompute)
-    refuse(invalid_argument("exec of '" + prg.name() + "' on a copy queue of NULL"));
-  else if (Status s = prg.check_launch(grid, block); !s.ok())
-    refuse(std::move(s));
+                          const hcq::ArgsState& args,
+                          hcq::Dim3,
+                          hcq::Dim3) {
+  check_exec(prg, args, name());  // refuses: this is the copy queue
   return *this;
 }
 

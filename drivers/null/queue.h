@@ -1,8 +1,9 @@
 #pragma once
 
-// DEV=NULL's queues (compute and copy alike): they keep only what completes at submit, signal
-// writes and timestamps; kernels, copies and waits are accepted and dropped. Exec is refused
-// on a copy queue, and a launch its program refuses is refused, as on every device.
+// DEV=NULL's queues keep only what completes at submit, signal writes and timestamps; kernels,
+// copies and waits are accepted and dropped. Queue holds what both engines record;
+// ComputeQueue (compute_queue.h) accepts kernels, CopyQueue (copy_queue.h) refuses them, as on
+// every device.
 
 #include <vector>
 
@@ -10,13 +11,13 @@
 
 namespace baregrad::null {
 
-class Queue final : public hcq::HwQueue {
+class Queue : public hcq::HwQueue {
  public:
-  using hcq::HwQueue::HwQueue;
   hcq::HwQueue& wait(const hcq::Signal& s, hcq::Value v) override;
   hcq::HwQueue& signal(const hcq::Signal& s, hcq::Value v) override;
   hcq::HwQueue& timestamp(const hcq::Signal& s) override;
   hcq::HwQueue& memory_barrier() override { return *this; }
+  // Refused: only compute queues run kernels.
   hcq::HwQueue& exec(const hcq::Program& prg,
                      const hcq::ArgsState& args,
                      hcq::Dim3 grid,
@@ -26,6 +27,11 @@ class Queue final : public hcq::HwQueue {
   // Writes the recorded signal values (timestamps read 0).
   Status submit(std::span<const int64_t> vars) override;
   void reset() override;
+
+ protected:
+  using hcq::HwQueue::HwQueue;
+  // "compute queue of NULL", "copy queue of NULL".
+  std::string name() const;
 
  private:
   struct Op {
