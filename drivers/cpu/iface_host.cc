@@ -107,8 +107,14 @@ ObjectLoader::ObjectLoader() : impl_(std::make_unique<Impl>()) {
     return;
   }
   impl_->jit = std::move(*jit);
+// WORKAROUND(gcc 12): at -O1 under -fsanitize=thread, gcc warns that the storage of the
+// llvm::unique_function built here "may be used uninitialized" in its inlined destructor (in
+// LLVM's FunctionExtras.h), a false positive that -Werror would make fatal.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   impl_->jit->getExecutionSession().setErrorReporter(
       [](llvm::Error err) { BG_LOG(1) << "ORC: " << llvm::toString(std::move(err)); });
+#pragma GCC diagnostic pop
 }
 
 ObjectLoader::~ObjectLoader() = default;
