@@ -266,6 +266,15 @@ class HwQueue {
   // Refuses an exec on a queue that is not a compute queue, or whose argument block has another
   // arity than `prg`; `queue` names this queue in the message. True when it may go on.
   bool check_exec(const Program& prg, const ArgsState& args, const std::string& queue);
+  // `prg` as driver `driver`'s program type P, or null after refusing another driver's program.
+  template <class P>
+  const P* program_of(const Program& prg, const std::string& queue, const char* driver) {
+    const auto* p = dynamic_cast<const P*>(&prg);
+    if (!p)
+      refuse(invalid_argument("exec of '" + prg.name() + "' on the " + queue +
+                              ": not a program of the " + driver + " driver"));
+    return p;
+  }
   // Refuses a copy whose constant source or destination range does not lie in one allocation
   // of the device (symbolic ranges are the engine's to check); true when it may be recorded.
   bool check_copy(Value dst, Value src, Value bytes, const std::string& queue);

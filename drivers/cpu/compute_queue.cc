@@ -12,13 +12,8 @@ hcq::HwQueue& ComputeQueue::exec(const hcq::Program& hprg,
                                  const hcq::ArgsState& args,
                                  hcq::Dim3 grid,
                                  hcq::Dim3 block) {
-  const auto* prg = dynamic_cast<const Program*>(&hprg);
-  if (!prg) {
-    refuse(invalid_argument("exec of '" + hprg.name() + "' on the " + cs_.name() +
-                            ": not a program of the CPU driver"));
-    return *this;
-  }
-  if (!check_exec(*prg, args, cs_.name())) return *this;
+  const auto* prg = program_of<Program>(hprg, cs_.name(), "CPU");
+  if (!prg || !check_exec(*prg, args, cs_.name())) return *this;
   if (Status s = prg->check_launch(grid, block); !s.ok()) {
     refuse(std::move(s));
     return *this;

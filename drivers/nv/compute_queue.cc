@@ -77,13 +77,8 @@ hcq::HwQueue& ComputeQueue::exec(const hcq::Program& hprg,
                                  const hcq::ArgsState& args,
                                  hcq::Dim3 grid,
                                  hcq::Dim3 block) {
-  const auto* prg = dynamic_cast<const Program*>(&hprg);
-  if (!prg) {
-    refuse(invalid_argument("exec of '" + hprg.name() + "' on the " + cs_.name() +
-                            ": not a program of the NV driver"));
-    return *this;
-  }
-  if (!check_exec(*prg, args, cs_.name())) return *this;
+  const auto* prg = program_of<Program>(hprg, cs_.name(), "NV");
+  if (!prg || !check_exec(*prg, args, cs_.name())) return *this;
   // Local memory grows before the first launch that needs more (its methods precede ours).
   if (prg->local_bytes() > dev_.local_bytes_per_thread() &&
       !ok(dev_.ensure_local_memory(prg->local_bytes())))
