@@ -9,6 +9,21 @@
 
 namespace baregrad::tensor {
 
+TensorImpl::~TensorImpl() {
+  // A node held only here is taken out of its parents before they die, so each TensorImpl dies
+  // with no graph behind it. The closure goes first: it may hold more references to parents.
+  std::vector<std::shared_ptr<GradNode>> dying;
+  if (node && node.use_count() == 1) dying.push_back(std::move(node));
+  while (!dying.empty()) {
+    std::shared_ptr<GradNode> n = std::move(dying.back());
+    dying.pop_back();
+    n->backward = nullptr;
+    for (auto& p : n->parents)
+      if (p && p.use_count() == 1 && p->node && p->node.use_count() == 1)
+        dying.push_back(std::move(p->node));
+  }
+}
+
 Tensor& Tensor::requires_grad_(bool on) {
   if (on && !dtypes::is_float(dtype()))
     fail("requires_grad", "only float tensors can require grad, got " + dtype().name());

@@ -29,6 +29,9 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // set by backward() on tensors that require grad
   std::shared_ptr<GradNode> node;    // how this tensor was computed, when it needs grad
+
+  // Releases the graph it alone holds one node at a time (no recursion over a deep graph).
+  ~TensorImpl();
 };
 
 }  // namespace baregrad::tensor

@@ -22,6 +22,21 @@ bool Lazy::is_base_view() const {
   return st.views.size() == 1 && compiler::is_contiguous(st) && st.shape() == base->shape;
 }
 
+LazyBase::~LazyBase() {
+  // Sources held only here are moved out before they die, so each dies with no source chain.
+  std::vector<std::shared_ptr<LazyBase>> dying;
+  auto take_sole = [&](std::vector<Lazy>& srcs) {
+    for (Lazy& s : srcs)
+      if (s.base && s.base.use_count() == 1) dying.push_back(std::move(s.base));
+  };
+  take_sole(srcs);
+  while (!dying.empty()) {
+    std::shared_ptr<LazyBase> b = std::move(dying.back());
+    dying.pop_back();
+    take_sole(b->srcs);
+  }
+}
+
 int64_t LazyBase::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

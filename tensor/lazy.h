@@ -71,6 +71,10 @@ struct LazyBase {
   bool force_kernel = false;
 
   int64_t numel() const;
+
+  // Releases the sources it alone holds one by one, not recursively: a chain of millions of
+  // lazy ops must not overflow the stack when it dies.
+  ~LazyBase();
 };
 
 // Constructors of lazy nodes; shapes and dtypes are checked by the Tensor layer above.

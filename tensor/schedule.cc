@@ -1,7 +1,6 @@
 #include "tensor/schedule.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -18,6 +17,10 @@ namespace {
 using compiler::UOp;
 using compiler::UOpPtr;
 using BasePtr = std::shared_ptr<LazyBase>;
+
+// A chain of elementwise ops longer than this is cut into kernels of at most this many ops, so
+// kernel ASTs (and the recursive passes over them) stay shallow however deep the graph is.
+constexpr size_t kMaxFusedDepth = 512;
 
 // `outer` maps a consumer's shape onto a base's layout; `inner` maps that base's shape onto
 // its source: the consumer reads the source through both.
@@ -60,25 +63,54 @@ class Scheduler {
   }
 
  private:
-  void visit(const BasePtr& b) {
-    if (!seen_.insert(b.get()).second) return;
-    ptrs_[b.get()] = b;
-    if (!b->realized)
-      for (auto& s : b->srcs) {
-        visit(s.base);
-        uses_[s.base.get()].push_back({b.get(), &s});
+  // Post-order walk from `root` with an explicit stack: graphs millions of ops deep must not
+  // overflow the C++ stack.
+  void visit(const BasePtr& root) {
+    struct Frame {
+      LazyBase* base;
+      size_t next_src;
+    };
+    std::vector<Frame> stack;
+    auto enter = [&](const BasePtr& b) {
+      if (!seen_.insert(b.get()).second) return;
+      ptrs_[b.get()] = b;
+      stack.push_back({b.get(), 0});
+    };
+    enter(root);
+    while (!stack.empty()) {
+      LazyBase* b = stack.back().base;
+      size_t i = stack.back().next_src;
+      if (!b->realized && i < b->srcs.size()) {
+        stack.back().next_src++;
+        enter(b->srcs[i].base);
+        continue;
       }
-    order_.push_back(b.get());
+      stack.pop_back();
+      if (!b->realized)
+        for (auto& s : b->srcs) uses_[s.base.get()].push_back({b, &s});
+      order_.push_back(b);
+    }
   }
 
   static bool pending(const LazyBase* b) { return !b->realized && b->kind != LazyKind::kConst; }
 
-  // True when `b`, inlined, still computes a reduction.
-  bool has_reduce(const LazyBase* b) {
+  // True when `b`, inlined, still computes a reduction. Reads the memo of b's sources, so it is
+  // only called on `b` in a decide() pass after its sources (order_ is sources first).
+  bool has_reduce(const LazyBase* b) const {
     if (!pending(b) || outputs_.count(b)) return false;
     if (b->kind == LazyKind::kReduce) return true;
     return std::any_of(b->srcs.begin(), b->srcs.end(),
-                       [&](const Lazy& s) { return has_reduce(s.base.get()); });
+                       [&](const Lazy& s) { return inlined_reduce_.count(s.base.get()) > 0; });
+  }
+
+  // How many pending ops deep `b`'s kernel expression would be if `b` were inlined; same
+  // calling rule as has_reduce().
+  size_t fused_depth(const LazyBase* b) const {
+    if (!pending(b) || outputs_.count(b)) return 0;
+    size_t d = 0;
+    for (auto& s : b->srcs)
+      if (auto it = depth_.find(s.base.get()); it != depth_.end()) d = std::max(d, it->second);
+    return d + 1;
   }
 
   // Which bases become kernel outputs. Local rules, then whole-kernel consistency, to a fixed
@@ -86,13 +118,17 @@ class Scheduler {
   void decide() {
     for (bool changed = true; changed;) {
       changed = false;
+      inlined_reduce_.clear();
+      depth_.clear();
       for (LazyBase* b : order_) {
         bool unrealized_const = b->kind == LazyKind::kConst && !b->realized;
-        if ((!pending(b) && !unrealized_const) || outputs_.count(b)) continue;
-        if (must_realize(b)) {
+        bool candidate = (pending(b) || unrealized_const) && !outputs_.count(b);
+        if (candidate && must_realize(b)) {
           outputs_.insert(b);
           changed = true;
         }
+        if (has_reduce(b)) inlined_reduce_.insert(b);
+        if (size_t d = fused_depth(b)) depth_[b] = d;
       }
       for (LazyBase* b : order_)
         if (outputs_.count(b) && split_conflicting_reduces(b)) changed = true;
@@ -100,7 +136,7 @@ class Scheduler {
   }
 
   bool must_realize(LazyBase* b) {
-    if (b->force_kernel) return true;
+    if (b->force_kernel || fused_depth(b) > kMaxFusedDepth) return true;
     const auto& uses = uses_[b];
     if (b->kind == LazyKind::kConst)  // padding a constant needs it in memory, masked
       return std::any_of(uses.begin(), uses.end(),
@@ -114,18 +150,23 @@ class Scheduler {
     return false;
   }
 
-  // The reductions `root`'s kernel contains (inlined, not realized separately).
+  // The reductions `root`'s kernel contains (inlined, not realized separately), in depth-first
+  // order, each once.
   std::vector<LazyBase*> fused_reduces(LazyBase* root) {
     std::vector<LazyBase*> reduces;
-    std::function<void(LazyBase*, bool)> walk = [&](LazyBase* b, bool top) {
-      if (!pending(b) || (!top && outputs_.count(b))) return;
+    std::unordered_set<LazyBase*> seen{root};
+    std::vector<LazyBase*> stack{root};
+    while (!stack.empty()) {
+      LazyBase* b = stack.back();
+      stack.pop_back();
+      if (!pending(b) || (b != root && outputs_.count(b))) continue;
       if (b->kind == LazyKind::kReduce) {
         reduces.push_back(b);
-        return;
+        continue;
       }
-      for (auto& s : b->srcs) walk(s.base.get(), false);
-    };
-    walk(root, true);
+      for (auto s = b->srcs.rbegin(); s != b->srcs.rend(); ++s)
+        if (seen.insert(s->base.get()).second) stack.push_back(s->base.get());
+    }
     return reduces;
   }
 
@@ -147,6 +188,10 @@ class Scheduler {
   struct KernelCtx {
     std::vector<BasePtr> bufs;
     std::unordered_map<const LazyBase*, UOpPtr> globals;
+    // expr() of each (base, view) already built: a DAG that reuses a value (x = x + x, n times)
+    // is walked once per distinct node, not once per path.
+    std::map<std::pair<const LazyBase*, uint64_t>, std::vector<std::pair<ShapeTracker, UOpPtr>>>
+        exprs;
   };
 
   UOpPtr global_of(KernelCtx& k, LazyBase* b) {
@@ -159,6 +204,15 @@ class Scheduler {
 
   // The value of `b` read through `st` (which maps the kernel's shape onto b's layout).
   UOpPtr expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
+    auto& built = k.exprs[{b, compiler::hash_value(st)}];
+    for (auto& [seen_st, value] : built)
+      if (seen_st == st) return value;
+    UOpPtr value = build_expr(k, b, st, top);
+    built.emplace_back(st, value);
+    return value;
+  }
+
+  UOpPtr build_expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
     if (b->kind == LazyKind::kConst && !has_mask(st)) return UOp::cnst(b->dtype, b->value);
     if (!pending(b) || (!top && outputs_.count(b))) {
       check_not_overwritten(*b);
@@ -245,6 +299,9 @@ class Scheduler {
   std::unordered_map<const LazyBase*, std::vector<std::pair<LazyBase*, const Lazy*>>> uses_;
   std::vector<LazyBase*> order_;  // sources before users
   std::set<const LazyBase*> outputs_;
+  // Per decide() pass: the bases that, inlined, compute a reduction; and fused_depth() of each.
+  std::unordered_set<const LazyBase*> inlined_reduce_;
+  std::unordered_map<const LazyBase*, size_t> depth_;
 };
 
 }  // namespace

@@ -124,5 +124,38 @@ TEST(Schedule, PaddingAnEmptyTensor) {
   EXPECT_EQ(Tensor::zeros({0}).contiguous().pad({{1, 1}}).to_vector(), (std::vector<double>{0, 0}));
 }
 
+// A chain far deeper than the C++ stack could recurse over: built, scheduled (in kernels of a
+// bounded depth), run, differentiated and destroyed without overflowing the stack.
+TEST(Schedule, DeepChainsAreCutIntoKernelsOfBoundedDepth) {
+  Tensor x = Tensor::from_data({0.5}, {1}).realize();
+  Tensor y = x;
+  for (int i = 0; i < 5000; i++) y = y + 1.0;
+  EXPECT_EQ(kernels(y), 10u);  // 5000 ops in kernels of at most 512
+  EXPECT_EQ(y.to_vector()[0], 5000.5);
+  constexpr int kOps = 300000;
+  Tensor z = x;
+  for (int i = 0; i < kOps; i++) z = z + 1.0;
+  EXPECT_EQ(z.to_vector()[0], 0.5 + kOps);
+}
+
+TEST(Schedule, DeepGradientChain) {
+  Tensor x = Tensor::from_data({2.0}, {1});
+  x.requires_grad_(true);
+  Tensor y = x;
+  for (int i = 0; i < 100000; i++) y = y * 1.0;
+  y.sum().backward();
+  ASSERT_TRUE(x.grad().has_value());
+  EXPECT_EQ(x.grad()->to_vector()[0], 1.0);
+}
+
+// x = x + x, 60 times: 60 nodes, 2**60 paths. Each node is visited once (it used to be walked
+// once per path, which never finished).
+TEST(Schedule, SharedSubexpressionsAreWalkedOncePerNode) {
+  Tensor y = Tensor::from_data({1.0}, {1}).realize();
+  for (int i = 0; i < 60; i++) y = y + y;
+  EXPECT_EQ(kernels(y), 1u);
+  EXPECT_EQ(y.to_vector()[0], std::ldexp(1.0, 60));
+}
+
 }  // namespace
 }  // namespace baregrad::tensor
