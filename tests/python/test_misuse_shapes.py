@@ -33,7 +33,15 @@ def _expect_error(code: str, kind: str, *parts: str):
 
 def test_ones_2p32_squared_is_a_shape_error():
   _expect_error("Tensor.ones(2**32, 2**32)[5, 7].numpy()", "ValueError",
-                "shape (4294967296, 4294967296) has more than 2**63-1 elements")
+                "[full] shape (4294967296, 4294967296) has more than 2**63-1 elements")
+
+
+def test_zero_size_shape_with_overflowing_sizes_is_rejected_like_numpy():
+  with pytest.raises(ValueError): np.zeros((0, 2**40, 2**40))
+  with pytest.raises(ValueError, match=r"\[full\] shape \(0, 1099511627776, 1099511627776\) has more than 2\*\*63-1"):
+    Tensor.zeros(0, 2**40, 2**40)
+  with pytest.raises(ValueError, match=r"\[reshape\] shape \(0, 1099511627776, 1099511627776\) has more than 2\*\*63-1"):
+    Tensor.zeros(0).reshape(0, 2**40, 2**40)
 
 
 def test_reshape_of_2p64_elements_is_not_shape_0():
