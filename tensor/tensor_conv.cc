@@ -156,6 +156,9 @@ Tensor Tensor::pool_windows(const std::vector<int64_t>& kernel,
            ErrorKind::kValue);
     w.i.push_back(i);
     w.o.push_back((i - d * (k - 1) - 1) / s + 1);
+    // One window reads the same whatever the stride: min(s, k) keeps o * s <= i (a stride of
+    // 2**62 would otherwise pad the axis to 2**62) and keeps whether windows overlap.
+    if (w.o.back() == 1) w.s[j] = s = std::min(s, k);
     overlap |= k > s || d != 1;
     unit_stride &= s == 1;
     taps *= k;

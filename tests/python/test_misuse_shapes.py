@@ -173,3 +173,18 @@ def test_bool_min_max(vals):
   np.testing.assert_equal(t.min().numpy(), a.min())
   np.testing.assert_equal(t.max().numpy(), a.max())
   if a.ndim == 2: np.testing.assert_equal(t.min(axis=1).numpy(), a.min(axis=1))
+
+
+# ---- windows with a stride past the input: one window, as with any stride >= the input size -------
+
+@pytest.mark.parametrize("stride", [2**40, 2**62, 2**63 - 1], ids=str)
+def test_huge_stride_pooling_and_conv_take_one_window(stride):
+  import torch
+  import torch.nn.functional as F
+  x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+  tx, w = torch.tensor(x), torch.ones(1, 1, 3, 3)
+  # torch overflows on such strides ("integer out of range"); stride 5 (the input size) is the same
+  np.testing.assert_allclose(Tensor(x).max_pool2d(kernel_size=2, stride=stride).numpy(), F.max_pool2d(tx, 2, 5).numpy())
+  np.testing.assert_allclose(Tensor(x).avg_pool2d(kernel_size=3, stride=stride, dilation=2).numpy(), F.avg_pool2d(tx[..., ::2, ::2], 3, 5).numpy())
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w.numpy()), stride=stride).numpy(), F.conv2d(tx, w, stride=5).numpy())
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w.numpy()), stride=(stride, 1)).numpy(), F.conv2d(tx, w, stride=(5, 1)).numpy())
