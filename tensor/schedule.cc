@@ -199,6 +199,7 @@ class Scheduler {
   // A kernel over `full` (its shape with any reduced axes) must be one that can finish: a graph
   // of lazily broadcast tensors can describe 2**62 steps, which would spin rather than fail.
   static void check_iterations(const LazyBase* out, const Shape& full) {
+    bytes_or_fail("realize", out->shape, out->numel(), out->dtype.itemsize());  // MemoryError
     int64_t n = numel_or_fail("realize", full);
     if (n > kMaxKernelIterations)
       fail("realize",

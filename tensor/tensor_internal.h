@@ -38,8 +38,8 @@ std::vector<T> host_vector(std::string_view op, int64_t n) {
     return std::vector<T>(static_cast<size_t>(n));
   } catch (const std::bad_alloc&) {
     fail(op,
-         "cannot allocate " + std::to_string(n) + " host values (" +
-             std::to_string(static_cast<uint64_t>(n) * sizeof(T)) + " bytes)",
+         "cannot allocate " + std::to_string(n) + " host values of " + std::to_string(sizeof(T)) +
+             " bytes",
          ErrorKind::kMemory);
   } catch (const std::length_error&) {
     fail(op, "cannot allocate " + std::to_string(n) + " host values", ErrorKind::kMemory);
@@ -56,7 +56,7 @@ inline Tensor const_like(const Tensor& t, double v, DType dt) {
 
 // 0, 1, ..., n-1 as int32 on `t`'s device.
 inline Tensor arange_on(const Tensor& t, int64_t n) {
-  std::vector<double> v(n);
+  std::vector<double> v = host_vector<double>("arange", n);
   std::iota(v.begin(), v.end(), 0.0);
   return Tensor::from_data(v, {n}, dtypes::kInt32, t.device());
 }

@@ -28,7 +28,14 @@ Idx to_idx(const py::handle& h) {
     std::optional<int64_t> step = opt(h.attr("step"));
     return Idx::slice(opt(h.attr("start")), opt(h.attr("stop")), step.value_or(1));
   }
-  if (py::isinstance<py::int_>(h)) return Idx(h.cast<int64_t>());
+  if (py::isinstance<py::int_>(h)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow)
+      throw py::index_error("[getitem] index " + py::str(h).cast<std::string>() +
+                            " is out of range (it does not fit int64)");
+    return Idx(static_cast<int64_t>(v));
+  }
   throw py::index_error(std::string("[getitem] ") +
                         py::str(h.get_type().attr("__name__")).cast<std::string>() +
                         " indexing is not supported");

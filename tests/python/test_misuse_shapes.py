@@ -188,3 +188,21 @@ def test_huge_stride_pooling_and_conv_take_one_window(stride):
   np.testing.assert_allclose(Tensor(x).avg_pool2d(kernel_size=3, stride=stride, dilation=2).numpy(), F.avg_pool2d(tx[..., ::2, ::2], 3, 5).numpy())
   np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w.numpy()), stride=stride).numpy(), F.conv2d(tx, w, stride=5).numpy())
   np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w.numpy()), stride=(stride, 1)).numpy(), F.conv2d(tx, w, stride=(5, 1)).numpy())
+
+
+# ---- realizing the impossibly large: errors before any allocation or loop ---------------------------
+
+def test_realize_of_more_than_int64_bytes_is_a_memory_error():
+  with pytest.raises(MemoryError, match=r"\[realize\] shape \(2147483648, 2147483648\) of 4-byte elements needs more than 2\*\*63-1 bytes"):
+    Tensor.ones(2**31, 2**31).contiguous().realize()
+
+
+def test_kernel_of_2p60_steps_errors_instead_of_spinning():
+  _expect_error("print(Tensor.rand(2**20).reshape(1, -1).expand(2**40, 2**20).sum().numpy())", "ValueError", "[realize]",
+                "more than the limit 2**48")
+
+
+@pytest.mark.parametrize("i", [2**63, 2**64, -2**63 - 1, -2**64], ids=str)
+def test_index_past_int64_is_an_index_error(i):
+  with pytest.raises((IndexError, OverflowError)): np.ones(3)[i]  # numpy: OverflowError for 2**63, IndexError past 2**64
+  with pytest.raises(IndexError, match=rf"\[getitem\] index {i} is out of range"): Tensor.ones(3)[i]
