@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
 
@@ -34,16 +36,16 @@ Tensor empty_for(std::string_view op, Shape shape, DType dtype, std::string_view
 // names the bytes asked.
 template <class T>
 std::vector<T> host_vector(std::string_view op, int64_t n) {
+  std::optional<int64_t> bytes = checked_mul(n, static_cast<int64_t>(sizeof(T)));
   try {
-    return std::vector<T>(static_cast<size_t>(n));
+    if (bytes) return std::vector<T>(static_cast<size_t>(n));
   } catch (const std::bad_alloc&) {
-    fail(op,
-         "cannot allocate " + std::to_string(n) + " host values of " + std::to_string(sizeof(T)) +
-             " bytes",
-         ErrorKind::kMemory);
-  } catch (const std::length_error&) {
-    fail(op, "cannot allocate " + std::to_string(n) + " host values", ErrorKind::kMemory);
+  } catch (const std::length_error&) {  // more than the vector's max_size()
   }
+  fail(op,
+       "cannot allocate " + std::to_string(n) + " host values (" +
+           (bytes ? std::to_string(*bytes) : "more than 2**63-1") + " bytes)",
+       ErrorKind::kMemory);
 }
 
 // `t` in a float dtype (least_upper_float of its own): transcendental ops compute in it.

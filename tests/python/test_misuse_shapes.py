@@ -206,3 +206,8 @@ def test_kernel_of_2p60_steps_errors_instead_of_spinning():
 def test_index_past_int64_is_an_index_error(i):
   with pytest.raises((IndexError, OverflowError)): np.ones(3)[i]  # numpy: OverflowError for 2**63, IndexError past 2**64
   with pytest.raises(IndexError, match=rf"\[getitem\] index {i} is out of range"): Tensor.ones(3)[i]
+
+
+def test_one_hot_with_too_many_classes_is_a_memory_error():
+  # was ValueError "cannot create std::vector larger than max_size()" (pybind's length_error)
+  with pytest.raises(MemoryError, match=r"host values \(more than 2\*\*63-1 bytes\)"): Tensor([1, 2]).one_hot(2**62)
