@@ -12,6 +12,7 @@ enum class ErrorKind {
   kValue,    // bad shapes, axes or values (ValueError)
   kIndex,    // an index out of range (IndexError)
   kType,     // an unsupported dtype or type combination (TypeError)
+  kMemory,   // an allocation that cannot be made (MemoryError)
 };
 
 // The user-facing error above the tensor layer. what() is "[op] message".

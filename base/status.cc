@@ -75,7 +75,8 @@ std::string Status::to_string() const {
 
 void Status::throw_if_error(std::string_view op) const {
   if (!ok()) [[unlikely]] {
-    fail(op, to_string());
+    fail(op, to_string(),
+         code() == StatusCode::kResourceExhausted ? ErrorKind::kMemory : ErrorKind::kRuntime);
   }
 }
 

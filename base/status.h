@@ -50,7 +50,7 @@ class [[nodiscard]] Status {
   int line() const { return static_cast<int>(loc_.line()); }
   // "OK", or "InvalidArgument: message (status.cc:12)" with the file's base name.
   std::string to_string() const;
-  // Throws baregrad::Error(op, to_string()) unless ok().
+  // Throws baregrad::Error(op, to_string()) unless ok(); kResourceExhausted is a kMemory error.
   void throw_if_error(std::string_view op) const;
 
  private:

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "base/checked.h"
+
 namespace baregrad::compiler {
 namespace {
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
@@ -19,7 +21,8 @@ std::vector<int64_t> View::strides_for(const std::vector<int64_t>& shape) {
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = shape[i] == 1 ? 0 : acc;
-    acc *= shape[i];
+    // Only a zero-size shape can overflow here (a zero size further out); its strides are moot.
+    acc = checked_mul(acc, shape[i]).value_or(0);
   }
   return strides;
 }
@@ -31,11 +34,7 @@ View View::contiguous(std::vector<int64_t> shape) {
   return v;
 }
 
-int64_t View::numel() const {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
+int64_t View::numel() const { return numel_or_fail("view", shape); }
 
 bool View::is_contiguous() const { return offset == 0 && !mask && strides == strides_for(shape); }
 

@@ -22,6 +22,7 @@ struct View {
   static View contiguous(std::vector<int64_t> shape);
   // Row-major strides of `shape`; size-1 dims get stride 0.
   static std::vector<int64_t> strides_for(const std::vector<int64_t>& shape);
+  // The element count; throws Error("[view] ...") when it does not fit int64.
   int64_t numel() const;
   // True when this view is exactly the row-major layout of its shape.
   bool is_contiguous() const;

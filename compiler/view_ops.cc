@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/checked.h"
 #include "base/error.h"
 
 namespace baregrad::compiler {
@@ -27,10 +28,16 @@ std::string fmt(std::pair<int64_t, int64_t> r) {
   return "(" + std::to_string(r.first) + ", " + std::to_string(r.second) + ")";
 }
 
+// The element count of a shape some op already checked (see check_numel); overflow is a bug.
 int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
+  std::optional<int64_t> n = checked_numel(shape);
+  CHECK(n) << "a view of shape " << fmt(shape) << " slipped past the element-count checks";
+  return *n;
+}
+
+// Every new shape an op builds passes here: sizes >= 0 whose product fits int64.
+void check_numel(std::string_view op, const std::vector<int64_t>& shape) {
+  numel_or_fail(op, shape);
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -80,15 +87,29 @@ View canonical(View v) {
   return v;
 }
 
-// `v` grown by (before, after) per dim; the new positions are masked out.
+// `v` grown by (before, after) >= 0 per dim; the new positions are masked out. Throws
+// Error("[pad] ...") when a size, the element count or the offset leaves int64.
 View pad_view(View v, const Ranges& before_after) {
   Ranges m = ranges_of(v);
+  std::vector<int64_t> shape = v.shape;
+  int64_t offset = v.offset;
   for (size_t d = 0; d < v.shape.size(); d++) {
     auto [b, a] = before_after[d];
-    v.offset -= b * v.strides[d];
-    m[d] = {m[d].first + b, m[d].second + b};
-    v.shape[d] += b + a;
+    std::optional<int64_t> size = checked_add(v.shape[d], b), step = checked_mul(b, v.strides[d]);
+    if (size) size = checked_add(*size, a);
+    std::optional<int64_t> off = step ? checked_sub(offset, *step) : std::nullopt;
+    if (!size || !off)
+      fail("pad",
+           "padding " + fmt(before_after[d]) + " of axis " + std::to_string(d) + " of " +
+               fmt(v.shape) + " does not fit int64",
+           ErrorKind::kValue);
+    shape[d] = *size;
+    offset = *off;
+    m[d] = {m[d].first + b, m[d].second + b};  // within shape[d]
   }
+  check_numel("pad", shape);
+  v.shape = std::move(shape);
+  v.offset = offset;
   v.mask = std::move(m);
   return v;
 }
@@ -284,6 +305,7 @@ ShapeTracker reshape(const ShapeTracker& st, const std::vector<int64_t>& shape) 
   std::string what = "cannot reshape " + fmt(st.shape()) + " to " + fmt(shape);
   if (std::any_of(shape.begin(), shape.end(), [](int64_t s) { return s < 0; }))
     fail("reshape", what + ": negative size", ErrorKind::kValue);
+  check_numel("reshape", shape);
   if (numel(st.shape()) != numel(shape))
     fail("reshape",
          what + ": " + std::to_string(numel(st.shape())) + " elements vs " +
@@ -336,6 +358,7 @@ ShapeTracker expand(const ShapeTracker& st, const std::vector<int64_t>& shape) {
       r = {0, r.first < r.second ? shape[d] : 0};
     }
   }
+  check_numel("expand", shape);
   return with_last(st, std::move(v));
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/check.h"
+#include "base/checked.h"
 #include "compiler/view_ops.h"
 #include "tensor/counters.h"
 
@@ -12,11 +13,7 @@ namespace baregrad::tensor {
 
 DType Lazy::dtype() const { return base->dtype; }
 
-int64_t Lazy::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape()) n *= d;
-  return n;
-}
+int64_t Lazy::numel() const { return numel_or_fail("numel", shape()); }
 
 bool Lazy::is_base_view() const {
   return st.views.size() == 1 && compiler::is_contiguous(st) && st.shape() == base->shape;
@@ -37,11 +34,7 @@ LazyBase::~LazyBase() {
   }
 }
 
-int64_t LazyBase::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t LazyBase::numel() const { return numel_or_fail("numel", shape); }
 
 DeviceBuffer::DeviceBuffer(std::shared_ptr<runtime::Device> dev, runtime::Buffer buf)
     : device(std::move(dev)), buffer(buf) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <numbers>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "tensor/jit.h"
 #include "tensor/tensor.h"
@@ -40,22 +41,27 @@ std::vector<double> uniform01(int64_t n) {
     std::lock_guard lock(rng().mu);
     key = splitmix64(rng().seed ^ splitmix64(rng().calls++));
   }
-  std::vector<double> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  std::vector<double> v = host_vector<double>("rand", std::max<int64_t>(n, 0));
   for (int64_t i = 0; i < n; i++)
     v[i] = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 11) * 0x1p-53;
   return v;
 }
 
 int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  for (int64_t d : s)
+    if (d < 0) fail("rand", "negative dimension in " + shape_str(s), ErrorKind::kValue);
+  return numel_or_fail("rand", s);
 }
 
 // A tensor of `shape` filled from `draw` (which takes the next call of the generator). While a
 // TinyJit captures, the upload is recorded so that every replay draws again, in eager order.
 Tensor drawn(Shape shape, DType dtype, std::function<std::vector<double>()> draw) {
-  Tensor t = Tensor::from_data(draw(), std::move(shape), dtype);
+  Tensor t = empty_for("rand", std::move(shape), dtype);  // first: a MemoryError names its bytes
+  {
+    std::vector<uint8_t> bytes = detail::encode_values(draw(), dtype);
+    const auto& db = t.lazy().base->realized;
+    db->device->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("rand");
+  }
   if (auto* capture = detail::jit_capture())
     capture->record_upload(t.lazy().base->realized, [draw = std::move(draw), dtype](
                                                         runtime::Device& dev, runtime::Buffer b) {
@@ -86,7 +92,8 @@ Tensor Tensor::uniform(Shape shape, double lo, double hi, DType dtype) {
 Tensor Tensor::randn(Shape shape, DType dtype) {
   int64_t n = count(shape);
   return drawn(std::move(shape), dtype, [n] {
-    std::vector<double> u = uniform01(2 * n), v(n);
+    std::vector<double> u = uniform01(mul_or_fail("randn", "2 draws per value", 2, n));
+    std::vector<double> v = host_vector<double>("randn", n);
     for (int64_t i = 0; i < n; i++)  // Box-Muller
       v[i] = std::sqrt(-2 * std::log(1 - u[2 * i])) * std::cos(2 * std::numbers::pi * u[2 * i + 1]);
     return v;

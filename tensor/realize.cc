@@ -1,5 +1,6 @@
 // Runs a schedule: allocate each output, compile its kernel (cached), launch.
 #include "base/check.h"
+#include "base/checked.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "tensor/counters.h"
@@ -14,8 +15,8 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
     auto& dev = out->device;
     std::shared_ptr<DeviceBuffer> realized = out->write_into;
     if (!realized) {
-      size_t bytes = static_cast<size_t>(out->numel()) * out->dtype.itemsize();
-      auto buf = dev->alloc(bytes);
+      int64_t bytes = bytes_or_fail("realize", out->shape, out->numel(), out->dtype.itemsize());
+      auto buf = dev->alloc(static_cast<size_t>(bytes));
       if (!buf.ok()) buf.status().throw_if_error("realize");
       realized = std::make_shared<DeviceBuffer>(dev, *buf);
     }

@@ -1,12 +1,14 @@
 #include "tensor/schedule.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/check.h"
+#include "base/checked.h"
 #include "base/error.h"
 #include "compiler/ast.h"
 #include "compiler/view_ops.h"
@@ -14,6 +16,10 @@
 
 namespace baregrad::tensor {
 namespace {
+
+// The most steps (elements, reduced axes included) one kernel may run: 2**48 is minutes on a
+// GPU and hours on a CPU; a graph asking for more is an error, not a hang.
+constexpr int64_t kMaxKernelIterations = int64_t{1} << 48;
 using compiler::UOp;
 using compiler::UOpPtr;
 using BasePtr = std::shared_ptr<LazyBase>;
@@ -239,8 +245,22 @@ class Scheduler {
     std::vector<LazyBase*> reduces = fused_reduces(out);
     if (!reduces.empty() && reduces[0]->shape != out->shape)
       st = compiler::reshape(st, reduces[0]->shape);
+    check_iterations(out, reduces.empty() ? out->shape : reduces[0]->srcs[0].shape());
     UOpPtr value = expr(k, out, st, true);
     return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs)};
+  }
+
+  // A kernel over `full` (its shape with any reduced axes) must be one that can finish: a graph
+  // of lazily broadcast tensors can describe 2**62 steps, which would spin rather than fail.
+  static void check_iterations(const LazyBase* out, const Shape& full) {
+    bytes_or_fail("realize", out->shape, out->numel(), out->dtype.itemsize());  // MemoryError
+    int64_t n = numel_or_fail("realize", full);
+    if (n > kMaxKernelIterations)
+      fail("realize",
+           "a kernel for " + shape_str(out->shape) + " " + out->dtype.name() + " runs over " +
+               shape_str(full) + ": " + std::to_string(n) + " elements, more than the limit 2**" +
+               std::to_string(std::bit_width(static_cast<uint64_t>(kMaxKernelIterations)) - 1),
+           ErrorKind::kValue);
   }
 
   static void check_not_overwritten(const LazyBase& b) {

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "base/check.h"
+#include "base/checked.h"
 #include "base/error.h"
 #include "compiler/view_ops.h"
 #include "tensor/jit.h"
@@ -16,11 +17,7 @@
 namespace baregrad::tensor {
 using compiler::least_upper_dtype;
 
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); i++) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
+std::string shape_str(const Shape& s) { return shape_string(s); }
 
 namespace {
 std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {
@@ -29,13 +26,10 @@ std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {
   return *dev;
 }
 
-int64_t numel_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    if (d < 0) fail("shape", "negative dimension in " + shape_str(s), ErrorKind::kValue);
-    n *= d;
-  }
-  return n;
+int64_t numel_of(std::string_view op, const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0) fail(op, "negative dimension in " + shape_str(s), ErrorKind::kValue);
+  return numel_or_fail(op, s);
 }
 
 // Element `i` of `v` stored as `t` (little-endian, rounded / wrapped like a cast).
@@ -120,7 +114,7 @@ Tensor Tensor::from_data(const std::vector<double>& data,
                          Shape shape,
                          DType dtype,
                          std::string_view device) {
-  int64_t n = numel_of(shape);
+  int64_t n = numel_of("from_data", shape);
   if (static_cast<int64_t>(data.size()) != n)
     fail("from_data",
          std::to_string(data.size()) + " values for shape " + shape_str(shape) + " (" +
@@ -134,25 +128,44 @@ Tensor Tensor::from_data(const std::vector<double>& data,
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
-  int64_t n = numel_of(shape);
+  int64_t n = numel_of("empty", shape);
+  int64_t bytes = bytes_or_fail("empty", shape, n, dtype.itemsize());
   auto dev = device_or_throw(device);
-  auto buf = dev->alloc(static_cast<size_t>(n) * dtype.itemsize());
+  auto buf = dev->alloc(static_cast<size_t>(bytes));
   if (!buf.ok()) buf.status().throw_if_error("empty");
   auto db = std::make_shared<DeviceBuffer>(dev, *buf);
   return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
 }
 
+Tensor empty_for(std::string_view op, Shape shape, DType dtype, std::string_view device) {
+  try {
+    return Tensor::empty(std::move(shape), dtype, device);
+  } catch (const Error& e) {
+    throw Error(op, e.message(), e.kind());
+  }
+}
+
 Tensor Tensor::full(Shape shape, double value, DType dtype, std::string_view device) {
-  numel_of(shape);
+  numel_of("full", shape);
   return Tensor(lazy_const(device_or_throw(device), dtype, value, std::move(shape)));
 }
 
 Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
-  if (step == 0) fail("arange", "step is 0", ErrorKind::kValue);
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
-  std::vector<double> v(n);
+  std::string args = "arange(" + num(start) + ", " + num(stop) + ", " + num(step) + ")";
+  if (step == 0) fail("arange", args + ": step is 0", ErrorKind::kValue);
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    fail("arange", args + ": start, stop and step must be finite", ErrorKind::kValue);
+  double count = std::max(0.0, std::ceil((stop - start) / step));
+  if (!(count < 9223372036854775808.0))
+    fail("arange", args + " has " + num(count) + " elements, more than 2**63-1", ErrorKind::kValue);
+  int64_t n = static_cast<int64_t>(count);
+  Tensor out = empty_for("arange", {n}, dtype);  // first: a MemoryError names its bytes
+  std::vector<double> v = host_vector<double>("arange", n);
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
-  return from_data(v, {n}, dtype);
+  std::vector<uint8_t> bytes = detail::encode_values(v, dtype);
+  const auto& db = out.lazy().base->realized;
+  db->device->copy_in(db->buffer, bytes.data(), bytes.size()).throw_if_error("arange");
+  return out;
 }
 
 Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
 
@@ -146,7 +147,8 @@ Tensor Tensor::pool_windows(const std::vector<int64_t>& kernel,
   int64_t taps = 1;
   for (int j = 0; j < n; j++) {
     int64_t i = shape()[ndim() - n + j], k = kernel[j], s = stride[j], d = dilation[j];
-    if (k < 1 || s < 1 || d < 1 || d * (k - 1) + 1 > i)
+    std::optional<int64_t> span = k < 1 ? std::nullopt : checked_mul(d, k - 1);
+    if (k < 1 || s < 1 || d < 1 || !span || *span >= i)
       fail("pool",
            "window " + std::to_string(k) + " (stride " + std::to_string(s) + ", dilation " +
                std::to_string(d) + ") does not fit axis of size " + std::to_string(i) + " in " +
@@ -154,6 +156,9 @@ Tensor Tensor::pool_windows(const std::vector<int64_t>& kernel,
            ErrorKind::kValue);
     w.i.push_back(i);
     w.o.push_back((i - d * (k - 1) - 1) / s + 1);
+    // One window reads the same whatever the stride: min(s, k) keeps o * s <= i (a stride of
+    // 2**62 would otherwise pad the axis to 2**62) and keeps whether windows overlap.
+    if (w.o.back() == 1) w.s[j] = s = std::min(s, k);
     overlap |= k > s || d != 1;
     unit_stride &= s == 1;
     taps *= k;
@@ -188,6 +193,21 @@ Tensor Tensor::conv2d(const Tensor& w,
              " output channels",
          ErrorKind::kValue);
   int64_t kh = w.shape()[2], kw = w.shape()[3];
+  if (stride < 1 || dilation < 1 || padding < 0)
+    fail("conv2d",
+         "stride=" + std::to_string(stride) + ", dilation=" + std::to_string(dilation) +
+             ", padding=" + std::to_string(padding) +
+             ": stride and dilation must be >= 1, padding >= 0",
+         ErrorKind::kValue);
+  if (o == 0)  // as torch: an empty weight is an error, not an empty result
+    fail("conv2d", "weight " + shape_str(w.shape()) + " has 0 output channels", ErrorKind::kValue);
+  if (padding > 0) {
+    int64_t h = add_or_fail("conv2d", "padding=" + std::to_string(padding), shape()[2], padding);
+    int64_t wd = add_or_fail("conv2d", "padding=" + std::to_string(padding), shape()[3], padding);
+    Shape padded{n, c, add_or_fail("conv2d", "padding=" + std::to_string(padding), h, padding),
+                 add_or_fail("conv2d", "padding=" + std::to_string(padding), wd, padding)};
+    numel_or_fail("conv2d", padded);
+  }
   Tensor x = *this;
   if (padding > 0) x = padded_in_memory(x, padding);
   Tensor win = x.pool_windows({kh, kw}, {stride, stride}, {dilation, dilation});
@@ -200,7 +220,7 @@ Tensor Tensor::conv2d(const Tensor& w,
 }
 
 Tensor Tensor::max_pool2d(int64_t kernel, int64_t stride) const {
-  if (stride == 0) stride = kernel;
+  if (stride == 0) stride = kernel;  // NOTE: 0 is "the kernel size" here; Python checks stride=0
   return pool_windows({kernel, kernel}, {stride, stride}, {1, 1}).max({-2, -1});
 }
 

@@ -2,11 +2,18 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/checked.h"
+#include "base/error.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -14,6 +21,32 @@ namespace baregrad::tensor {
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
 inline std::string str(int64_t v) { return std::to_string(v); }
+// `v` in the fewest of 15 or 17 significant digits that read back exactly (1e+30, inf, 0.5).
+inline std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Tensor::empty whose errors name `op` (the op that needs the buffer: "arange", "rand").
+Tensor empty_for(std::string_view op, Shape shape, DType dtype, std::string_view device = {});
+
+// A host vector of `n` values; running out of memory is Error("[op] ...", MemoryError) that
+// names the bytes asked.
+template <class T>
+std::vector<T> host_vector(std::string_view op, int64_t n) {
+  std::optional<int64_t> bytes = checked_mul(n, static_cast<int64_t>(sizeof(T)));
+  try {
+    if (bytes) return std::vector<T>(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {  // more than the vector's max_size()
+  }
+  fail(op,
+       "cannot allocate " + std::to_string(n) + " host values (" +
+           (bytes ? std::to_string(*bytes) : "more than 2**63-1") + " bytes)",
+       ErrorKind::kMemory);
+}
 
 // `t` in a float dtype (least_upper_float of its own): transcendental ops compute in it.
 inline Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.dtype())); }
@@ -25,7 +58,7 @@ inline Tensor const_like(const Tensor& t, double v, DType dt) {
 
 // 0, 1, ..., n-1 as int32 on `t`'s device.
 inline Tensor arange_on(const Tensor& t, int64_t n) {
-  std::vector<double> v(n);
+  std::vector<double> v = host_vector<double>("arange", n);
   std::iota(v.begin(), v.end(), 0.0);
   return Tensor::from_data(v, {n}, dtypes::kInt32, t.device());
 }

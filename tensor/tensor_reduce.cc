@@ -60,6 +60,8 @@ Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
 }
 
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  // bool has no negation: min is "all", i.e. not max of not.
+  if (dtypes::is_bool(dtype())) return logical_not().max(axes, keepdim).logical_not();
   return -((-*this).max(axes, keepdim));
 }
 

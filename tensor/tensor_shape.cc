@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "compiler/view_ops.h"
 #include "tensor/tensor.h"
@@ -43,9 +44,9 @@ Tensor Tensor::reshape(Shape s) const {
   auto infer = std::count(s.begin(), s.end(), -1);
   if (infer > 1) fail("reshape", "more than one -1 in " + shape_str(s), ErrorKind::kValue);
   if (infer == 1) {
-    int64_t known = 1;
-    for (int64_t d : s)
-      if (d != -1) known *= d;
+    Shape rest;
+    std::copy_if(s.begin(), s.end(), std::back_inserter(rest), [](int64_t d) { return d != -1; });
+    int64_t known = checked_numel(rest).value_or(0);  // 0 also for a negative size or overflow
     if (known == 0 || numel() % known != 0)
       fail("reshape", "cannot reshape " + shape_str(shape()) + " to " + shape_str(s),
            ErrorKind::kValue);
@@ -88,19 +89,21 @@ Tensor Tensor::expand(Shape s) const {
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const {
   Shape from = shape();
+  compiler::ShapeTracker st = compiler::pad(impl_->lazy.st, before_after);  // checks the sizes
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < before_after.size() && i < from.size(); i++)
     back.push_back({before_after[i].first, before_after[i].first + from[i]});
-  return record(lazy_view(impl_->lazy, compiler::pad(impl_->lazy.st, before_after)), "pad", {*this},
+  return record(lazy_view(impl_->lazy, std::move(st)), "pad", {*this},
                 [back](const Tensor& g) { return Grads{g.shrink(back)}; });
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   Shape from = shape();
+  compiler::ShapeTracker st = compiler::shrink(impl_->lazy.st, ranges);  // checks the ranges
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < ranges.size() && i < from.size(); i++)
     back.push_back({ranges[i].first, from[i] - ranges[i].second});
-  return record(lazy_view(impl_->lazy, compiler::shrink(impl_->lazy.st, ranges)), "shrink", {*this},
+  return record(lazy_view(impl_->lazy, std::move(st)), "shrink", {*this},
                 [back](const Tensor& g) { return Grads{g.pad(back)}; });
 }
 
@@ -152,7 +155,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
                " differ outside axis " + std::to_string(axis),
            ErrorKind::kValue);
     t = least_upper_dtype(t, x.dtype());
-    total += x.shape()[ax];
+    total = add_or_fail("cat", "the sizes of axis " + std::to_string(axis), total, x.shape()[ax]);
   }
   DType sum_t = dtypes::is_bool(t) ? dtypes::kUint8 : t;  // bools add as 0/1 bytes
   std::vector<std::pair<int64_t, int64_t>> pads(first.ndim(), {0, 0});
@@ -186,7 +189,7 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int axis) c
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) fail("split", "negative size in " + shape_str(sizes), ErrorKind::kValue);
-    total += s;
+    total = add_or_fail("split", "sizes " + shape_str(sizes), total, s);
   }
   if (total != shape()[ax])
     fail("split",
@@ -239,8 +242,9 @@ Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const {
       fail("repeat", "negative count in repeats " + shape_str(repeats), ErrorKind::kValue);
     unsq.insert(unsq.end(), {1, base[i]});
     expanded.insert(expanded.end(), {repeats[i], base[i]});
-    out.push_back(repeats[i] * base[i]);
+    out.push_back(mul_or_fail("repeat", "repeats " + shape_str(repeats), repeats[i], base[i]));
   }
+  numel_or_fail("repeat", out);
   return reshape(unsq).expand(expanded).reshape(out);
 }
 
@@ -252,10 +256,11 @@ Tensor Tensor::roll(int64_t shift, std::optional<int> axis) const {
   int64_t s = ((shift % n) + n) % n;
   std::vector<int64_t> reps(ndim(), 1);
   reps[ax] = 2;
+  Tensor twice = repeat(reps);  // checks that 2 * n fits
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t d : shape()) ranges.push_back({0, d});
   ranges[ax] = {n - s, 2 * n - s};
-  return repeat(reps).shrink(ranges);  // out[i] = x[(i - shift) mod n]
+  return twice.shrink(ranges);  // out[i] = x[(i - shift) mod n]
 }
 
 Tensor Tensor::flatten(int start, int end) const {
@@ -269,7 +274,7 @@ Tensor Tensor::flatten(int start, int end) const {
          ErrorKind::kValue);
   Shape out(shape().begin(), shape().begin() + s);
   int64_t merged = 1;
-  for (int d = s; d <= e; d++) merged *= shape()[d];
+  for (int d = s; d <= e; d++) merged *= shape()[d];  // a part of a valid shape's product
   out.push_back(merged);
   out.insert(out.end(), shape().begin() + e + 1, shape().end());
   return reshape(out);
@@ -278,7 +283,7 @@ Tensor Tensor::flatten(int start, int end) const {
 Tensor Tensor::unflatten(int axis, const Shape& sizes) const {
   int ax = norm_axis("unflatten", axis, ndim());
   int64_t known = 1, infer = 0;
-  for (int64_t v : sizes) v == -1 ? infer++ : known *= v;
+  for (int64_t v : sizes) v == -1 ? infer++ : known = checked_mul(known, v).value_or(-1);
   bool ok = infer == 0 ? known == shape()[ax] : infer == 1 && known > 0 && shape()[ax] % known == 0;
   if (!ok || std::any_of(sizes.begin(), sizes.end(), [](int64_t v) { return v < -1; }))
     fail("unflatten",
@@ -362,23 +367,25 @@ Tensor Tensor::slice(int axis,
     return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
   };
   int64_t b = norm(start, step > 0 ? 0 : n - 1), e = norm(stop, step > 0 ? n : -1);
-  int64_t s = std::abs(step), span = step > 0 ? e - b : b - e;
-  int64_t count = span > 0 ? (span + s - 1) / s : 0;
+  // |step| as unsigned: -2**63 has no int64 magnitude. A step of at least the span takes one.
+  uint64_t s = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  int64_t span = step > 0 ? e - b : b - e;
+  int64_t count = span <= 0 ? 0 : static_cast<int64_t>((static_cast<uint64_t>(span) - 1) / s + 1);
   Pads r = full_ranges(shape());
   if (count == 0) {
     r[ax] = {0, 0};
     return shrink(r);
   }
-  int64_t last = b + (count - 1) * step;
+  int64_t last = count == 1 ? b : b + (count - 1) * step;  // count > 1: |step| < span <= n
   r[ax] = {std::min(b, last), std::max(b, last) + 1};
   Tensor x = shrink(r);
   if (step < 0) x = x.flip({ax});
-  if (s == 1) return x;
+  if (count == 1 || s == 1) return x;
   // Every s-th element: pad to count * s, view as (count, s) and keep column 0.
   Pads p(ndim(), {0, 0});
-  p[ax] = {0, s - 1};
+  p[ax] = {0, static_cast<int64_t>(s) - 1};
   Shape grid = x.shape();
-  grid[ax] = s;
+  grid[ax] = static_cast<int64_t>(s);
   grid.insert(grid.begin() + ax, count);
   Pads keep = full_ranges(grid);
   keep[ax + 1] = {0, 1};

@@ -1,6 +1,7 @@
 #include "drivers/cpu/iface_host.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -79,7 +80,15 @@ Result<hcq::Buffer> host_alloc(size_t bytes) {
   size_t align = bytes >= kHugePage ? kHugePage : 64;
   size_t rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
-  if (!p) return resource_exhausted("aligned_alloc of " + std::to_string(bytes) + " bytes");
+  if (!p) {
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    std::string avail =
+        pages > 0 && page > 0
+            ? std::to_string(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page))
+            : std::string("unknown");
+    return resource_exhausted("aligned_alloc of " + std::to_string(bytes) + " bytes (" + avail +
+                              " bytes of host memory available)");
+  }
   if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
   return hcq::Buffer{reinterpret_cast<uint64_t>(p), bytes, p, 0, {}};
 }

@@ -287,6 +287,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[full] invalid shape {shape}")
+    if math.prod(s for s in shape if s) > 2**63 - 1: raise ValueError(f"[full] shape {tuple(shape)} has more than 2**63-1 elements")
     base = Tensor._const_c(fill_value, dt, canonicalize_device(device))
     c = base.reshape([1] * len(shape)).expand(list(shape)) if shape else base
     return Tensor._finish(c, device, requires_grad)

@@ -32,6 +32,9 @@ void translate(std::exception_ptr p) {
       case ErrorKind::kType:
         type = PyExc_TypeError;
         break;
+      case ErrorKind::kMemory:
+        type = PyExc_MemoryError;
+        break;
       case ErrorKind::kRuntime:
         break;
     }

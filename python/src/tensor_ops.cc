@@ -15,14 +15,27 @@ Idx to_idx(const py::handle& h) {
   if (h.is(py::ellipsis())) return Idx::ellipsis();
   if (py::isinstance<Tensor>(h)) return Idx(h.cast<const Tensor&>());
   if (py::isinstance<py::slice>(h)) {
+    // Python ints beyond int64 clamp to its ends: slicing clamps to the axis anyway, and a
+    // step that large takes at most one element either way.
     auto opt = [](const py::object& o) -> std::optional<int64_t> {
       if (o.is_none()) return std::nullopt;
-      return o.cast<int64_t>();
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+      if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+      if (overflow) return overflow > 0 ? INT64_MAX : INT64_MIN;
+      return static_cast<int64_t>(v);
     };
     std::optional<int64_t> step = opt(h.attr("step"));
     return Idx::slice(opt(h.attr("start")), opt(h.attr("stop")), step.value_or(1));
   }
-  if (py::isinstance<py::int_>(h)) return Idx(h.cast<int64_t>());
+  if (py::isinstance<py::int_>(h)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow)
+      throw py::index_error("[getitem] index " + py::str(h).cast<std::string>() +
+                            " is out of range (it does not fit int64)");
+    return Idx(static_cast<int64_t>(v));
+  }
   throw py::index_error(std::string("[getitem] ") +
                         py::str(h.get_type().attr("__name__")).cast<std::string>() +
                         " indexing is not supported");

@@ -489,5 +489,50 @@ TEST(ViewOpsTest, InvalidArgumentsThrowNamedErrors) {
             "[flip] axes has 1 entries for the 2 axes of (2, 3)");
 }
 
+TEST(ViewOpsTest, ShapesBeyondInt64AreNamedErrors) {
+  ShapeTracker one = ShapeTracker::contiguous({1, 1});
+  EXPECT_EQ(error_of([&] { expand(one, {int64_t{1} << 32, int64_t{1} << 32}); }),
+            "[expand] shape (4294967296, 4294967296) has more than 2**63-1 elements");
+  EXPECT_EQ(error_of([&] {
+              reshape(ShapeTracker::contiguous({0}), {0, int64_t{1} << 32, int64_t{1} << 32});
+            }),
+            "[reshape] shape (0, 4294967296, 4294967296) has more than 2**63-1 elements");
+  ShapeTracker three = ShapeTracker::contiguous({3});
+  int64_t big = int64_t{1} << 62;
+  EXPECT_EQ(error_of([&] { pad(three, {{big, big}}); }),
+            "[pad] padding (4611686018427387904, 4611686018427387904) of axis 0 of (3,) does "
+            "not fit int64");
+  ShapeTracker two = ShapeTracker::contiguous({2, 2});
+  int64_t p40 = int64_t{1} << 40;
+  EXPECT_EQ(error_of([&] { pad(two, {{p40, 0}, {p40, 0}}); }),
+            "[pad] shape (1099511627778, 1099511627778) has more than 2**63-1 elements");
+}
+
+TEST(ViewOpsTest, HugeButFittingViewsIndexExactly) {
+  int64_t n = int64_t{1} << 31;
+  // (1, 1) broadcast to (2**31, 2**31) (2**62 positions), element [5, 7] reads element 0.
+  ShapeTracker st = expand(ShapeTracker::contiguous({1, 1}), {n, n});
+  ShapeTracker at = shrink(st, {{5, 6}, {7, 8}});
+  EXPECT_EQ(index_of(at, {0, 0}), 0);
+  EXPECT_EQ(reshape(st, {n * n}).shape(), (Shape{n * n}));
+  // (3,) padded by 2**61 on both sides: the middle is the buffer, the rest padding.
+  int64_t p = int64_t{1} << 61;
+  ShapeTracker padded = pad(ShapeTracker::contiguous({3}), {{p, p}});
+  EXPECT_EQ(padded.shape(), (Shape{2 * p + 3}));
+  EXPECT_EQ(index_of(shrink(padded, {{p - 1, p + 4}}), {0}), -1);
+  EXPECT_EQ(index_of(shrink(padded, {{p - 1, p + 4}}), {1}), 0);
+  EXPECT_EQ(index_of(shrink(padded, {{p - 1, p + 4}}), {3}), 2);
+  EXPECT_EQ(index_of(shrink(padded, {{p - 1, p + 4}}), {4}), -1);
+  EXPECT_EQ(real_size(padded), 3);
+  // A padded 2-D view reshaped (two views) and merged: the conv2d(padding=2**40) path that
+  // divided by a wrapped element count.
+  int64_t q = int64_t{1} << 20;
+  ShapeTracker img = pad(ShapeTracker::contiguous({3, 5, 5}), {{0, 0}, {q, q}, {q, q}});
+  ShapeTracker flat = reshape(img, {3 * (2 * q + 5) * (2 * q + 5)});
+  ShapeTracker back = reshape(flat, {3, 2 * q + 5, 2 * q + 5});
+  EXPECT_EQ(index_of(back, {1, q + 2, q + 3}), 25 + 2 * 5 + 3);
+  EXPECT_EQ(index_of(back, {1, q - 1, q + 3}), -1);
+}
+
 }  // namespace
 }  // namespace baregrad::compiler

@@ -100,6 +100,7 @@ class MovementMixin:
   def repeat(self, repeats, *args): return self._m("repeat", list(argfix(repeats, *args)))
 
   def repeat_interleave(self, repeats: int, dim: int | None = None):
+    if not isinstance(repeats, int) or repeats < 0: raise ValueError(f"[repeat_interleave] repeats={repeats!r} must be an int >= 0")
     x, dim = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
     shp = x.shape
     return x.reshape(*shp[:dim + 1], 1, *shp[dim + 1:]).expand(*shp[:dim + 1], repeats, *shp[dim + 1:]).flatten(dim, dim + 1)
@@ -151,6 +152,7 @@ class MovementMixin:
   # ---- triangles and diagonals ---------------------------------------------------------------
 
   def _tri_mask(self, diagonal: int, upper: bool):
+    if self.ndim < 2: raise ValueError(f"[{'triu' if upper else 'tril'}] needs a tensor of at least 2 dims, got shape {self.shape}")
     r, c = self.shape[-2], self.shape[-1]
     i = type(self).arange(r, device=self.device).reshape(r, 1)
     j = type(self).arange(c, device=self.device).reshape(1, c)

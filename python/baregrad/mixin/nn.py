@@ -18,6 +18,16 @@ def _resolve_pool_pads(padding, dims: int) -> list[int]:
   return list(padding) if len(padding) == 2 * dims else [p for p in padding for _ in range(2)][::-1]
 
 
+def _check_window_args(op: str, shape, stride, dilation, pads) -> None:
+  """stride and dilation >= 1 (as torch), and the padded input's element count within int64,
+  named in a ValueError of `op` (the padding itself may be negative: tinygrad crops)."""
+  for name, vals, lo in (("stride", stride, 1), ("dilation", dilation, 1)):
+    if any(not isinstance(v, int) or v < lo for v in vals): raise ValueError(f"[{op}] {name}={tuple(vals)} must be ints >= {lo}")
+  nd = len(stride)
+  padded = list(shape[:-nd]) + [n + b + a for n, b, a in zip(shape[-nd:], pads[-2::-2], pads[::-2])]
+  if math.prod(padded) > 2**63 - 1: raise ValueError(f"[{op}] padding={tuple(pads)} makes the input {tuple(shape)} {tuple(padded)}: more than 2**63-1 elements")
+
+
 def _ceil_pads(shape, pads: list[int], k, s, d) -> list[int]:
   """Extra after-padding so the last window of ceil_mode fits, as torch (flat torch order)."""
   pads = list(pads)
@@ -58,7 +68,9 @@ class NNMixin:
     """Zeroes elements with probability p and scales the rest by 1/(1-p) while Tensor.training."""
     return self._wrap(self._c.dropout(float(p), bool(type(self).training)))
 
-  def one_hot(self, num_classes: int = -1): return self._wrap(self._c.one_hot(int(num_classes)))
+  def one_hot(self, num_classes: int = -1):
+    if num_classes < -1: raise ValueError(f"[one_hot] num_classes={num_classes} must be >= 0, or -1 to infer it")
+    return self._wrap(self._c.one_hot(int(num_classes)))
 
   # ---- convolution ---------------------------------------------------------------------------
 
@@ -71,6 +83,8 @@ class NNMixin:
     nd = len(hw)
     if isinstance(padding, str): raise ValueError(f"[conv2d] padding={padding!r} is not supported")
     pads, stride, dilation = _resolve_pool_pads(padding, nd), make_tuple(stride, nd), make_tuple(dilation, nd)
+    _check_window_args("conv2d", self.shape, stride, dilation, pads)
+    if cout == 0: raise ValueError(f"[conv2d] weight {weight.shape} has 0 output channels (torch rejects it too)")
     if nd == 1:
       return x.unsqueeze(2).conv2d(w.unsqueeze(2), bias, groups, (1, stride[0]), (1, dilation[0]), pads + [0, 0]).squeeze(2)
     if any(pads): x = x.pad(pads)
@@ -102,6 +116,7 @@ class NNMixin:
     k = make_tuple(kernel_size, 2)
     s, d = make_tuple(k if stride is None else stride, len(k)), make_tuple(dilation, len(k))
     pads = _resolve_pool_pads(padding, len(k))
+    _check_window_args(op_name(), self.shape, s, d, pads)
     if ceil_mode: pads = _ceil_pads(self.shape[-len(k):], pads, k, s, d)
     return k, s, d, pads
 

@@ -1,0 +1,61 @@
+#include "base/checked.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace baregrad {
+
+std::optional<int64_t> checked_numel(std::span<const int64_t> shape) {
+  int64_t n = 1;  // the product of the non-zero sizes
+  for (int64_t s : shape) {
+    if (s < 0) return std::nullopt;
+    if (s == 0) continue;
+    std::optional<int64_t> m = checked_mul(n, s);
+    if (!m) return std::nullopt;
+    n = *m;
+  }
+  return std::find(shape.begin(), shape.end(), 0) != shape.end() ? 0 : n;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); i++) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+int64_t numel_or_fail(std::string_view op, std::span<const int64_t> shape) {
+  if (std::optional<int64_t> n = checked_numel(shape)) return *n;
+  for (int64_t s : shape)
+    if (s < 0) fail(op, "shape " + shape_string(shape) + " has a negative size", ErrorKind::kValue);
+  fail(op, "shape " + shape_string(shape) + " has more than 2**63-1 elements", ErrorKind::kValue);
+}
+
+int64_t mul_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
+  if (std::optional<int64_t> r = checked_mul(a, b)) return *r;
+  fail(op,
+       std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) +
+           " does not fit int64",
+       ErrorKind::kValue);
+}
+
+int64_t add_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
+  if (std::optional<int64_t> r = checked_add(a, b)) return *r;
+  fail(op,
+       std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
+           " does not fit int64",
+       ErrorKind::kValue);
+}
+
+int64_t bytes_or_fail(std::string_view op,
+                      std::span<const int64_t> shape,
+                      int64_t numel,
+                      int64_t itemsize) {
+  if (std::optional<int64_t> r = checked_mul(numel, itemsize)) return *r;
+  fail(op,
+       "shape " + shape_string(shape) + " of " + std::to_string(itemsize) +
+           "-byte elements needs more than 2**63-1 bytes",
+       ErrorKind::kMemory);
+}
+
+}  // namespace baregrad
