@@ -191,10 +191,18 @@ TEST_F(OptionsTest, BadValueThrowsNamingVariableAndValue) {
     FAIL() << "expected an Error";
   } catch (const Error& e) {
     EXPECT_EQ(e.op(), "options");
-    EXPECT_THAT(e.message(), HasSubstr("DEBUG='abc'"));
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_EQ(e.message(), "DEBUG=abc: must be an integer >= 0");
   }
   EXPECT_EQ(options().debug, 2);
   EXPECT_THROW(set_option_for_test("THREADS", "-1"), Error);
+  // THREADS is capped: 100000 threads is a typo, not a machine.
+  try {
+    set_option_for_test("THREADS", "100000");
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "THREADS=100000: must be an integer in [0, 1024]");
+  }
   EXPECT_THROW(set_option_for_test("SPEC", "maybe"), Error);
   EXPECT_THROW(set_option_for_test("NO_SUCH_OPTION", "1"), Error);
 }
