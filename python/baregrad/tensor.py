@@ -138,6 +138,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @grad.setter
   def grad(self, value: Tensor | None):
+    if value is not None and not isinstance(value, Tensor):
+      raise TypeError(f"[grad] grad must be a Tensor or None, got {type(value).__name__}")
     if value is not None and value.shape != self.shape:
       raise ValueError(f"[grad] grad of shape {value.shape} for a tensor of shape {self.shape}")
     self._c.set_grad(None if value is None else value._c)
