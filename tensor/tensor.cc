@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "compiler/view_ops.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
@@ -16,11 +17,7 @@
 namespace baregrad::tensor {
 using compiler::least_upper_dtype;
 
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); i++) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
+std::string shape_str(const Shape& s) { return tuple_str(s); }
 
 namespace {
 std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {

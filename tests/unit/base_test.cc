@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "base/log.h"
 #include "base/options.h"
 #include "base/status.h"
@@ -32,6 +33,12 @@ TEST(Error, FailThrowsError) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "[alloc] out of memory");
   }
+}
+
+TEST(Format, TupleStrIsPythonsTupleRepr) {
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{}), "()");
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{5}), "(5,)");
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{2, -3, 4}), "(2, -3, 4)");
 }
 
 TEST(Status, DefaultIsOk) {
