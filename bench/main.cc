@@ -46,8 +46,7 @@ options:
                    null when no peak applies, ref and ref_value are null without a reference.
   --filter REGEX   run only the benchmarks whose name (listed below) contains a match of REGEX
                    (ECMAScript syntax; at most 256 characters, 32 nested groups, repeat counts
-                   of 100). The peaks
-                   are always measured: every % of peak needs them.
+                   of 100). The peaks are always measured: every % of peak needs them.
   --quick          smaller memory arrays (256 MiB instead of 512 MiB) and fewer repetitions.
   --threads N      threads of the CPU device, of the peak measurements and of OpenBLAS
                    (default: every CPU in this process's affinity mask).
