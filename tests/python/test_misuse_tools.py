@@ -262,3 +262,42 @@ def test_get_state_dict_of_a_cycle_ends():
   m2 = _Model()
   m2.tied = [m2.w]
   assert sorted(get_state_dict(m2)) == ["tied.0", "w"]
+
+
+X = Tensor([[1.0, 2.0]])
+TENSOR_ARGS = [
+    ("replace", lambda: Tensor([1.0]).replace([1.0]), r"\[replace\] the value must be a Tensor, got list"),
+    ("cat", lambda: X.cat([1.0]), r"\[cat\] every argument must be a Tensor, got list"),
+    ("cat int", lambda: Tensor.cat(X, 3), r"\[cat\] every argument must be a Tensor, got int"),
+    ("stack", lambda: Tensor.stack(X, [1.0]), r"\[stack\] every argument must be a Tensor, got list"),
+    ("gather", lambda: X.gather(1, [[0]]), r"\[gather\] index must be a Tensor, got list"),
+    ("scatter", lambda: X.scatter(1, [[0]], 5.0), r"\[scatter\] index must be a Tensor, got list"),
+    ("linear", lambda: X.linear([[1.0], [2.0]]), r"\[linear\] weight must be a Tensor, got list"),
+    ("linear bias", lambda: X.linear(Tensor.ones(2, 1), [1.0]), r"\[linear\] bias must be a Tensor, got list"),
+    ("conv2d", lambda: Tensor.ones(1, 1, 3, 3).conv2d([[[[1.0]]]]), r"\[conv2d\] weight must be a Tensor, got list"),
+    ("sparse_ce", lambda: X.sparse_categorical_crossentropy([1]), r"\[sparse_categorical_crossentropy\] Y must be a Tensor, got list"),
+    ("cross_entropy", lambda: X.cross_entropy([1]), r"\[cross_entropy\] Y must be a Tensor, got list"),
+    ("nll_loss", lambda: X.nll_loss([1]), r"\[nll_loss\] Y must be a Tensor, got list"),
+    ("bce", lambda: X.sigmoid().binary_crossentropy([[1.0, 0.0]]), r"\[binary_crossentropy\] Y must be a Tensor, got list"),
+    ("bce logits", lambda: X.binary_crossentropy_logits([[1.0, 0.0]]), r"\[binary_crossentropy_logits\] Y must be a Tensor, got list"),
+    ("mse", lambda: X.mse([[1.0, 0.0]]), r"\[mse\] target must be a Tensor, got list"),
+    ("Linear", lambda: nn.Linear(2, 2)([1.0, 2.0]), r"\[Linear\] input must be a Tensor, got list"),
+    ("Conv2d", lambda: nn.Conv2d(1, 1, 3)(np.ones((1, 1, 3, 3))), r"\[Conv2d\] input must be a Tensor, got ndarray"),
+    ("BatchNorm", lambda: nn.BatchNorm(2)([1.0]), r"\[BatchNorm\] input must be a Tensor, got list"),
+    ("LayerNorm", lambda: nn.LayerNorm(2)([1.0, 2.0]), r"\[LayerNorm\] input must be a Tensor, got list"),
+    ("Embedding", lambda: nn.Embedding(4, 2)([1]), r"\[Embedding\] input must be a Tensor, got list"),
+    ("OptimizerGroup", lambda: nn.optim.OptimizerGroup([1]), r"\[OptimizerGroup\] optimizers must be Optimizers, got list at index 0"),
+]
+
+
+@pytest.mark.parametrize("name,call,want", TENSOR_ARGS, ids=[c[0] for c in TENSOR_ARGS])
+def test_tensor_arguments_must_be_tensors(name, call, want):
+  with pytest.raises(TypeError, match=want):
+    call()
+
+
+def test_tensor_argument_checks_keep_the_ops_working():
+  np.testing.assert_equal(X.cat(X).numpy(), [[1, 2], [1, 2]])
+  np.testing.assert_equal(X.gather(1, Tensor([[1]])).numpy(), [[2]])
+  np.testing.assert_allclose(X.linear(Tensor([[1.0], [2.0]]), Tensor([0.5])).numpy(), [[5.5]])
+  np.testing.assert_allclose(nn.Linear(2, 3)(X).shape, (1, 3))

@@ -75,6 +75,8 @@ class Optimizer:
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped together."""
   def __init__(self, *optimizers: Optimizer):  # pylint: disable=super-init-not-called
+    for i, o in enumerate(optimizers):
+      if not isinstance(o, Optimizer): raise TypeError(f"[{op_name()}] optimizers must be Optimizers, got {type(o).__name__} at index {i}")
     self.optimizers = optimizers
     self.params = [p for o in optimizers for p in o.params]
     self.buffers = [b for o in optimizers for b in o.buffers]
