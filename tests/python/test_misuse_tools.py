@@ -131,6 +131,17 @@ def test_bench_filter_errors_and_selection():
   assert r.returncode == 2 and "--filter needs a value" in r.stderr
 
 
+def test_bench_filter_runs_exactly_the_matching_benchmark(tmp_path):
+  import json
+  out = tmp_path / "rows.json"
+  r = run([tool("bare_bench")[0], "--filter", "^peak fma fp32$", "--quick", "--threads", "1", "--json", str(out)], timeout=300)
+  assert r.returncode == 0, r.stderr[-500:]
+  assert "[1/1] peak fma fp32 ..." in r.stderr
+  rows = [json.loads(line) for line in out.read_text().splitlines()]
+  assert [row["name"] for row in rows] == ["peak fma fp32 1 thread", "peak fma fp32"]
+  assert all(row["unit"] == "GFLOP/s" and row["value"] > 0 for row in rows)
+
+
 # ---- examples/digits and examples/digits.py ------------------------------------------------
 
 def row(pixels=0.0, label=3, n=64):
