@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/format.h"
 
 namespace baregrad {
 
@@ -18,17 +19,11 @@ std::optional<int64_t> checked_numel(std::span<const int64_t> shape) {
   return std::find(shape.begin(), shape.end(), 0) != shape.end() ? 0 : n;
 }
 
-std::string shape_string(std::span<const int64_t> shape) {
-  std::string out = "(";
-  for (size_t i = 0; i < shape.size(); i++) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
 int64_t numel_or_fail(std::string_view op, std::span<const int64_t> shape) {
   if (std::optional<int64_t> n = checked_numel(shape)) return *n;
   for (int64_t s : shape)
-    if (s < 0) fail(op, "shape " + shape_string(shape) + " has a negative size", ErrorKind::kValue);
-  fail(op, "shape " + shape_string(shape) + " has more than 2**63-1 elements", ErrorKind::kValue);
+    if (s < 0) fail(op, "shape " + tuple_str(shape) + " has a negative size", ErrorKind::kValue);
+  fail(op, "shape " + tuple_str(shape) + " has more than 2**63-1 elements", ErrorKind::kValue);
 }
 
 int64_t mul_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
@@ -53,7 +48,7 @@ int64_t bytes_or_fail(std::string_view op,
                       int64_t itemsize) {
   if (std::optional<int64_t> r = checked_mul(numel, itemsize)) return *r;
   fail(op,
-       "shape " + shape_string(shape) + " of " + std::to_string(itemsize) +
+       "shape " + tuple_str(shape) + " of " + std::to_string(itemsize) +
            "-byte elements needs more than 2**63-1 bytes",
        ErrorKind::kMemory);
 }

@@ -35,8 +35,6 @@ inline std::optional<int64_t> checked_sub(int64_t a, int64_t b) {
 // passes fits too, zero-size shapes included).
 std::optional<int64_t> checked_numel(std::span<const int64_t> shape);
 
-// "(a, b, ...)" of `shape`, Python's tuple spelling ("(a,)" for one size).
-std::string shape_string(std::span<const int64_t> shape);
 
 // The element count of `shape`; throws Error("[op] shape (..) has a negative size" or
 // "[op] shape (..) has more than 2**63-1 elements", ValueError).

@@ -28,4 +28,10 @@ std::string hex_bytes(std::span<const uint8_t> bytes) {
   return out;
 }
 
+std::string tuple_str(std::span<const int64_t> v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); i++) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() == 1 ? ",)" : ")");
+}
+
 }  // namespace baregrad

@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
+#include <string>
 #include <variant>
 
 #include "base/error.h"
@@ -11,11 +13,15 @@ namespace baregrad {
 
 namespace {
 
+// More threads than this is a typo, not a machine: each costs a stack and a kernel task.
+constexpr int kMaxThreads = 1024;
+
 using Member = std::variant<std::string Options::*, int Options::*, bool Options::*>;
 
 struct Field {
   OptionInfo info;
   Member member;
+  int max = std::numeric_limits<int>::max();  // the largest value of an int option
 };
 
 // The single definition of every option. CACHE_DIR's default is computed (default_cache_dir).
@@ -31,7 +37,9 @@ constexpr Field kFields[] = {
      &Options::cache_dir},
     {{"DISABLE_COMPILER_CACHE", "bool", "0", "1 bypasses the on-disk compiler cache"},
      &Options::disable_cache},
-    {{"THREADS", "int", "0", "CPU worker threads; 0 uses all cores"}, &Options::threads},
+    {{"THREADS", "int", "0", "CPU worker threads, at most 1024; 0 uses all cores"},
+     &Options::threads,
+     kMaxThreads},
     {{"CPU_CC", "string", "clang-19",
       "C compiler of the CPU:C device (its C source uses clang extensions)"},
      &Options::cc},
@@ -62,15 +70,20 @@ constexpr auto kTable = [] {
 }();
 
 [[noreturn]] void bad_value(std::string_view name, std::string_view value, std::string_view want) {
-  fail("options", std::string(name) + "='" + std::string(value) + "' is invalid: expected " +
-                      std::string(want));
+  fail("options", std::string(name) + "=" + std::string(value) + ": must be " + std::string(want),
+       ErrorKind::kValue);
 }
 
-int parse_int(std::string_view name, std::string_view value) {
+int parse_int(std::string_view name, std::string_view value, int max) {
   int out = 0;
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
-  if (ec != std::errc() || ptr != end || out < 0) bad_value(name, value, "an integer >= 0");
+  if (ec != std::errc() || ptr != end || out < 0 || out > max) {
+    bad_value(name, value,
+              max == std::numeric_limits<int>::max()
+                  ? std::string("an integer >= 0")
+                  : "an integer in [0, " + std::to_string(max) + "]");
+  }
   return out;
 }
 
@@ -101,7 +114,7 @@ void apply(Options& options, const Field& field, std::string_view value) {
         auto& slot = options.*member;
         using T = std::remove_reference_t<decltype(slot)>;
         if constexpr (std::is_same_v<T, int>) {
-          slot = parse_int(name, value);
+          slot = parse_int(name, value, field.max);
         } else if constexpr (std::is_same_v<T, bool>) {
           slot = parse_bool(name, value);
         } else {

@@ -13,7 +13,7 @@ struct Options {
   int debug = 0;               // DEBUG: log level (see option_table()).
   std::string cache_dir;       // CACHE_DIR: on-disk compiler cache directory.
   bool disable_cache = false;  // DISABLE_COMPILER_CACHE: skip the on-disk compiler cache.
-  int threads = 0;             // THREADS: CPU worker threads; 0 means all cores.
+  int threads = 0;             // THREADS: CPU worker threads (<= 1024); 0 means all cores.
   std::string cc;              // CC: C compiler of the C target.
   bool spec = false;           // SPEC: run the IR verifier between compiler passes.
   bool profile = false;        // PROFILE: record launches and copies into a Chrome trace.
@@ -25,7 +25,8 @@ struct Options {
 };
 
 // The options, read from the environment on first use (thread-safe). Throws baregrad::Error
-// naming the variable and its value when one does not parse (e.g. DEBUG=abc).
+// (ErrorKind::kValue, op "options") whose message starts with the variable and its value when
+// one does not parse or is out of range: "DEBUG=abc: must be an integer >= 0".
 const Options& options();
 
 // One row per environment variable, for documentation and `bare help`.

@@ -1,6 +1,8 @@
 // bare_bench: measures the machine peaks, runs the registered benchmarks, prints a table on stdout
 // and optionally writes JSON lines. Run through `./bare bench [ARGS]`; see bench/README.md.
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -12,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tool_main.h"
 #include "bench/bench.h"
 #include "bench/peak.h"
 
@@ -19,6 +22,11 @@ namespace baregrad::bench {
 namespace {
 
 constexpr int kMaxThreads = 4096;
+// std::regex compiles and matches by recursion, as deep as the pattern is long or nested: a
+// longer --filter overflows the stack. Benchmark names are short; so are useful patterns.
+constexpr size_t kMaxFilterChars = 256;
+constexpr int kMaxFilterNesting = 32;
+constexpr int kMaxFilterRepeat = 100;  // the largest count of a {n,m} repetition
 
 struct Args {
   std::optional<std::string> json_path;
@@ -37,7 +45,8 @@ options:
                    keys name, device, metric, value, unit, peak_pct, ref, ref_value; peak_pct is
                    null when no peak applies, ref and ref_value are null without a reference.
   --filter REGEX   run only the benchmarks whose name (listed below) contains a match of REGEX
-                   (ECMAScript syntax). The peaks are always measured: every % of peak needs them.
+                   (ECMAScript syntax; at most 256 characters, 32 nested groups, repeat counts
+                   of 100). The peaks are always measured: every % of peak needs them.
   --quick          smaller memory arrays (256 MiB instead of 512 MiB) and fewer repetitions.
   --threads N      threads of the CPU device, of the peak measurements and of OpenBLAS
                    (default: every CPU in this process's affinity mask).
@@ -84,6 +93,39 @@ std::optional<std::string> option_value(
   return std::nullopt;
 }
 
+// Why `re` is refused as a --filter before std::regex sees it (too long, too deeply nested or
+// repeated for its recursion), or "" when it is not.
+std::string filter_too_big(const std::string& re) {
+  if (re.size() > kMaxFilterChars) {
+    return std::to_string(re.size()) + " characters; at most " + std::to_string(kMaxFilterChars);
+  }
+  int depth = 0, deepest = 0;
+  for (size_t i = 0; i < re.size(); ++i) {
+    if (re[i] == '\\') {
+      ++i;  // an escaped character nests nothing
+    } else if (re[i] == '(' || re[i] == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((re[i] == ')' || re[i] == ']') && depth > 0) {
+      --depth;
+    } else if (re[i] == '{') {
+      for (size_t j = i + 1; j < re.size() && re[j] != '}'; ++j) {
+        if (!std::isdigit(static_cast<unsigned char>(re[j]))) continue;
+        size_t end = re.find_first_not_of("0123456789", j);
+        std::string count = re.substr(j, end - j);
+        if (count.size() > 3 || std::stoi(count) > kMaxFilterRepeat) {
+          return "repetition {" + count.substr(0, 12) + "}; at most {" +
+                 std::to_string(kMaxFilterRepeat) + "}";
+        }
+        j = end - 1;
+      }
+    }
+  }
+  if (deepest > kMaxFilterNesting) {
+    return std::to_string(deepest) + " nested groups; at most " + std::to_string(kMaxFilterNesting);
+  }
+  return "";
+}
+
 // Parses argv; on a bad argument prints the reason and returns nothing.
 std::optional<Args> parse_args(int argc, char** argv) {
   Args args;
@@ -97,6 +139,10 @@ std::optional<Args> parse_args(int argc, char** argv) {
     } else if (auto v = option_value("--json", argc, argv, i, &missing)) {
       args.json_path = *v;
     } else if (auto v = option_value("--filter", argc, argv, i, &missing)) {
+      if (std::string why = filter_too_big(*v); !why.empty()) {
+        std::fprintf(stderr, "bare_bench: --filter regex is too big: %s\n", why.c_str());
+        return std::nullopt;
+      }
       args.filter = *v;
     } else if (auto v = option_value("--threads", argc, argv, i, &missing)) {
       int n = 0;
@@ -140,7 +186,7 @@ double now_s() {
   return std::chrono::duration<double>(since_epoch).count();
 }
 
-int run(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   register_peak_benches();
   register_blas_benches();
 #ifdef BARE_HAVE_KERNEL_BENCHES
@@ -230,4 +276,6 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace baregrad::bench
 
-int main(int argc, char** argv) { return baregrad::bench::run(argc, argv); }
+int main(int argc, char** argv) {
+  return baregrad::run_tool("bare_bench", [&] { return baregrad::bench::bench_main(argc, argv); });
+}

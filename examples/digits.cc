@@ -4,15 +4,20 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "base/tool_main.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
 
@@ -32,31 +37,86 @@ struct Dataset {
   int64_t n = 0;
 };
 
-// Rows of 64 pixel values (0..16) and a label, comma-separated, gzip-compressed.
-Dataset load(const std::string& path) {
+[[noreturn]] void bad_file(const std::string& path, const std::string& what) {
+  baregrad::fail("digits", path + ": " + what, baregrad::ErrorKind::kValue);
+}
+
+// The whole file, gunzipped (a file that is not gzip is read as it is).
+std::string read_all(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f)
-    baregrad::fail("digits", path +
-                                 ": cannot open (install Debian's python3-sklearn, or pass "
-                                 "the path of digits.csv.gz)");
+    bad_file(path,
+             "cannot open (install Debian's python3-sklearn, or pass the path of digits.csv.gz)");
+  std::string text;
+  char buf[1 << 16];
+  int got;
+  while ((got = gzread(f, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(got));
+  int err = Z_OK;
+  std::string why = got < 0 ? gzerror(f, &err) : "";
+  if (gzclose(f) != Z_OK && why.empty()) why = "truncated or corrupt gzip data";
+  if (!why.empty()) bad_file(path, "cannot read: " + why);
+  return text;
+}
+
+// `tok` as a number, or an error naming row `row` and the token.
+double number(const std::string& path, int64_t row, const std::string& tok) {
+  char* end = nullptr;
+  double v = std::strtod(tok.c_str(), &end);
+  if (tok.empty() || *end != '\0' || !std::isfinite(v))
+    bad_file(path, "row " + std::to_string(row) + ": '" + tok.substr(0, 40) + "' is not a number");
+  return v;
+}
+
+// Rows of 64 pixel values (0..16) and a label (0..9), comma-separated, gzip-compressed. A file
+// with fewer than 5 rows, a bad number, a pixel or a label out of range is refused, naming the
+// row.
+Dataset load(const std::string& path) {
+  std::string text = read_all(path);
   Dataset d;
-  char line[1024];
-  while (gzgets(f, line, sizeof(line))) {
+  int64_t row = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t eol = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, eol - at);
+    at = eol + 1;
+    row++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
     std::vector<double> v;
-    for (char* tok = std::strtok(line, ",\n"); tok; tok = std::strtok(nullptr, ",\n"))
-      v.push_back(std::strtod(tok, nullptr));
-    if (v.empty()) continue;
-    if (v.size() != 65) {
-      gzclose(f);
-      baregrad::fail("digits", path + ": row " + std::to_string(d.n + 1) + " has " +
-                                   std::to_string(v.size()) + " values, want 65");
+    for (size_t p = 0;;) {
+      size_t comma = std::min(line.find(',', p), line.size());
+      v.push_back(number(path, row, line.substr(p, comma - p)));
+      if (comma == line.size()) break;
+      p = comma + 1;
     }
-    for (int i = 0; i < 64; i++) d.pixels.push_back(v[i] / 16.0);
+    if (v.size() != 65)
+      bad_file(path, "row " + std::to_string(row) + " has " + std::to_string(v.size()) +
+                         " values, want 65 (64 pixels and a label)");
+    for (int i = 0; i < 64; i++) {
+      if (v[i] < 0 || v[i] > 16)
+        bad_file(path, "row " + std::to_string(row) + ": pixel " + std::to_string(i) + " is " +
+                           std::to_string(v[i]) + ", out of range [0, 16]");
+      d.pixels.push_back(v[i] / 16.0);
+    }
+    if (v[64] != std::floor(v[64]) || v[64] < 0 || v[64] > 9)
+      bad_file(path, "row " + std::to_string(row) + ": label " + std::to_string(v[64]) +
+                         " is out of range (an integer in [0, 9])");
     d.labels.push_back(v[64]);
     d.n++;
   }
-  gzclose(f);
+  if (d.n == 0) bad_file(path, "empty: no rows of 64 pixels and a label");
+  if (d.n < 5)
+    bad_file(path, "only " + std::to_string(d.n) +
+                       " rows; at least 5 are needed to hold out 20% for testing");
   return d;
+}
+
+// `text` as an integer in [lo, hi], or nothing.
+std::optional<uint64_t> parse_uint(const char* text, uint64_t hi) {
+  uint64_t v = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || ptr != end || ptr == text || v > hi) return std::nullopt;
+  return v;
 }
 
 struct Model {
@@ -107,19 +167,27 @@ void progress(int epoch, int epochs, int64_t done, int64_t total, double loss, d
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int digits_main(int argc, char** argv) {
   std::string path = kDefaultPath;
   int epochs = 15;
   uint64_t seed = 1337;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--epochs" && i + 1 < argc)
-      epochs = std::atoi(argv[++i]);
-    else if (a == "--seed" && i + 1 < argc)
-      seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--help" || a == "-h") {
+    if (a == "--epochs" || a == "--seed") {
+      std::optional<uint64_t> v;
+      if (i + 1 < argc) v = parse_uint(argv[i + 1], a == "--epochs" ? 100000 : UINT64_MAX);
+      if (!v) {
+        std::fprintf(stderr, "digits: %s wants %s, got '%s'\n", a.c_str(),
+                     a == "--epochs" ? "an integer in [0, 100000]" : "a non-negative integer",
+                     i + 1 < argc ? argv[i + 1] : "nothing");
+        return baregrad::kExitUsage;
+      }
+      i++;
+      if (a == "--epochs")
+        epochs = static_cast<int>(*v);
+      else
+        seed = *v;
+    } else if (a == "--help" || a == "-h") {
       std::printf("usage: digits [digits.csv.gz] [--epochs N] [--seed S]\n  default path: %s\n",
                   kDefaultPath);
       return 0;
@@ -174,7 +242,13 @@ int main(int argc, char** argv) {
                 (baregrad::now_ms() - t0) / 1000);
     return acc >= 97.0 ? 0 : 1;
   } catch (const baregrad::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "digits: %s\n", e.op() == "digits" ? e.message().c_str() : e.what());
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return baregrad::run_tool("digits", [&] { return digits_main(argc, argv); });
 }

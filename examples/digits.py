@@ -2,13 +2,35 @@
 # The digits CNN of digits.cc in tinygrad-style Python: 1797 8x8 handwritten digits that Debian
 # ships with python3-sklearn, 20% held out; prints the held-out accuracy (about 98% after 15 epochs).
 #   examples/digits.py [digits.csv.gz]   EPOCHS=n (default 15), SMOKE=1 for a 1-epoch run
-import gzip, sys, time
+import gzip, math, sys, time, zlib
 import numpy as np
 from baregrad import Tensor, TinyJit, nn
 from baregrad.helpers import getenv
 
+
+def load(path: str) -> np.ndarray:
+  """Rows of 64 pixels (0..16) and a label (0..9); exits naming the file and row when it is not that."""
+  def bad(what: str): sys.exit(f"digits.py: {path}: {what}")
+  try:
+    with open(path, "rb") as f: raw = f.read()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+  except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e: bad(f"cannot read: {e}")
+  rows = []
+  for n, line in enumerate(text.splitlines(), 1):
+    if not line.strip(): continue
+    try: v = [float(x) for x in line.split(",")]
+    except ValueError: bad(f"row {n}: not comma-separated numbers: {line[:40]!r}")
+    if len(v) != 65: bad(f"row {n} has {len(v)} values, want 65 (64 pixels and a label)")
+    if not all(0 <= x <= 16 for x in v[:64]): bad(f"row {n}: a pixel is out of range [0, 16]")
+    if not (math.isfinite(v[64]) and v[64] == int(v[64]) and 0 <= v[64] <= 9): bad(f"row {n}: label {v[64]} is out of range (an integer in [0, 9])")
+    rows.append(v)
+  if not rows: bad("empty: no rows of 64 pixels and a label")
+  if len(rows) < 5: bad(f"only {len(rows)} rows; at least 5 are needed to hold out 20% for testing")
+  return np.array(rows, dtype=np.float32)
+
+
 path = sys.argv[1] if len(sys.argv) > 1 else "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
-data = np.loadtxt(gzip.open(path, "rt"), delimiter=",", dtype=np.float32)  # rows: 64 pixels (0..16), label
+data = load(path)
 X, Y = (data[:, :64] / 16).reshape(-1, 1, 8, 8), data[:, 64].astype(np.int32)
 rng = np.random.default_rng(1337)
 order, n_test = rng.permutation(len(X)), len(X) // 5

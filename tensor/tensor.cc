@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/checked.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "compiler/view_ops.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
@@ -17,7 +18,7 @@
 namespace baregrad::tensor {
 using compiler::least_upper_dtype;
 
-std::string shape_str(const Shape& s) { return shape_string(s); }
+std::string shape_str(const Shape& s) { return tuple_str(s); }
 
 namespace {
 std::shared_ptr<runtime::Device> device_or_throw(std::string_view name) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/tool_main.h"
 #include "drivers/nv/device.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
@@ -94,11 +95,7 @@ int usage() {
   return 0;
 }
 
-}  // namespace
-}  // namespace baregrad
-
-int main(int argc, char** argv) {
-  using namespace baregrad;
+int info_main(int argc, char** argv) {
   std::vector<std::string> names;
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) return usage();
@@ -123,4 +120,11 @@ int main(int argc, char** argv) {
   }
   describe_cuda();
   return 0;
+}
+
+}  // namespace
+}  // namespace baregrad
+
+int main(int argc, char** argv) {
+  return baregrad::run_tool("bare_info", [&] { return baregrad::info_main(argc, argv); });
 }

@@ -68,7 +68,10 @@ class Reader {
     std::memcpy(out, elf_.data() + off, sizeof(T));
     return {};
   }
+  // The file bytes of section `s`: none for SHT_NOBITS, whose offset and size sections() does
+  // not bounds-check (a .nv.info or string table of that type reads as empty).
   std::span<const uint8_t> data(size_t s) const {
+    if (sh_[s].sh_type == SHT_NOBITS) return {};
     return elf_.subspan(sh_[s].sh_offset, sh_[s].sh_size);
   }
   Status header();
@@ -204,7 +207,8 @@ Status Reader::layout() {
   }
   img_.image_size = off;
   for (size_t i = 0; i < sh_.size(); i++)
-    if (place_[i] >= 0 && sh_[i].sh_type == SHT_PROGBITS)
+    if (place_[i] >= 0 && sh_[i].sh_type == SHT_PROGBITS &&
+        sh_[i].sh_size > 0)  // data() may be null
       std::memcpy(img_.image.data() + place_[i], elf_.data() + sh_[i].sh_offset, sh_[i].sh_size);
   return {};
 }

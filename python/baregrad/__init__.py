@@ -8,6 +8,9 @@ try:
 except ImportError as e:
   raise ImportError(f"[import] the _baregrad extension is missing: build it with `./bare build` and put build/python on "
                     "PYTHONPATH (`./bare python` does both), or install with `./bare install`") from e
+# Reads the options (DEBUG, THREADS, ...) now: a bad value is a ValueError naming the variable at
+# import ("[options] THREADS=-3: must be an integer in [0, 1024]"), not a failure at first use.
+_baregrad.option_value("DEBUG")
 
 from baregrad.tensor import Tensor  # noqa: F401
 from baregrad.engine.jit import TinyJit  # noqa: F401

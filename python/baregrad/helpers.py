@@ -14,8 +14,13 @@ T = TypeVar("T")
 
 @functools.cache
 def getenv(key: str, default: Any = 0):
-  """The environment variable `key` converted to the type of `default` (read once, as tinygrad)."""
-  return type(default)(os.getenv(key, default))
+  """The environment variable `key` converted to the type of `default` (read once, as tinygrad).
+  A value that does not convert is a ValueError naming the variable: "DEBUG=abc: must be an int"."""
+  raw = os.getenv(key, default)
+  try:
+    return type(default)(raw)
+  except (TypeError, ValueError):
+    raise ValueError(f"[getenv] {key}={raw}: must be {'an' if type(default) is int else 'a'} {type(default).__name__}") from None
 
 
 def op_name() -> str:

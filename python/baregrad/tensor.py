@@ -138,6 +138,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @grad.setter
   def grad(self, value: Tensor | None):
+    if value is not None and not isinstance(value, Tensor):
+      raise TypeError(f"[grad] grad must be a Tensor or None, got {type(value).__name__}")
     if value is not None and value.shape != self.shape:
       raise ValueError(f"[grad] grad of shape {value.shape} for a tensor of shape {self.shape}")
     self._c.set_grad(None if value is None else value._c)
@@ -222,9 +224,16 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   def replace(self, x: Tensor) -> Tensor:
     """Makes this Python tensor refer to `x`'s data (other references keep the old one)."""
+    self._tensor_arg(x, "the value")
     if self.shape != x.shape: raise ValueError(f"[replace] a value of shape {x.shape} for a tensor of shape {self.shape}")
     self._c = x._c
     return self
+
+  def _tensor_arg(self, x, what: str):
+    """`x` when it is a Tensor; else a TypeError naming the op and x's type ("[cat] every
+    argument must be a Tensor, got list"), not an AttributeError from inside the op."""
+    if not isinstance(x, Tensor): raise TypeError(f"[{op_name()}] {what} must be a Tensor, got {type(x).__name__}")
+    return x
 
   def detach(self) -> Tensor:
     ret = Tensor._wrap(self._c.detach())

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "base/log.h"
 #include "base/options.h"
 #include "base/status.h"
@@ -32,6 +33,12 @@ TEST(Error, FailThrowsError) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "[alloc] out of memory");
   }
+}
+
+TEST(Format, TupleStrIsPythonsTupleRepr) {
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{}), "()");
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{5}), "(5,)");
+  EXPECT_EQ(tuple_str(std::vector<int64_t>{2, -3, 4}), "(2, -3, 4)");
 }
 
 TEST(Status, DefaultIsOk) {
@@ -191,10 +198,18 @@ TEST_F(OptionsTest, BadValueThrowsNamingVariableAndValue) {
     FAIL() << "expected an Error";
   } catch (const Error& e) {
     EXPECT_EQ(e.op(), "options");
-    EXPECT_THAT(e.message(), HasSubstr("DEBUG='abc'"));
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_EQ(e.message(), "DEBUG=abc: must be an integer >= 0");
   }
   EXPECT_EQ(options().debug, 2);
   EXPECT_THROW(set_option_for_test("THREADS", "-1"), Error);
+  // THREADS is capped: 100000 threads is a typo, not a machine.
+  try {
+    set_option_for_test("THREADS", "100000");
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "THREADS=100000: must be an integer in [0, 1024]");
+  }
   EXPECT_THROW(set_option_for_test("SPEC", "maybe"), Error);
   EXPECT_THROW(set_option_for_test("NO_SUCH_OPTION", "1"), Error);
 }

@@ -115,11 +115,11 @@ class MovementMixin:
   # ---- joins and splits ----------------------------------------------------------------------
 
   def cat(self, *args, dim: int = 0):
-    ts = argfix(self, *args)
+    ts = [self._tensor_arg(t, "every argument") for t in argfix(self, *args)]
     return ts[0]._wrap(_C.Tensor.cat([t._c for t in ts], dim))
 
   def stack(self, *args, dim: int = 0):
-    ts = argfix(self, *args)
+    ts = [self._tensor_arg(t, "every argument") for t in argfix(self, *args)]
     return ts[0]._wrap(_C.Tensor.stack([t._c for t in ts], dim))
 
   def split(self, sizes, dim: int = 0) -> tuple:
@@ -131,11 +131,13 @@ class MovementMixin:
     return [self._wrap(p) for p in self._c.chunk(int(chunks), self._resolve_dim(dim))]
 
   def gather(self, dim: int, index):
+    self._tensor_arg(index, "index")
     return self._wrap(self._c.gather(self._resolve_dim(dim), index.to(self.device)._c))
 
   def scatter(self, dim: int, index, src, reduce: str | None = None):
     """A copy with self[index[i]][...] = src[i] along `dim`; reduce is not supported."""
     if reduce is not None: raise NotImplementedError(f"[scatter] scatter with reduce={reduce!r} is not supported")
+    self._tensor_arg(index, "index")
     if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     return self._wrap(self._c.scatter(self._resolve_dim(dim), index._c, src._c))
 

@@ -46,6 +46,8 @@ class NNMixin:
   # ---- layers as functions -------------------------------------------------------------------
 
   def linear(self, weight, bias=None, dtype=None):
+    self._tensor_arg(weight, "weight")
+    if bias is not None: self._tensor_arg(bias, "bias")
     x = self if dtype is None else self.cast(to_dtype(dtype))
     x = x.mul(weight) if len(weight.shape) == 1 else x.dot(weight)
     return x.add(bias) if bias is not None else x
@@ -76,6 +78,8 @@ class NNMixin:
 
   def conv2d(self, weight, bias=None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None):
     """Convolution over the trailing len(weight.shape) - 2 dims (1-D and 2-D, any padding)."""
+    self._tensor_arg(weight, "weight")
+    if bias is not None: self._tensor_arg(bias, "bias")
     (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
     if groups * cin != cin_: raise ValueError(f"[conv2d] input {self.shape} has {cin_} channels, the weight {weight.shape} with groups={groups} takes {groups * cin}")
     if len(self.shape) != len(weight.shape): raise ValueError(f"[conv2d] input {self.shape} and weight {weight.shape} differ in rank")
@@ -154,6 +158,7 @@ class NNMixin:
   def sparse_categorical_crossentropy(self, Y, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean"):
     """Cross entropy of the logits' last axis against integer labels Y; labels equal to
     ignore_index add no loss and do not count in the mean."""
+    self._tensor_arg(Y, "Y")
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"[sparse_categorical_crossentropy] label_smoothing={label_smoothing} is outside [0, 1]")
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"[sparse_categorical_crossentropy] reduction={reduction!r} must be one of ('mean', 'sum', 'none')")
     log_probs = self.log_softmax()
@@ -166,12 +171,14 @@ class NNMixin:
     return -(unreduced.sum() if reduction == "sum" else unreduced)
 
   def cross_entropy(self, Y, reduction: str = "mean", label_smoothing: float = 0.0):
+    self._tensor_arg(Y, "Y")
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"[cross_entropy] label_smoothing={label_smoothing} is outside [0, 1]")
     Y = Y.one_hot(num_classes=self.shape[1]) if Y.ndim < 2 else Y
     Y = (1 - label_smoothing) * Y + label_smoothing / Y.shape[1]
     return (-self.log_softmax(axis=1).mul(Y).sum(axis=1))._do_reduction(reduction)
 
   def nll_loss(self, Y, weight=None, ignore_index: int | None = None, reduction: str = "mean"):
+    self._tensor_arg(Y, "Y")
     weight = type(self).ones(Y.shape, device=self.device) if weight is None else weight[Y]
     masked = weight if ignore_index is None else weight * (Y != ignore_index)
     nll = -self.gather(1, Y.unsqueeze(1)).squeeze(1) * masked
@@ -179,10 +186,12 @@ class NNMixin:
 
   def binary_crossentropy(self, Y, reduction: str = "mean"):
     """BCE of probabilities; logs are clamped at -100 as torch's."""
+    self._tensor_arg(Y, "Y")
     if reduction == "mean": return self._wrap(self._c.binary_cross_entropy(Y._c))
     return (-Y * self.log().maximum(-100) - (1 - Y) * (1 - self).log().maximum(-100))._do_reduction(reduction)
 
   def binary_crossentropy_logits(self, Y, reduction: str = "mean", pos_weight=None):
+    self._tensor_arg(Y, "Y")
     if reduction == "mean" and pos_weight is None: return self._wrap(self._c.binary_cross_entropy_with_logits(Y._c))
     log_p, log_1_minus_p = self.logsigmoid(), (-self).logsigmoid()
     return (-((1 if pos_weight is None else pos_weight) * Y * log_p + (1 - Y) * log_1_minus_p))._do_reduction(reduction)
@@ -199,4 +208,4 @@ class NNMixin:
       qk = qk + (attn_mask.where(0, -math.inf) if attn_mask.dtype is dtypes.bool else attn_mask)
     return qk.softmax(-1).dropout(dropout_p) @ value
 
-  def mse(self, target): return self._wrap(self._c.mse(target._c))
+  def mse(self, target): return self._wrap(self._c.mse(self._tensor_arg(target, "target")._c))

@@ -12,6 +12,13 @@ from baregrad.nn import optim, state  # noqa: F401
 from baregrad.tensor import Tensor
 
 
+def _input(x, what: str = "input") -> Tensor:
+  """`x` when it is a Tensor; else a TypeError naming the layer and x's type (not an
+  AttributeError from inside the layer)."""
+  if not isinstance(x, Tensor): raise TypeError(f"[{op_name()}] {what} must be a Tensor, got {type(x).__name__}")
+  return x
+
+
 def _param(t: Tensor) -> Tensor:
   """A layer parameter: it requires grad, as torch's and the C++ layers' (tensor/nn.h) do."""
   return t.requires_grad_(True)
@@ -36,6 +43,7 @@ class BatchNorm:
     return batch_mean, (y * y).mean(axis=reduce_axes)
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     if x.ndim < 2 or (self.weight is not None and x.shape[1] != self.weight.shape[0]):
       raise ValueError(f"[{op_name()}] input of shape {x.shape} for a BatchNorm of {self.weight.shape[0] if self.weight is not None else '?'} features")
     batch_mean, batch_var = self.calc_stats(x)
@@ -70,6 +78,7 @@ class Conv2d:
     self.bias: Tensor | None = _param(Tensor.uniform(out_channels, low=-scale, high=scale)) if bias else None
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     return x.conv2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding)
 
 
@@ -87,6 +96,7 @@ class ConvTranspose2d(Conv2d):
     self.output_padding = output_padding
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     return x.conv_transpose2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding, self.output_padding)
 
 
@@ -97,7 +107,7 @@ class Linear:
     self.weight = _param(Tensor.uniform(out_features, in_features, low=-bound, high=bound))
     self.bias = _param(Tensor.uniform(out_features, low=-bound, high=bound)) if bias else None
 
-  def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.transpose(), self.bias)
+  def __call__(self, x: Tensor) -> Tensor: return _input(x).linear(self.weight.transpose(), self.bias)
 
 
 class GroupNorm:
@@ -108,6 +118,7 @@ class GroupNorm:
     self.bias: Tensor | None = _param(Tensor.zeros(num_channels)) if affine else None
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
     if self.weight is None or self.bias is None: return x
     return x * self.weight.reshape(1, -1, *[1] * (x.ndim - 2)) + self.bias.reshape(1, -1, *[1] * (x.ndim - 2))
@@ -120,6 +131,7 @@ class InstanceNorm:
     self.bias: Tensor | None = _param(Tensor.zeros(num_features)) if affine else None
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     x = x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape)
     if self.weight is None or self.bias is None: return x
     return x * self.weight.reshape(1, -1, *[1] * (x.ndim - 2)) + self.bias.reshape(1, -1, *[1] * (x.ndim - 2))
@@ -133,6 +145,7 @@ class LayerNorm:
     self.bias: Tensor | None = _param(Tensor.zeros(*self.normalized_shape)) if elementwise_affine else None
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     if self.normalized_shape != x.shape[-len(self.normalized_shape):]:
       raise ValueError(f"[{op_name()}] last dimensions of {x.shape} must match {self.normalized_shape}")
     x = x.layernorm(eps=self.eps, axis=self.axis)
@@ -141,7 +154,7 @@ class LayerNorm:
 
 
 class LayerNorm2d(LayerNorm):
-  def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+  def __call__(self, x: Tensor) -> Tensor: return super().__call__(_input(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
 class RMSNorm:
@@ -152,6 +165,7 @@ class RMSNorm:
   def _norm(self, x: Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
 
   def __call__(self, x: Tensor) -> Tensor:
+    x = _input(x)
     x = self._norm(x.float()).cast(x.dtype)
     return x if self.weight is None else x * self.weight
 
@@ -162,6 +176,7 @@ class Embedding:
     self.vocab_sz, self.embed_sz, self.weight = vocab_size, embed_size, _param(Tensor.glorot_uniform(vocab_size, embed_size))
 
   def __call__(self, idx: Tensor) -> Tensor:
+    idx = _input(idx)
     if not dtypes.is_int(idx.dtype): raise TypeError(f"[{op_name()}] indices of dtype {idx.dtype}: they must be integers")
     big_shp = idx.shape + (self.vocab_sz, self.embed_sz)
     arange = Tensor.arange(self.vocab_sz, device=self.weight.device).unsqueeze(-1).expand(big_shp)
@@ -178,6 +193,7 @@ class LSTMCell:
     self.bias_hh: Tensor | None = _param(Tensor.zeros(hidden_size * 4)) if bias else None
 
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    x = _input(x)
     if hc is None: hc = (Tensor.zeros(x.size(0), self.weight_hh.size(1), dtype=x.dtype, device=x.device),) * 2
     gates = x.linear(self.weight_ih.T, self.bias_ih) + hc[0].linear(self.weight_hh.T, self.bias_hh)
     i, f, g, o = gates.chunk(4, dim=1)

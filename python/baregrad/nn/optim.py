@@ -29,7 +29,11 @@ class Optimizer:
   """The parameters are the tensors that require grad (None becomes True, as tinygrad); the
   others are buffers, realized by step()."""
   def __init__(self, params: list[Tensor], lr: float):
+    if isinstance(params, Tensor) or not hasattr(params, "__iter__"):
+      raise TypeError(f"[{op_name()}] params must be a list of Tensors, got {type(params).__name__}")
     params = list(params)
+    for i, x in enumerate(params):
+      if not isinstance(x, Tensor): raise TypeError(f"[{op_name()}] params must be Tensors, got {type(x).__name__} at index {i}")
     for x in params:
       if x.requires_grad is None: x.requires_grad_(True)
     self.params: list[Tensor] = _dedup([x for x in params if x.requires_grad])
@@ -71,6 +75,8 @@ class Optimizer:
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped together."""
   def __init__(self, *optimizers: Optimizer):  # pylint: disable=super-init-not-called
+    for i, o in enumerate(optimizers):
+      if not isinstance(o, Optimizer): raise TypeError(f"[{op_name()}] optimizers must be Optimizers, got {type(o).__name__} at index {i}")
     self.optimizers = optimizers
     self.params = [p for o in optimizers for p in o.params]
     self.buffers = [b for o in optimizers for b in o.buffers]

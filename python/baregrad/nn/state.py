@@ -3,24 +3,28 @@ from __future__ import annotations
 
 import pathlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import _baregrad as _C
 from baregrad.tensor import Tensor
 
 
-def get_state_dict(obj, prefix: str = "", tensor_type=Tensor) -> dict[str, Tensor]:
+def get_state_dict(obj, prefix: str = "", tensor_type=Tensor, _path: frozenset = frozenset()) -> dict[str, Tensor]:
   """Every tensor reachable from `obj` through attributes, lists, tuples and dicts, named by
-  its dotted path ("l1.weight", "layers.0.bias")."""
+  its dotted path ("l1.weight", "layers.0.bias"). An object that contains itself is walked once
+  on each path (a cycle ends there)."""
   if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
-  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)  # namedtuple
-  if isinstance(obj, OrderedDict): return get_state_dict(dict(obj), prefix, tensor_type)
-  if hasattr(obj, "__dict__"): return get_state_dict(obj.__dict__, prefix, tensor_type)
+  if id(obj) in _path: return {}
+  _path = _path | {id(obj)}
+  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type, _path)  # namedtuple
+  if isinstance(obj, OrderedDict): return get_state_dict(dict(obj), prefix, tensor_type, _path)
+  if hasattr(obj, "__dict__"): return get_state_dict(obj.__dict__, prefix, tensor_type, _path)
   state_dict: dict[str, Tensor] = {}
   if isinstance(obj, (list, tuple)):
-    for i, x in enumerate(obj): state_dict.update(get_state_dict(x, f"{prefix}{i}.", tensor_type))
+    for i, x in enumerate(obj): state_dict.update(get_state_dict(x, f"{prefix}{i}.", tensor_type, _path))
   elif isinstance(obj, dict):
-    for k, v in obj.items(): state_dict.update(get_state_dict(v, f"{prefix}{k}.", tensor_type))
+    for k, v in obj.items(): state_dict.update(get_state_dict(v, f"{prefix}{k}.", tensor_type, _path))
   return state_dict
 
 
@@ -35,13 +39,18 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
   """Assigns state_dict[name] into each tensor of get_state_dict(model), in place (optimizers
   holding them see the new values). KeyError for a missing key when strict, ValueError for a
   shape mismatch; values are moved to the tensor's device and cast to its dtype."""
+  if not isinstance(state_dict, Mapping):
+    raise TypeError(f"[load_state_dict] state_dict must be a dict of Tensors, got {type(state_dict).__name__}")
   entries, loaded, ret = [], {}, []
   for k, v in get_state_dict(model).items():
     if k not in state_dict:
       if strict: raise KeyError(f"[load_state_dict] missing key {k!r} in state_dict")
       continue
     src = state_dict[k]
-    if not isinstance(src, Tensor): src = Tensor(src)
+    if not isinstance(src, Tensor):
+      try: src = Tensor(src)
+      except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"[load_state_dict] '{k}' must be a Tensor (or array-like), got {type(src).__name__}") from e
     if v.shape != src.shape:
       if {(), (1,)} == {src.shape, v.shape}: src = src.reshape(v.shape)
       else: raise ValueError(f"[load_state_dict] '{k}' is {v.shape} in the model but {src.shape} in the state dict")
@@ -57,6 +66,12 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
 
 def safe_save(tensors: dict[str, Tensor], fn: str | pathlib.Path, metadata: dict[str, Any] | None = None):
   """Writes `tensors` to a .safetensors file (atomically); metadata values become strings."""
+  if not isinstance(tensors, Mapping): raise TypeError(f"[safe_save] tensors must be a dict of Tensors, got {type(tensors).__name__}")
+  for k, v in tensors.items():
+    if not isinstance(k, str): raise TypeError(f"[safe_save] tensor names must be str, got {type(k).__name__} {k!r}")
+    if not isinstance(v, Tensor): raise TypeError(f"[safe_save] {k!r} must be a Tensor, got {type(v).__name__}")
+  if metadata is not None and not isinstance(metadata, Mapping):
+    raise TypeError(f"[safe_save] metadata must be a dict, got {type(metadata).__name__}")
   meta = {str(k): str(v) for k, v in (metadata or {}).items()}
   _C.safe_save({k: v._c for k, v in tensors.items()}, str(fn), meta)
 
