@@ -1,6 +1,7 @@
 // Elementwise ops composed from the primitive ALU ops of tensor.cc (tinygrad's names and
 // semantics): sign, abs, pow, clamp, lerp, comparisons, logic and activations. Autograd covers
 // them without backward rules of their own.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -65,6 +66,11 @@ Tensor Tensor::pow(const Tensor& exponent) const {
 }
 
 Tensor Tensor::clamp(double lo, double hi) const {
+  if (dtypes::is_int(dtype())) {  // a bound outside the int range would wrap as a constant
+    double dmin = compiler::dtypes::min_value(dtype()), dmax = compiler::dtypes::max_value(dtype());
+    if (lo == std::trunc(lo)) lo = std::clamp(lo, dmin, dmax);
+    if (hi == std::trunc(hi)) hi = std::clamp(hi, dmin, dmax);
+  }
   return maximum(scalar_like(lo)).minimum(scalar_like(hi));
 }
 
@@ -133,8 +139,14 @@ Tensor Tensor::selu() const {
   Tensor x = as_float(*this);
   return where(x.lt(x.scalar_like(0)), (x.exp() - 1.0) * kAlpha, x) * kScale;
 }
-Tensor Tensor::hardswish() const { return *this * (*this + 3.0).relu6() * (1.0 / 6); }
-Tensor Tensor::relu6() const { return relu() - (*this - 6.0).relu(); }
+Tensor Tensor::hardswish() const {
+  Tensor x = as_float(*this);
+  return x * (x + 3.0).relu6() * (1.0 / 6);
+}
+Tensor Tensor::relu6() const {
+  if (!dtypes::is_float(dtype())) return clamp(0, 6);  // x - 6 would wrap
+  return relu() - (*this - 6.0).relu();
+}
 Tensor Tensor::hardtanh(double lo, double hi) const { return clamp(lo, hi); }
 
 }  // namespace baregrad::tensor

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
+from baregrad.dtype import dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import op_name
 
 _CONST = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -208,6 +208,9 @@ class ElementwiseMixin:
   # ---- math ----------------------------------------------------------------------------------
 
   def _u(self, name: str, *args): return self._wrap(getattr(self._c, name)(*args))
+  def _float(self):
+    """This tensor in a float dtype: composites of float math on bool or int inputs would wrap."""
+    return self.cast(least_upper_float(self.dtype))
   def log(self): return self._u("log")
   def log2(self): return self._u("log2")
   def exp(self): return self._u("exp")
@@ -228,17 +231,18 @@ class ElementwiseMixin:
   def isnan(self): return self._u("isnan")
   def isinf(self, detect_positive: bool = True, detect_negative: bool = True): return self._u("isinf", detect_positive, detect_negative)
   def isfinite(self): return self._u("isfinite")
-  def sinh(self): return (self.exp() - self.neg().exp()) / 2
-  def cosh(self): return (self.exp() + self.neg().exp()) / 2
-  def atanh(self): return ((1 + self) / (1 - self)).log() / 2
-  def asinh(self): return (self.abs() + (self.square() + 1).sqrt()).log() * self.sign()
-  def acosh(self): return (self + (self.square() - 1).sqrt()).log()
+  def sinh(self): x = self._float(); return (x.exp() - x.neg().exp()) / 2
+  def cosh(self): x = self._float(); return (x.exp() + x.neg().exp()) / 2
+  def atanh(self): x = self._float(); return ((1 + x) / (1 - x)).log() / 2
+  def asinh(self): x = self._float(); return (x.abs() + (x.square() + 1).sqrt()).log() * x.sign()
+  def acosh(self): x = self._float(); return (x + (x.square() - 1).sqrt()).log()
 
   def erf(self):
     """Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)."""
-    t = 1.0 / (1.0 + 0.3275911 * self.abs())
+    x = self._float()
+    t = 1.0 / (1.0 + 0.3275911 * x.abs())
     poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
-    return self.sign() * (1.0 - poly * (-self.square()).exp())
+    return x.sign() * (1.0 - poly * (-x.square()).exp())
 
   def clamp(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError(f"[clamp] needs min_, max_ or both")
@@ -253,19 +257,21 @@ class ElementwiseMixin:
     return self + (end - self) * weight
 
   def copysign(self, other):
-    other = self._broadcasted(other)[1]
-    return (other < 0).where(-self.abs(), self.abs())
+    x = self._float()
+    other = x._broadcasted(other)[1]
+    return (other < 0).where(-x.abs(), x.abs())
 
   def logaddexp(self, other):
-    m = self.maximum(other)
-    return ((self - m).exp() + (self._broadcasted(other)[1] - m).exp()).log() + m
+    x = self._float()
+    m = x.maximum(other)
+    return ((x - m).exp() + (x._broadcasted(other)[1] - m).exp()).log() + m
 
   # ---- activations ---------------------------------------------------------------------------
 
   def relu(self): return self._u("relu")
   def relu6(self): return self._u("relu6")
   def sigmoid(self): return self._u("sigmoid")
-  def logsigmoid(self): return -(-self).softplus()
+  def logsigmoid(self): return -(-self._float()).softplus()
   def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5): return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
   def tanh(self): return self._u("tanh")
   def gelu(self): return self._u("gelu")
@@ -274,7 +280,7 @@ class ElementwiseMixin:
   def swish(self): return self.silu()
   def mish(self): return self._u("mish")
   def hardswish(self): return self._u("hardswish")
-  def softsign(self): return self / (1 + self.abs())
+  def softsign(self): x = self._float(); return x / (1 + x.abs())
   def leaky_relu(self, neg_slope: float = 0.01): return self._u("leaky_relu", float(neg_slope))
   def softplus(self, beta: float = 1.0): return self._u("softplus", float(beta))
   def elu(self, alpha: float = 1.0): return self._u("elu", float(alpha))
