@@ -6,16 +6,22 @@ import math
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import dtypes, least_upper_dtype, least_upper_float, to_dtype
+from baregrad.dtype import _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import op_name
 
 _CONST = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def _scalar_dtype(x_dtype, y):
+def _scalar_dtype(x_dtype, y, widen: bool = False):
   """The dtype a Python scalar `y` takes against a tensor of `x_dtype` (tinygrad's rule): floats
-  keep the tensor's float dtype, ints keep its int dtype, anything else gets the scalar's own."""
-  if dtypes.is_float(x_dtype) or (dtypes.is_int(x_dtype) and isinstance(y, (int, np.integer))): return x_dtype
+  keep the tensor's float dtype, ints keep its int dtype, anything else gets the scalar's own.
+  An int outside the int dtype's range raises (torch), or with `widen` (comparisons, true
+  division: results that keep no int dtype) gets its own wider dtype; it never wraps."""
+  if dtypes.is_float(x_dtype): return x_dtype
+  if dtypes.is_int(x_dtype) and isinstance(y, (int, np.integer)):
+    if _fits(y, x_dtype): return x_dtype
+    if widen and not isinstance(y, bool): return dtypes.from_py(int(y))
+    raise ValueError(f"[{op_name()}] {y} cannot be converted to {x_dtype} without overflow: cast the tensor to a wider dtype first")
   return dtypes.from_py(y)
 
 
@@ -32,16 +38,17 @@ class ElementwiseMixin:
     if isinstance(y, (list, tuple, np.ndarray)): return type(self)(y, device=self.device)
     raise TypeError(f"[{op_name()}] unsupported operand of type {type(y).__name__} for a Tensor")
 
-  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True):
+  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True, widen: bool = False):
     """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
-    x, y = self, self._to_tensor(y)
+    if widen and isinstance(y, np.generic): y = y.item()
+    x, y = self, self._to_tensor(y, _scalar_dtype(self.dtype, y, True) if widen and isinstance(y, _CONST) else None)
     if match_dtype and x.dtype != y.dtype:
       out = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(out), y.cast(out)
     return (y, x) if reverse else (x, y)
 
-  def _binary(self, name: str, y, reverse: bool = False):
-    a, b = self._broadcasted(y, reverse)
+  def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
+    a, b = self._broadcasted(y, reverse, widen=widen)
     return self._wrap(getattr(a._c, name)(b._c))
 
   # ---- arithmetic ----------------------------------------------------------------------------
@@ -52,7 +59,7 @@ class ElementwiseMixin:
 
   def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
     """True division (ints give float32); rounding_mode "trunc" or "floor" rounds the quotient."""
-    a, b = self._broadcasted(x, reverse)
+    a, b = self._broadcasted(x, reverse, widen=rounding_mode is None)
     if rounding_mode is None: return self._wrap(a._c.div(b._c))
     if rounding_mode == "floor":
       if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).floor()
@@ -77,7 +84,9 @@ class ElementwiseMixin:
     if not reverse and isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
       if isinstance(x, (int, np.integer)) and x < 0 and not dtypes.is_float(self.dtype):
         raise RuntimeError(f"[pow] {self.dtype} ** {x}: an integer tensor has no negative integer powers")
-      base = self.cast(least_upper_dtype(self.dtype, _scalar_dtype(self.dtype, x)))
+      # the exponent is no operand of the tensor's dtype: an int one of any size keeps it
+      sd = self.dtype if dtypes.is_int(self.dtype) and isinstance(x, (int, np.integer)) else _scalar_dtype(self.dtype, x)
+      base = self.cast(least_upper_dtype(self.dtype, sd))
       return self._wrap(base._c.pow_scalar(float(x)))
     return self._binary("pow", x, reverse)
 
@@ -98,12 +107,12 @@ class ElementwiseMixin:
 
   # ---- comparisons (bool results) ------------------------------------------------------------
 
-  def __lt__(self, x): return self._binary("lt", x)
-  def __gt__(self, x): return self._binary("gt", x)
-  def __le__(self, x): return self._binary("le", x)
-  def __ge__(self, x): return self._binary("ge", x)
-  def eq(self, x): return self._binary("eq", x)
-  def ne(self, x): return self._binary("ne", x)
+  def __lt__(self, x): return self._binary("lt", x, widen=True)
+  def __gt__(self, x): return self._binary("gt", x, widen=True)
+  def __le__(self, x): return self._binary("le", x, widen=True)
+  def __ge__(self, x): return self._binary("ge", x, widen=True)
+  def eq(self, x): return self._binary("eq", x, widen=True)
+  def ne(self, x): return self._binary("ne", x, widen=True)
   def __eq__(self, x): return self.eq(x)  # type: ignore[override]
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
