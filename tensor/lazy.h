@@ -67,6 +67,8 @@ struct LazyBase {
   // Set when assign() wrote new contents into `realized`: this base's old value is gone, and
   // reading it throws instead of silently seeing the new one.
   bool overwritten = false;
+  // Bumped when setitem writes into `realized` in place (all views of this base see it).
+  uint64_t version = 0;
   // Tensor::contiguous(): always a kernel output, never fused into its readers.
   bool force_kernel = false;
 

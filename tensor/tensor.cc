@@ -206,7 +206,10 @@ Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& paren
     return t;
   auto node = std::make_shared<GradNode>();
   node->op = op;
-  for (auto& p : parents) node->parents.push_back(p.impl_);
+  for (auto& p : parents) {
+    node->parents.push_back(p.impl_);
+    node->parent_bases.emplace_back(p.impl_->lazy.base, p.impl_->lazy.base->version);
+  }
   node->backward = std::move(fn);
   t.impl_->requires_grad = true;
   t.impl_->node = std::move(node);
