@@ -212,7 +212,8 @@ class MovementMixin:
   def __getitem__(self, indices): return self._wrap(self._c.getitem(self._index_items(indices)))
 
   def __setitem__(self, indices, v):
-    """Writes `v` (broadcast) into the selected elements of this tensor's buffer (assign)."""
+    """Writes `v` (broadcast) into the selected elements of this tensor's buffer: views of the
+    same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad."""
     Tensor = type(self)
     if not isinstance(v, Tensor):
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
@@ -223,7 +224,7 @@ class MovementMixin:
     v = v.cast(self.dtype)._broadcast_to(sel.shape)
     if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
-    if new is not None: self.assign(new)
+    if new is not None: self._c.write_view(new._c)  # into the buffer every view of it shares
 
   def _scatter_setitem(self, items, v):
     """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
