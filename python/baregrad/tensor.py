@@ -6,6 +6,7 @@ movement, reduction and nn methods live in the mixins of baregrad/mixin/.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, ClassVar
 
@@ -98,6 +99,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     # Integers go through int64 (wrapping into narrower dtypes as a cast), floats through float64.
     raw = np.array(data)
     if raw.dtype == object: raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged or mixed list {data!r}")
+    if raw.dtype == np.float64 and dtypes.is_unsigned(dtype) and raw.size and raw.min() >= 0:
+      # numpy makes [0, 2**64-1] float64, which rounds the large one: read the ints exactly
+      with contextlib.suppress(OverflowError, TypeError): raw = np.array(data, dtype=np.uint64)
     if dtypes.is_int(dtype) and raw.size and raw.dtype.kind in "iuf" and \
        not (np.isfinite(raw).all() and _fits(raw.min(), dtype) and _fits(raw.max(), dtype)):
       raise ValueError(f"[{op_name()}] values {raw.min()} .. {raw.max()} cannot be converted to {dtype} without overflow")

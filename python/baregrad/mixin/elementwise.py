@@ -255,6 +255,9 @@ class ElementwiseMixin:
 
   def clamp(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError(f"[clamp] needs min_, max_ or both")
+    if dtypes.is_int(self.dtype):  # an int bound beyond the dtype's range binds nothing
+      if isinstance(min_, int) and min_ < dtypes.min(self.dtype): min_ = dtypes.min(self.dtype)
+      if isinstance(max_, int) and max_ > dtypes.max(self.dtype): max_ = dtypes.max(self.dtype)
     ret = self.maximum(min_) if min_ is not None else self
     return ret.minimum(max_) if max_ is not None else ret
 
