@@ -144,12 +144,14 @@ void Tensor::write_view(const Tensor& value, const char* op) {
                  " (padded, broadcast or a reshape of a permuted view) into its base of "
                  "shape " +
                  shape_str(base->shape) + ": make a .contiguous() copy first");
-  if (auto* capture = detail::jit_capture())
-    capture->reject(std::string(op) + " on a view of shape " + shape_str(shape()) +
-                    " (a replay could not update it)");
   if (numel() == 0) return;
-  if (!base->realized)
+  if (!base->realized) {
+    // A buffer made now would be another one at every replay.
+    if (auto* capture = detail::jit_capture())
+      capture->reject(std::string(op) + " on a view of shape " + shape_str(shape()) +
+                      " whose base is not a realized buffer (a replay could not update it)");
     run_schedule(create_schedule({Lazy{base, ShapeTracker::contiguous(base->shape)}}));
+  }
   // The value may read the base at other elements than it writes: compute it aside, unless it
   // reads the whole buffer only element for element.
   Lazy v = value.lazy();
