@@ -5,7 +5,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes
-from baregrad.helpers import argfix, make_tuple, prod, op_name
+from baregrad.helpers import argfix, fully_flatten, make_tuple, prod, op_name
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -179,8 +179,7 @@ class MovementMixin:
     if not isinstance(indices, (tuple, list)): indices = [indices]
     items, hosts = [], []
     for i in indices:
-      hosts.append(np.asarray(i) if isinstance(i, (list, tuple, np.ndarray)) else
-                   i.numpy() if check_tensors and isinstance(i, type(self)) else None)
+      hosts.append(i.numpy() if check_tensors and isinstance(i, type(self)) else None)
       if isinstance(i, (bool, np.bool_)): raise IndexError(f"[{op_name()}] bool (mask) indexing is not supported")
       if isinstance(i, (int, np.integer)): items.append(int(i))
       elif i is None or i is Ellipsis: items.append(i)
@@ -193,6 +192,7 @@ class MovementMixin:
         t = type(self)(i, device=self.device)
         if not dtypes.is_int(t.dtype): raise IndexError(f"[{op_name()}] an index tensor of dtype {t.dtype}: indices must be integers")
         items.append(t._c)
+        if isinstance(i, np.ndarray) or all(isinstance(x, (int, np.integer)) for x in fully_flatten(i)): hosts[-1] = np.asarray(i)
       else: raise IndexError(f"[{op_name()}] {type(i).__name__} indexing is not supported")
     self._check_index_bounds(items, hosts)
     return items
