@@ -139,6 +139,10 @@ void Tensor::write_view(const Tensor& value, const char* op) {
     base->overwritten = true;
     return;
   }
+  if (base->overwritten)
+    fail(op, "a view of shape " + shape_str(shape()) +
+                 " of a buffer that assign() has overwritten since the view was taken: take the "
+                 "view again from the assigned tensor");
   if (!writes_distinct(lazy().st))
     fail(op, "cannot write through this view of shape " + shape_str(shape()) +
                  " (padded, broadcast or a reshape of a permuted view) into its base of "

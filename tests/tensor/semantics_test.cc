@@ -121,6 +121,14 @@ TEST(Semantics, WriteThroughUnwritableViewsThrows) {
   EXPECT_EQ(b.to_vector(), (Vec{1, 2}));
 }
 
+TEST(Semantics, WriteThroughAViewOfAnAssignedBufferThrows) {
+  Tensor b = Tensor::from_data({1, 2}, {2});
+  Tensor v = b.flip({0});
+  b.assign(Tensor::from_data({3, 4}, {2}));  // a whole buffer: b gets a new base in place
+  expect_error([&] { v.write_view(Tensor::zeros({2})); }, "assign() has overwritten");
+  EXPECT_EQ(b.to_vector(), (Vec{3, 4}));
+}
+
 TEST(Semantics, OtherViewsOfAReplacedConstantThrowWhenRead) {
   Tensor z = Tensor::zeros({2, 3});
   Tensor t = z.transpose();
