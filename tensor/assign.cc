@@ -1,10 +1,13 @@
 // Tensor::assign: in-place updates of realized buffers, with realize-before-overwrite.
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "base/error.h"
+#include "compiler/view_ops.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
 #include "tensor/tensor.h"
@@ -90,12 +93,88 @@ std::unordered_set<const DeviceBuffer*> buffers_read(const Lazy& v) {
   return out;
 }
 
+// True when `st` maps distinct indices to distinct elements inside its base: one view, no mask
+// (padding), no broadcast dims, and strides that do not make dims overlap.
+bool writes_distinct(const ShapeTracker& st) {
+  ShapeTracker s = compiler::simplify(st);
+  if (s.views.size() != 1 || s.views[0].mask) return false;
+  const compiler::View& v = s.views[0];
+  std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, size
+  for (size_t i = 0; i < v.shape.size(); i++) {
+    if (v.shape[i] <= 1) continue;
+    if (v.strides[i] == 0) return false;
+    dims.push_back({std::abs(v.strides[i]), v.shape[i]});
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < dims.size(); i++)
+    if (dims[i].first < dims[i - 1].first * dims[i - 1].second) return false;
+  return true;
+}
+
 bool is_whole_buffer(const Lazy& l) {
   return l.is_base_view() && l.base->realized && !l.base->overwritten;
 }
 }  // namespace
 
-void Tensor::assign(const Tensor& value) { assign_all({{*this, value}}); }
+void Tensor::assign(const Tensor& value) {
+  // A view of another tensor's buffer (t[1:] += 1) writes into it, as setitem does.
+  if (!lazy().is_base_view() && lazy().base->kind != LazyKind::kConst)
+    return write_view(value, "assign");
+  assign_all({{*this, value}});
+}
+
+void Tensor::write_view(const Tensor& value, const char* op) {
+  if (value.shape() != shape() || value.dtype() != dtype())
+    fail(op, "value of shape " + shape_str(value.shape()) + " " + value.dtype().name() +
+                 " for a tensor of shape " + shape_str(shape()) + " " + dtype().name());
+  if (value.lazy().base->device != lazy().base->device)
+    fail(op, "value on " + value.lazy().base->device->name() + " for a tensor on " +
+                 lazy().base->device->name());
+  BasePtr base = lazy().base;
+  if (base->kind == LazyKind::kConst && !base->realized) {
+    // Lazy work reading the constant keeps its old value; other views of it throw when read.
+    std::vector<Lazy> pending = pending_readers({base.get()}, ancestors({value.lazy()}));
+    if (!pending.empty()) run_schedule(create_schedule(pending));
+    assign_all({{*this, value}});
+    base->overwritten = true;
+    return;
+  }
+  if (base->overwritten)
+    fail(op, "a view of shape " + shape_str(shape()) +
+                 " of a buffer that assign() has overwritten since the view was taken: take the "
+                 "view again from the assigned tensor");
+  if (!writes_distinct(lazy().st))
+    fail(op, "cannot write through this view of shape " + shape_str(shape()) +
+                 " (padded, broadcast or a reshape of a permuted view) into its base of "
+                 "shape " +
+                 shape_str(base->shape) + ": make a .contiguous() copy first");
+  if (numel() == 0) return;
+  if (!base->realized) {
+    // A buffer made now would be another one at every replay.
+    if (auto* capture = detail::jit_capture())
+      capture->reject(std::string(op) + " on a view of shape " + shape_str(shape()) +
+                      " whose base is not a realized buffer (a replay could not update it)");
+    run_schedule(create_schedule({Lazy{base, ShapeTracker::contiguous(base->shape)}}));
+  }
+  // The value may read the base at other elements than it writes: compute it aside, unless it
+  // reads the whole buffer only element for element.
+  Lazy v = value.lazy();
+  std::vector<Lazy> targets;
+  bool in_place = lazy().is_base_view() && reads_in_place(v, base->realized.get());
+  if (!in_place) {
+    v = lazy_contiguous(v, v.dtype());
+    targets.push_back(v);
+  }
+  Lazy n = lazy_contiguous(v, v.dtype());
+  n.base->write_into = base->realized;
+  n.base->write_view = lazy().st;
+  std::vector<Lazy> readers = pending_readers({base.get()}, ancestors({n}));
+  readers.insert(readers.end(), targets.begin(), targets.end());
+  readers.push_back(n);
+  run_schedule(create_schedule(readers));
+  n.base->overwritten = true;  // its buffer is the base's, in the base's layout
+  base->version++;
+}
 
 void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
   struct Update {

@@ -36,6 +36,23 @@ std::optional<Tensor> Tensor::grad() const {
   return Tensor(impl_->grad);
 }
 
+namespace {
+// The inputs of `node` still hold the values its op used (see GradNode::parent_bases).
+void check_unchanged(const GradNode& node) {
+  for (size_t i = 0; i < node.parents.size(); i++) {
+    const Lazy& now = node.parents[i]->lazy;
+    const auto& [base, version] = node.parent_bases[i];
+    if (base.lock() == now.base && now.base->version == version) continue;
+    fail("backward", std::string("input ") + std::to_string(i) + " of " + node.op +
+                         " (a tensor of shape " + shape_str(now.shape()) + " " +
+                         now.dtype().name() + ") was modified by assign() or setitem after " +
+                         node.op +
+                         " used it, so its gradient cannot be computed; run the forward again "
+                         "after the update");
+  }
+}
+}  // namespace
+
 // Propagates `seed` (the gradient of `root`) back through the recorded graph. With `targets`,
 // returns their gradients (zeros when unreached); otherwise accumulates into leaves' grad().
 std::vector<Tensor> run_backward(const Tensor& root,
@@ -64,6 +81,7 @@ std::vector<Tensor> run_backward(const Tensor& root,
     TensorImpl* t = *it;
     auto g = grads.find(t);
     if (!t->node || g == grads.end()) continue;
+    check_unchanged(*t->node);
     std::vector<std::optional<Tensor>> pg = t->node->backward(g->second);
     CHECK_EQ(pg.size(), t->node->parents.size()) << "backward of " << t->node->op;
     for (size_t i = 0; i < pg.size(); i++) {

@@ -21,6 +21,9 @@ struct GradNode {
   const char* op;
   std::vector<std::shared_ptr<TensorImpl>> parents;
   BackwardFn backward;
+  // Each parent's base and its version when the op ran: backward() refuses to run on values
+  // that assign() or setitem replaced or wrote since (torch's "modified by an inplace operation").
+  std::vector<std::pair<std::weak_ptr<LazyBase>, uint64_t>> parent_bases;
 };
 
 // What a Tensor value refers to; copies of a Tensor share it (and so share .grad).

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "compiler/uop.h"
@@ -61,12 +62,17 @@ struct LazyBase {
   std::shared_ptr<runtime::Device> device;
   // An in-place update: this base's kernel writes into this existing buffer (Tensor::assign).
   std::shared_ptr<DeviceBuffer> write_into;
+  // With write_into: where this base's elements go in that buffer (Tensor::write_view); the
+  // buffer's own layout when unset.
+  std::optional<ShapeTracker> write_view;
   // The bases built on this one (pruned of dead ones as it grows); assign() finds the lazy work
   // still reading a buffer through them and realizes it before the buffer is overwritten.
   std::vector<std::weak_ptr<LazyBase>> readers;
   // Set when assign() wrote new contents into `realized`: this base's old value is gone, and
   // reading it throws instead of silently seeing the new one.
   bool overwritten = false;
+  // Bumped when setitem writes into `realized` in place (all views of this base see it).
+  uint64_t version = 0;
   // Tensor::contiguous(): always a kernel output, never fused into its readers.
   bool force_kernel = false;
 

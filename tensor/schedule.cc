@@ -219,7 +219,10 @@ class Scheduler {
   }
 
   UOpPtr build_expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
-    if (b->kind == LazyKind::kConst && !has_mask(st)) return UOp::cnst(b->dtype, b->value);
+    if (b->kind == LazyKind::kConst && !has_mask(st)) {
+      check_not_overwritten(*b);  // a constant that write_view replaced
+      return UOp::cnst(b->dtype, b->value);
+    }
     if (!pending(b) || (!top && outputs_.count(b))) {
       check_not_overwritten(*b);
       return compiler::load(global_of(k, b), st);
@@ -247,6 +250,10 @@ class Scheduler {
       st = compiler::reshape(st, reduces[0]->shape);
     check_iterations(out, reduces.empty() ? out->shape : reduces[0]->srcs[0].shape());
     UOpPtr value = expr(k, out, st, true);
+    if (out->write_view) {
+      CHECK(reduces.empty()) << "schedule: a write through a view fused a reduction";
+      st = *out->write_view;
+    }
     return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs)};
   }
 
@@ -264,6 +271,12 @@ class Scheduler {
   }
 
   static void check_not_overwritten(const LazyBase& b) {
+    if (b.overwritten && b.kind == LazyKind::kConst)
+      fail("realize", "a view of a constant tensor of shape " + shape_str(b.shape) + " " +
+                          b.dtype.name() +
+                          " (Tensor.full, zeros, ones) is read after setitem or assign changed "
+                          "another view of it; a constant has no storage to share: call "
+                          ".contiguous() on it before taking views");
     if (b.overwritten)
       fail("realize", "a tensor of shape " + shape_str(b.shape) + " " + b.dtype.name() +
                           " reads a buffer that assign() has overwritten since; realize it (or "

@@ -220,7 +220,10 @@ Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& paren
     return t;
   auto node = std::make_shared<GradNode>();
   node->op = op;
-  for (auto& p : parents) node->parents.push_back(p.impl_);
+  for (auto& p : parents) {
+    node->parents.push_back(p.impl_);
+    node->parent_bases.emplace_back(p.impl_->lazy.base, p.impl_->lazy.base->version);
+  }
   node->backward = std::move(fn);
   t.impl_->requires_grad = true;
   t.impl_->node = std::move(node);
@@ -279,7 +282,12 @@ Tensor Tensor::scalar_like(double v) const {
 }
 
 Tensor Tensor::operator+(const Tensor& o) const { return binary("add", Op::ADD, *this, o, {}); }
-Tensor Tensor::operator-(const Tensor& o) const { return binary("sub", Op::SUB, *this, o, {}); }
+Tensor Tensor::operator-(const Tensor& o) const {
+  if (dtypes::is_bool(dtype()) && dtypes::is_bool(o.dtype()))
+    fail("sub", "subtraction of two bool tensors is not supported: use ^ (bitwise_xor) instead",
+         ErrorKind::kType);
+  return binary("sub", Op::SUB, *this, o, {});
+}
 Tensor Tensor::operator*(const Tensor& o) const { return binary("mul", Op::MUL, *this, o, {}); }
 Tensor Tensor::operator/(const Tensor& o) const {
   DType t = compiler::least_upper_float(least_upper_dtype(dtype(), o.dtype()));
@@ -294,7 +302,10 @@ Tensor Tensor::operator-() const {
   return unary(Op::NEG);
 }
 Tensor Tensor::maximum(const Tensor& o) const { return binary("maximum", Op::MAX, *this, o, {}); }
-Tensor Tensor::minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
+Tensor Tensor::minimum(const Tensor& o) const {
+  DType t = least_upper_dtype(dtype(), o.dtype());
+  return order_inverse(order_inverse(cast(t)).maximum(order_inverse(o.cast(t))));
+}
 Tensor Tensor::lt(const Tensor& o) const {
   return binary("lt", Op::CMPLT, *this, o, dtypes::kBool);
 }

@@ -97,6 +97,7 @@ class Tensor {
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
   // The same values with no gradient history.
   Tensor detach() const { return Tensor(impl_->lazy); }
+  // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.
   // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
   // history, and realizes it. A tensor that is a whole realized buffer is updated in place
   // (the buffer keeps its address, which a TinyJit replay relies on); lazy work still reading
@@ -107,6 +108,12 @@ class Tensor {
   // an optimizer step, say) is realized in the same schedule; a tensor that aliases the buffer
   // without a kernel of its own (a detach() copy) throws if read afterwards.
   static void assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates);
+  // setitem's write: stores `value` (same shape and dtype) into the elements of the buffer this
+  // tensor views, realizing its base first, so every view of that base sees it (torch's and
+  // tinygrad's shared storage). Throws for views that cannot be written (padded, broadcast,
+  // multi-view reshapes). A view of a constant has no storage: it gets a new value (assign)
+  // and the other views of that constant throw when read.
+  void write_view(const Tensor& value, const char* op = "setitem");
   // Forgets the gradient backward() accumulated (optimizers' zero_grad).
   void clear_grad() { impl_->grad.reset(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }

@@ -1,6 +1,7 @@
 // Elementwise ops composed from the primitive ALU ops of tensor.cc (tinygrad's names and
 // semantics): sign, abs, pow, clamp, lerp, comparisons, logic and activations. Autograd covers
 // them without backward rules of their own.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -34,7 +35,13 @@ Tensor Tensor::pow(double e) const {
     return where(Tensor::full(shape(), 1, dtypes::kBool, device()), scalar_like(1), *this * 0.0);
   if (e > 1 << 30) return pow(const_like(*this, e, least_upper_float(dtype())));
   double whole = std::floor(e);
-  if (e - whole == 0.5) return pow(whole) * sqrt();
+  if (e - whole == 0.5) {
+    // IEEE pow, unlike sqrt, is +inf at -inf and +0 at -0 for these exponents.
+    Tensor r = pow(whole) * sqrt(), xd = detach();
+    Tensor zero = const_like(r, 0, r.dtype()), inf = const_like(r, INFINITY, r.dtype());
+    Tensor neg_zero = xd.eq(xd.scalar_like(0)).logical_and(xd.reciprocal().lt(xd.scalar_like(0)));
+    return where(xd.eq(xd.scalar_like(-INFINITY)), inf, where(neg_zero, zero, r));
+  }
   if (e != whole) return pow(const_like(*this, e, least_upper_float(dtype())));
   auto n = static_cast<int64_t>(e);
   Tensor half = pow(static_cast<double>(n / 2)).square();
@@ -53,11 +60,17 @@ Tensor Tensor::pow(const Tensor& exponent) const {
   Tensor small = where(big, const_like(ed, 0, f), ed);
   Tensor is_int = big.logical_or(small.eq(small.cast(dtypes::kInt64).cast(f)));
   Tensor half = small * 0.5;
-  Tensor odd = big.logical_not().logical_and(half.ne(half.cast(dtypes::kInt64).cast(f)));
-  Tensor neg = b.detach().lt(const_like(b, 0, f));
-  ret = where(neg.logical_and(odd), -ret, ret);
-  ret = where(neg.logical_and(is_int.logical_not()), const_like(ret, NAN, f), ret);
-  ret = where(ed.eq(const_like(ed, 0, f)), const_like(ret, 1, f), ret);  // x ** 0 = 1
+  Tensor odd =
+      is_int.logical_and(big.logical_not()).logical_and(half.ne(half.cast(dtypes::kInt64).cast(f)));
+  // IEEE pow: the sign bit of b (-0 included) flips odd powers; only finite b < 0 gives NaN
+  // for a non-integer e; 1 ** e = 1 and (-1) ** +-inf = 1 (for NaN e too); x ** 0 = 1.
+  Tensor bd = b.detach(), zero_f = const_like(bd, 0, f), one = const_like(ret, 1, f);
+  Tensor neg = bd.lt(zero_f), finite_neg = neg.logical_and(bd.isinf().logical_not());
+  Tensor sign_bit = neg.logical_or(bd.eq(zero_f).logical_and(bd.reciprocal().lt(zero_f)));
+  ret = where(sign_bit.logical_and(odd), -ret, ret);
+  ret = where(finite_neg.logical_and(is_int.logical_not()), const_like(ret, NAN, f), ret);
+  Tensor unit = bd.eq(const_like(bd, 1, f)).logical_or(bd.abs().eq(one).logical_and(ed.isinf()));
+  ret = where(unit.logical_or(ed.eq(const_like(ed, 0, f))), one, ret);
   if (!ints) return ret;
   // Back to int: round to nearest; |x| < 1 (int ** negative int) truncates to 0.
   Tensor zero = const_like(ret, 0, f);
@@ -65,6 +78,11 @@ Tensor Tensor::pow(const Tensor& exponent) const {
 }
 
 Tensor Tensor::clamp(double lo, double hi) const {
+  if (dtypes::is_int(dtype())) {  // a bound outside the int range would wrap as a constant
+    double dmin = compiler::dtypes::min_value(dtype()), dmax = compiler::dtypes::max_value(dtype());
+    if (lo == std::trunc(lo)) lo = std::clamp(lo, dmin, dmax);
+    if (hi == std::trunc(hi)) hi = std::clamp(hi, dmin, dmax);
+  }
   return maximum(scalar_like(lo)).minimum(scalar_like(hi));
 }
 
@@ -133,8 +151,14 @@ Tensor Tensor::selu() const {
   Tensor x = as_float(*this);
   return where(x.lt(x.scalar_like(0)), (x.exp() - 1.0) * kAlpha, x) * kScale;
 }
-Tensor Tensor::hardswish() const { return *this * (*this + 3.0).relu6() * (1.0 / 6); }
-Tensor Tensor::relu6() const { return relu() - (*this - 6.0).relu(); }
+Tensor Tensor::hardswish() const {
+  Tensor x = as_float(*this);
+  return x * (x + 3.0).relu6() * (1.0 / 6);
+}
+Tensor Tensor::relu6() const {
+  if (!dtypes::is_float(dtype())) return clamp(0, 6);  // x - 6 would wrap
+  return relu() - (*this - 6.0).relu();
+}
 Tensor Tensor::hardtanh(double lo, double hi) const { return clamp(lo, hi); }
 
 }  // namespace baregrad::tensor

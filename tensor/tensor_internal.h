@@ -50,6 +50,11 @@ std::vector<T> host_vector(std::string_view op, int64_t n) {
 
 // `t` in a float dtype (least_upper_float of its own): transcendental ops compute in it.
 inline Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_float(t.dtype())); }
+// An order-reversing bijection of t's dtype (tinygrad's _inverse): -x for floats, ~x for ints and
+// bools. Negation would wrap (-(-128) is -128 in int8, -x reverses nothing in uint8).
+inline Tensor order_inverse(const Tensor& t) {
+  return compiler::dtypes::is_float(t.dtype()) ? -t : t.bitwise_not();
+}
 
 // A scalar constant of dtype `dt` on `t`'s device.
 inline Tensor const_like(const Tensor& t, double v, DType dt) {

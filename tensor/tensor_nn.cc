@@ -16,11 +16,13 @@ namespace baregrad::tensor {
 // ---- softmax and losses ------------------------------------------------------------------------
 
 Tensor Tensor::softmax(int axis) const {
+  if (!dtypes::is_float(dtype())) return as_float(*this).softmax(axis);  // x - max would wrap
   Tensor e = (*this - max({axis}, true).detach()).exp();
   return e / e.sum({axis}, true);
 }
 
 Tensor Tensor::log_softmax(int axis) const {
+  if (!dtypes::is_float(dtype())) return as_float(*this).log_softmax(axis);
   Tensor shifted = *this - max({axis}, true).detach();
   return shifted - shifted.exp().sum({axis}, true).log();
 }

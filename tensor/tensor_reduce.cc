@@ -60,9 +60,7 @@ Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
 }
 
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  // bool has no negation: min is "all", i.e. not max of not.
-  if (dtypes::is_bool(dtype())) return logical_not().max(axes, keepdim).logical_not();
-  return -((-*this).max(axes, keepdim));
+  return order_inverse(order_inverse(*this).max(axes, keepdim));
 }
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
@@ -85,7 +83,9 @@ Tensor Tensor::argmax(std::optional<int> axis, bool keepdim) const {
   Shape col(ndim() - ax, 1);
   col[0] = n;
   Tensor rev = (-arange_on(*this, n) + static_cast<double>(n)).reshape(col);
+  // max propagates NaN and NaN equals nothing: then the first NaN is the hit (numpy, torch).
   Tensor hit = x.eq(x.max({ax}, true));
+  if (dtypes::is_float(dtype())) hit = hit.logical_or(x.ne(x));
   Tensor r = where(hit, rev, rev.scalar_like(0)).max({ax}, keepdim);
   return (-r + static_cast<double>(n)).cast(dtypes::kInt32);
 }
@@ -95,9 +95,7 @@ Tensor Tensor::argmin(std::optional<int> axis, bool keepdim) const {
   if (shape()[norm_axis("argmin", *axis, ndim())] == 0)
     fail("argmin", "axis " + std::to_string(*axis) + " of " + shape_str(shape()) + " is empty",
          ErrorKind::kValue);
-  if (dtypes::is_bool(dtype())) return logical_not().argmax(axis, keepdim);
-  if (dtypes::is_int(dtype())) return (-cast(dtypes::kInt64)).argmax(axis, keepdim);
-  return (-detach()).argmax(axis, keepdim);
+  return order_inverse(detach()).argmax(axis, keepdim);
 }
 
 Tensor Tensor::any(std::vector<int> axes, bool keepdim) const {

@@ -49,7 +49,7 @@ class dtypes:  # noqa: N801 (tinygrad's name)
     if isinstance(x, np.generic): return _from_np_dtype(x.dtype)
     if x.__class__ is float: return dtypes.default_float
     if x.__class__ is bool: return dtypes.bool
-    if x.__class__ is int: return dtypes.default_int
+    if x.__class__ is int: return _int_for(x)
     if isinstance(x, (list, tuple)): return max(dtypes.from_py(xi) for xi in x) if x else dtypes.default_float
     raise RuntimeError(f"[from_py] no dtype for {x!r} of type {type(x).__name__}")
 
@@ -149,6 +149,19 @@ _LATTICE = {
 @functools.cache
 def _parents(dtype: DType) -> frozenset:
   return frozenset({dtype}).union(*[_parents(d) for d in _LATTICE[dtype]])
+
+
+def _int_for(*xs: int) -> DType:
+  """The dtype of Python ints: default_int where all fit it, else int64, else uint64 (numpy's
+  choice for 2**63 .. 2**64-1); ValueError where even those cannot hold them all."""
+  for dt in (dtypes.default_int, dtypes.int64, dtypes.uint64):
+    if all(_fits(x, dt) for x in xs): return dt
+  raise ValueError(f"[{op_name()}] integers {min(xs)} .. {max(xs)} do not fit one of int64 or uint64")
+
+
+def _fits(x, dtype: DType) -> bool:
+  """Whether the number `x` is in the range of the int dtype `dtype` (always for other dtypes)."""
+  return not dtypes.is_int(dtype) or dtypes.min(dtype) <= x <= dtypes.max(dtype)
 
 
 @functools.cache

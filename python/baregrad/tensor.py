@@ -6,6 +6,7 @@ movement, reduction and nn methods live in the mixins of baregrad/mixin/.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.device import canonicalize_device
-from baregrad.dtype import DType, _from_np_dtype, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
+from baregrad.dtype import DType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import argfix, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.movement import MovementMixin
@@ -67,6 +68,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     """A 0-d C++ tensor holding `value` as `dtype` (ints beyond 2**53 stay exact)."""
     if isinstance(value, np.generic): value = value.item()
     value = dtypes.as_const(value, dtype)  # 3.7 as int32 is 3, 2 as bool is True
+    if not _fits(value, dtype):  # torch: "value cannot be converted to type int32 without overflow"
+      raise ValueError(f"[{op_name()}] {value} cannot be converted to {dtype} without overflow")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _EXACT_INT and dtypes.is_int(dtype):
       raw = np.array([value], dtype=np.uint64 if value > 0 else np.int64).astype(_to_np_dtype(dtype))
       return _C.Tensor.from_bytes(raw, [], dtype.key, device)
@@ -91,11 +94,17 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     if dtype is None:
       flat = fully_flatten(data)
       if flat and all(isinstance(x, (bool, np.bool_)) for x in flat): dtype = dtypes.bool
-      elif flat and all(isinstance(x, (int, np.integer)) for x in flat): dtype = dtypes.default_int
+      elif flat and all(isinstance(x, (int, np.integer)) for x in flat): dtype = _int_for(int(min(flat)), int(max(flat)))
       else: dtype = dtypes.default_float
     # Integers go through int64 (wrapping into narrower dtypes as a cast), floats through float64.
     raw = np.array(data)
     if raw.dtype == object: raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged or mixed list {data!r}")
+    if raw.dtype == np.float64 and dtypes.is_unsigned(dtype) and raw.size and raw.min() >= 0:
+      # numpy makes [0, 2**64-1] float64, which rounds the large one: read the ints exactly
+      with contextlib.suppress(OverflowError, TypeError): raw = np.array(data, dtype=np.uint64)
+    if dtypes.is_int(dtype) and raw.size and raw.dtype.kind in "iuf" and \
+       not (np.isfinite(raw).all() and _fits(raw.min(), dtype) and _fits(raw.max(), dtype)):
+      raise ValueError(f"[{op_name()}] values {raw.min()} .. {raw.max()} cannot be converted to {dtype} without overflow")
     if raw.dtype.kind in "iu" and dtypes.is_int(dtype) and not raw.dtype == np.uint64: raw = raw.astype(np.int64)
     if raw.dtype.kind in "US": raise TypeError(f"[{op_name()}] cannot make a Tensor of strings: {data!r}")
     return Tensor._from_numpy(raw, dtype, device)

@@ -101,6 +101,7 @@ void bind_tensor(py::module_& m) {
       .def("gradient", &Tensor::gradient)
       .def("detach", &Tensor::detach)
       .def("assign", &Tensor::assign)
+      .def("write_view", [](Tensor& t, const Tensor& v) { t.write_view(v); })
       .def_static("assign_all", &Tensor::assign_all)
       .def("realize", [](const Tensor& t) { t.realize(); })
       .def("contiguous", &Tensor::contiguous)

@@ -6,16 +6,22 @@ import math
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
+from baregrad.dtype import _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import op_name
 
 _CONST = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def _scalar_dtype(x_dtype, y):
+def _scalar_dtype(x_dtype, y, widen: bool = False):
   """The dtype a Python scalar `y` takes against a tensor of `x_dtype` (tinygrad's rule): floats
-  keep the tensor's float dtype, ints keep its int dtype, anything else gets the scalar's own."""
-  if dtypes.is_float(x_dtype) or (dtypes.is_int(x_dtype) and isinstance(y, (int, np.integer))): return x_dtype
+  keep the tensor's float dtype, ints keep its int dtype, anything else gets the scalar's own.
+  An int outside the int dtype's range raises (torch), or with `widen` (comparisons, true
+  division: results that keep no int dtype) gets its own wider dtype; it never wraps."""
+  if dtypes.is_float(x_dtype): return x_dtype
+  if dtypes.is_int(x_dtype) and isinstance(y, (int, np.integer)):
+    if _fits(y, x_dtype): return x_dtype
+    if widen and not isinstance(y, bool): return dtypes.from_py(int(y))
+    raise ValueError(f"[{op_name()}] {y} cannot be converted to {x_dtype} without overflow: cast the tensor to a wider dtype first")
   return dtypes.from_py(y)
 
 
@@ -32,16 +38,17 @@ class ElementwiseMixin:
     if isinstance(y, (list, tuple, np.ndarray)): return type(self)(y, device=self.device)
     raise TypeError(f"[{op_name()}] unsupported operand of type {type(y).__name__} for a Tensor")
 
-  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True):
+  def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True, widen: bool = False):
     """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
-    x, y = self, self._to_tensor(y)
+    if widen and isinstance(y, np.generic): y = y.item()
+    x, y = self, self._to_tensor(y, _scalar_dtype(self.dtype, y, True) if widen and isinstance(y, _CONST) else None)
     if match_dtype and x.dtype != y.dtype:
       out = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(out), y.cast(out)
     return (y, x) if reverse else (x, y)
 
-  def _binary(self, name: str, y, reverse: bool = False):
-    a, b = self._broadcasted(y, reverse)
+  def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
+    a, b = self._broadcasted(y, reverse, widen=widen)
     return self._wrap(getattr(a._c, name)(b._c))
 
   # ---- arithmetic ----------------------------------------------------------------------------
@@ -52,7 +59,7 @@ class ElementwiseMixin:
 
   def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
     """True division (ints give float32); rounding_mode "trunc" or "floor" rounds the quotient."""
-    a, b = self._broadcasted(x, reverse)
+    a, b = self._broadcasted(x, reverse, widen=rounding_mode is None)
     if rounding_mode is None: return self._wrap(a._c.div(b._c))
     if rounding_mode == "floor":
       if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).floor()
@@ -77,7 +84,9 @@ class ElementwiseMixin:
     if not reverse and isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
       if isinstance(x, (int, np.integer)) and x < 0 and not dtypes.is_float(self.dtype):
         raise RuntimeError(f"[pow] {self.dtype} ** {x}: an integer tensor has no negative integer powers")
-      base = self.cast(least_upper_dtype(self.dtype, _scalar_dtype(self.dtype, x)))
+      # the exponent is no operand of the tensor's dtype: an int one of any size keeps it
+      sd = self.dtype if dtypes.is_int(self.dtype) and isinstance(x, (int, np.integer)) else _scalar_dtype(self.dtype, x)
+      base = self.cast(least_upper_dtype(self.dtype, sd))
       return self._wrap(base._c.pow_scalar(float(x)))
     return self._binary("pow", x, reverse)
 
@@ -98,12 +107,12 @@ class ElementwiseMixin:
 
   # ---- comparisons (bool results) ------------------------------------------------------------
 
-  def __lt__(self, x): return self._binary("lt", x)
-  def __gt__(self, x): return self._binary("gt", x)
-  def __le__(self, x): return self._binary("le", x)
-  def __ge__(self, x): return self._binary("ge", x)
-  def eq(self, x): return self._binary("eq", x)
-  def ne(self, x): return self._binary("ne", x)
+  def __lt__(self, x): return self._binary("lt", x, widen=True)
+  def __gt__(self, x): return self._binary("gt", x, widen=True)
+  def __le__(self, x): return self._binary("le", x, widen=True)
+  def __ge__(self, x): return self._binary("ge", x, widen=True)
+  def eq(self, x): return self._binary("eq", x, widen=True)
+  def ne(self, x): return self._binary("ne", x, widen=True)
   def __eq__(self, x): return self.eq(x)  # type: ignore[override]
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
@@ -208,6 +217,9 @@ class ElementwiseMixin:
   # ---- math ----------------------------------------------------------------------------------
 
   def _u(self, name: str, *args): return self._wrap(getattr(self._c, name)(*args))
+  def _float(self):
+    """This tensor in a float dtype: composites of float math on bool or int inputs would wrap."""
+    return self.cast(least_upper_float(self.dtype))
   def log(self): return self._u("log")
   def log2(self): return self._u("log2")
   def exp(self): return self._u("exp")
@@ -228,20 +240,24 @@ class ElementwiseMixin:
   def isnan(self): return self._u("isnan")
   def isinf(self, detect_positive: bool = True, detect_negative: bool = True): return self._u("isinf", detect_positive, detect_negative)
   def isfinite(self): return self._u("isfinite")
-  def sinh(self): return (self.exp() - self.neg().exp()) / 2
-  def cosh(self): return (self.exp() + self.neg().exp()) / 2
-  def atanh(self): return ((1 + self) / (1 - self)).log() / 2
-  def asinh(self): return (self.abs() + (self.square() + 1).sqrt()).log() * self.sign()
-  def acosh(self): return (self + (self.square() - 1).sqrt()).log()
+  def sinh(self): x = self._float(); return (x.exp() - x.neg().exp()) / 2
+  def cosh(self): x = self._float(); return (x.exp() + x.neg().exp()) / 2
+  def atanh(self): x = self._float(); return ((1 + x) / (1 - x)).log() / 2
+  def asinh(self): x = self._float(); return (x.abs() + (x.square() + 1).sqrt()).log() * x.sign()
+  def acosh(self): x = self._float(); return (x + (x.square() - 1).sqrt()).log()
 
   def erf(self):
     """Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)."""
-    t = 1.0 / (1.0 + 0.3275911 * self.abs())
+    x = self._float()
+    t = 1.0 / (1.0 + 0.3275911 * x.abs())
     poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
-    return self.sign() * (1.0 - poly * (-self.square()).exp())
+    return x.sign() * (1.0 - poly * (-x.square()).exp())
 
   def clamp(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError(f"[clamp] needs min_, max_ or both")
+    if dtypes.is_int(self.dtype):  # an int bound beyond the dtype's range binds nothing
+      if isinstance(min_, int) and min_ < dtypes.min(self.dtype): min_ = dtypes.min(self.dtype)
+      if isinstance(max_, int) and max_ > dtypes.max(self.dtype): max_ = dtypes.max(self.dtype)
     ret = self.maximum(min_) if min_ is not None else self
     return ret.minimum(max_) if max_ is not None else ret
 
@@ -253,19 +269,21 @@ class ElementwiseMixin:
     return self + (end - self) * weight
 
   def copysign(self, other):
-    other = self._broadcasted(other)[1]
-    return (other < 0).where(-self.abs(), self.abs())
+    x = self._float()
+    other = x._broadcasted(other)[1]
+    return (other < 0).where(-x.abs(), x.abs())
 
   def logaddexp(self, other):
-    m = self.maximum(other)
-    return ((self - m).exp() + (self._broadcasted(other)[1] - m).exp()).log() + m
+    x = self._float()
+    m = x.maximum(other)
+    return ((x - m).exp() + (x._broadcasted(other)[1] - m).exp()).log() + m
 
   # ---- activations ---------------------------------------------------------------------------
 
   def relu(self): return self._u("relu")
   def relu6(self): return self._u("relu6")
   def sigmoid(self): return self._u("sigmoid")
-  def logsigmoid(self): return -(-self).softplus()
+  def logsigmoid(self): return -(-self._float()).softplus()
   def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5): return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
   def tanh(self): return self._u("tanh")
   def gelu(self): return self._u("gelu")
@@ -274,7 +292,7 @@ class ElementwiseMixin:
   def swish(self): return self.silu()
   def mish(self): return self._u("mish")
   def hardswish(self): return self._u("hardswish")
-  def softsign(self): return self / (1 + self.abs())
+  def softsign(self): x = self._float(); return x / (1 + x.abs())
   def leaky_relu(self, neg_slope: float = 0.01): return self._u("leaky_relu", float(neg_slope))
   def softplus(self, beta: float = 1.0): return self._u("softplus", float(beta))
   def elu(self, alpha: float = 1.0): return self._u("elu", float(alpha))

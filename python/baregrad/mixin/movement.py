@@ -5,7 +5,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes
-from baregrad.helpers import argfix, make_tuple, prod, op_name
+from baregrad.helpers import argfix, fully_flatten, make_tuple, prod, op_name
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -174,13 +174,16 @@ class MovementMixin:
 
   # ---- indexing ------------------------------------------------------------------------------
 
-  def _index_items(self, indices) -> list:
-    """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor)."""
+  def _index_items(self, indices, check_tensors: bool = False) -> list:
+    """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor).
+    Index lists and arrays are bounds-checked here (IndexError, as numpy and torch), Tensor
+    indices only with `check_tensors` (it reads them back): out of range, a gather gives 0."""
     if isinstance(indices, list) and indices and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in indices):
       indices = [indices]
     if not isinstance(indices, (tuple, list)): indices = [indices]
-    items = []
+    items, hosts = [], []
     for i in indices:
+      hosts.append(i.numpy() if check_tensors and isinstance(i, type(self)) else None)
       if isinstance(i, (bool, np.bool_)): raise IndexError(f"[{op_name()}] bool (mask) indexing is not supported")
       if isinstance(i, (int, np.integer)): items.append(int(i))
       elif i is None or i is Ellipsis: items.append(i)
@@ -193,24 +196,39 @@ class MovementMixin:
         t = type(self)(i, device=self.device)
         if not dtypes.is_int(t.dtype): raise IndexError(f"[{op_name()}] an index tensor of dtype {t.dtype}: indices must be integers")
         items.append(t._c)
+        if isinstance(i, np.ndarray) or all(isinstance(x, (int, np.integer)) for x in fully_flatten(i)): hosts[-1] = np.asarray(i)
       else: raise IndexError(f"[{op_name()}] {type(i).__name__} indexing is not supported")
+    self._check_index_bounds(items, hosts)
     return items
+
+  def _check_index_bounds(self, items, hosts):
+    real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    axis = 0
+    for i, host in zip(items, hosts):
+      if i is Ellipsis: axis += max(self.ndim - real, 0)
+      if i is None or i is Ellipsis: continue
+      if host is not None and host.size and axis < self.ndim:
+        n = self.shape[axis]
+        bad = host[(host < -n) | (host >= n)]
+        if bad.size: raise IndexError(f"[{op_name()}] index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
+      axis += 1
 
   def __getitem__(self, indices): return self._wrap(self._c.getitem(self._index_items(indices)))
 
   def __setitem__(self, indices, v):
-    """Writes `v` (broadcast) into the selected elements of this tensor's buffer (assign)."""
+    """Writes `v` (broadcast) into the selected elements of this tensor's buffer: views of the
+    same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad."""
     Tensor = type(self)
     if not isinstance(v, Tensor):
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
       v = Tensor(v, device=self.device, dtype=self.dtype)
     if self._c.requires_grad or v._c.requires_grad: raise NotImplementedError(f"[{op_name()}] setitem with requires_grad is not supported")
-    items = self._index_items(indices)
+    items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
     v = v.cast(self.dtype)._broadcast_to(sel.shape)
     if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
-    if new is not None: self.assign(new)
+    if new is not None: self._c.write_view(new._c)  # into the buffer every view of it shares
 
   def _scatter_setitem(self, items, v):
     """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
