@@ -35,8 +35,8 @@ class ObjectLoader {
 
   // Links `object_bytes` into a fresh symbol namespace (so a symbol may be loaded many times)
   // and returns the address of `symbol`. External references resolve against the process
-  // (libm's expf, sinf, ...) and the float -> bfloat16 conversions compilers call where the CPU
-  // has no instruction for them (__truncsfbf2, __truncdfbf2). InvalidArgument for a non-ELF
+  // (libm's expf, sinf, ...) and the half and bfloat16 conversions compilers call where the CPU
+  // has no instruction for them (__truncdfhf2, __truncsfbf2, ...). InvalidArgument for a non-ELF
   // object, NotFound for a missing symbol.
   Result<KernelFn> load(const std::string& object_bytes, const std::string& symbol);
 

@@ -1,0 +1,156 @@
+# Issue 16, "leaks and poisoned devices": bounded kernel caches, an optimizer whose learning rate
+# lives on the device, inputs of one op on two devices refused before anything runs, and every
+# cast between float64/float32/float16/bfloat16 (and ints to and from the 16-bit floats) on
+# both CPU devices, checked against an exact round-to-nearest-even oracle, numpy and torch.
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from baregrad import Tensor, dtypes
+import _baregrad as _C
+
+DEVICES = ["CPU", "CPU:C"]
+
+
+def run_child(code: str, env: dict | None = None, timeout=300) -> subprocess.CompletedProcess:
+  """Runs `code` in a fresh interpreter (with this one's path and environment)."""
+  e = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **(env or {}))
+  return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def child_numbers(code: str, env: dict | None = None) -> dict:
+  """`code`'s last stdout line, a dict literal of numbers."""
+  r = run_child(code, env)
+  assert r.returncode == 0, r.stderr[-3000:]
+  return eval(r.stdout.strip().splitlines()[-1])  # noqa: S307 (our own child's output)
+
+
+# ---- casts between the float types (and ints to and from 16-bit floats) -------------------------------
+
+def rne(x: float, bits: int, min_q: int, max_e: int) -> float:
+  """x rounded to nearest even with a `bits`-bit significand, subnormal step 2**min_q and
+  overflow to inf from 2**max_e: the exact reference for float16 (11, -24, 16) and bfloat16
+  (8, -133, 128)."""
+  if math.isnan(x) or math.isinf(x) or x == 0: return x
+  _, e = math.frexp(x)
+  q = max(e - bits, min_q)
+  r = round(x / 2.0 ** q) * 2.0 ** q  # round() on a float is to nearest even; the scaling is exact
+  return math.copysign(math.inf, x) if abs(r) >= 2.0 ** max_e else r
+
+
+def to_f16(x): return rne(x, 11, -24, 16)
+def to_bf16(x): return rne(x, 8, -133, 128)
+def to_f32(x): return float(np.float64(x).astype(np.float32))
+
+
+FLOAT_EDGES = [
+  0.0, -0.0, 1.0, -2.5, 3.140625, math.inf, -math.inf, math.nan,
+  1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-11 + 2**-40, 1 - 2**-12,  # float16 ties and one double rounding would break
+  1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-40, 1 + 2**-8 + 2**-24,  # bfloat16 ties
+  65504.0, 65519.0, 65520.0, 70000.0, -65520.0,  # float16's largest, the overflow threshold
+  2**-24, 2**-25, 2**-25 + 2**-45, 3 * 2**-25, 2**-14 - 2**-25, 6e-8, 1e-10,  # float16 subnormals
+  2**-126, 2**-133, 2**-134, 2**-134 + 2**-150, 1e-40,  # bfloat16 / float32 subnormals
+  3.3895313892515355e38, 3.3961775292304718e38, 3.4028234663852886e38, 1e39, 1e300, -1e300,
+  0.1, 1 / 3, 2.0**60 + 2.0**36, 123456.789,
+]
+
+
+def float_inputs(src):
+  """FLOAT_EDGES made exact in `src`."""
+  f = {dtypes.float64: float, dtypes.float32: to_f32, dtypes.float16: to_f16, dtypes.bfloat16: to_bf16}[src]
+  with np.errstate(over="ignore"):
+    return [f(v) for v in FLOAT_EDGES]
+
+
+def want_float(src, dst, xs):
+  f = {dtypes.float64: float, dtypes.float32: to_f32, dtypes.float16: to_f16, dtypes.bfloat16: to_bf16}[dst]
+  with np.errstate(over="ignore"):
+    return np.array([f(v) for v in xs])
+
+
+def read(t: Tensor) -> np.ndarray:
+  """A tensor's values as float64. Realized first, so the cast under test is its own kernel
+  (numpy() widens bfloat16 to float32 in another, exactly)."""
+  return t.realize().numpy().astype(np.float64)
+
+
+def assert_same(got, want, what):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  assert got.shape == want.shape, what
+  bad = [(i, w, g) for i, (g, w) in enumerate(zip(got, want))
+         if not (np.isnan(g) and np.isnan(w)) and not (g == w and np.signbit(g) == np.signbit(w))]
+  assert not bad, f"{what}: (index, want, got) {bad[:6]}"
+
+
+FLOATS = [dtypes.float64, dtypes.float32, dtypes.float16, dtypes.bfloat16]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src", FLOATS, ids=str)
+@pytest.mark.parametrize("dst", FLOATS, ids=str)
+def test_float_cast_table(device, src, dst):
+  if src == dst: pytest.skip("not a cast")
+  xs = float_inputs(src)
+  t = Tensor(xs, dtype=src, device=device)
+  assert_same(read(t), xs, f"{src} upload")
+  assert_same(read(t.cast(dst)), want_float(src, dst, xs), f"{src} -> {dst} on {device}")
+
+
+def test_rne_oracle_agrees_with_numpy_and_torch():
+  """The oracle against numpy (float64 -> float16 rounds once) and torch (float32 -> bfloat16)."""
+  xs = np.array(FLOAT_EDGES)
+  with np.errstate(over="ignore"):
+    assert_same([to_f16(x) for x in xs], xs.astype(np.float16).astype(np.float64), "numpy float16")
+    x32 = xs.astype(np.float32)
+  bf = torch.from_numpy(x32).to(torch.bfloat16).to(torch.float64).numpy()
+  assert_same([to_bf16(float(x)) for x in x32], bf, "torch bfloat16")
+
+
+INTS = [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint32]
+INT_VALUES = {
+  dtypes.int8: [0, 1, -1, 127, -128, 3, -77],
+  dtypes.uint8: [0, 1, 255, 128, 129, 3],
+  dtypes.int16: [0, -1, 2049, 2051, -2049, 257, 259, 32767, -32768],
+  dtypes.int32: [0, -1, 2049, 2051, 257, 259, 65504, 65519, 65520, -65520, 2**24 + 1, 2**31 - 1, -2**31],
+  dtypes.int64: [0, -1, 2049, 257, 65519, 65520, 2**24 + 1, 2**40 + 2**32 + 1, -2**62, 2**63 - 1],
+  dtypes.uint32: [0, 1, 2049, 65520, 2**24 + 3, 2**32 - 1],
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src", INTS, ids=str)
+@pytest.mark.parametrize("dst", [dtypes.float16, dtypes.bfloat16], ids=str)
+def test_int_to_half_and_bfloat16(device, src, dst):
+  xs = INT_VALUES[src]
+  f = to_f16 if dst == dtypes.float16 else to_bf16
+  got = read(Tensor(xs, dtype=src, device=device).cast(dst))
+  assert_same(got, [f(float(x)) for x in xs], f"{src} -> {dst} on {device}")
+  if dst == dtypes.float16:  # numpy converts int -> float16 directly
+    with np.errstate(over="ignore"):
+      assert_same(got, np.array(xs, dtype=np.int64 if src != dtypes.uint32 else np.uint64).astype(np.float16), "numpy")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src", [dtypes.float16, dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("dst", INTS, ids=str)
+def test_half_and_bfloat16_to_int(device, src, dst):
+  """Truncation toward zero, for values every int type holds."""
+  xs = [0.0, 1.5, -1.5, 2.75, -2.75, 100.0, 127.0, 0.99609375]
+  if dtypes.is_unsigned(dst): xs = [abs(x) for x in xs]
+  if dst not in (dtypes.int8, dtypes.uint8): xs += [256.0, 2048.0, 3.0e4] + ([] if dtypes.is_unsigned(dst) else [-3.0e4])
+  f = to_f16 if src == dtypes.float16 else to_bf16
+  xs = [f(x) for x in xs]
+  got = Tensor(xs, dtype=src, device=device).cast(dst).numpy()
+  assert got.tolist() == [int(x) for x in xs], f"{src} -> {dst} on {device}: {xs} -> {got.tolist()}"
+
+
+def test_issue_reproducer_float64_to_half():
+  t = Tensor([1.5, 1 + 2**-11 + 2**-40], dtype=dtypes.float64, device="CPU")
+  np.testing.assert_equal(t.cast(dtypes.float16).numpy(), np.array([1.5, 1 + 2**-10], np.float16))
+  np.testing.assert_equal(read(t.cast(dtypes.bfloat16)), [1.5, 1.0])
