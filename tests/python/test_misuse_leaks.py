@@ -31,6 +31,73 @@ def child_numbers(code: str, env: dict | None = None) -> dict:
   return eval(r.stdout.strip().splitlines()[-1])  # noqa: S307 (our own child's output)
 
 
+# ---- devices checked when the graph is built ---------------------------------------------------------
+
+def _a(): return Tensor([1.0, 2.0], device="CPU")
+def _b(): return Tensor([3.0, 4.0], device="CPU:C")
+
+
+def _setitem_slice():
+  t = Tensor.zeros(3, device="CPU").contiguous(); t[1:] = _b()
+
+
+def _setitem_tensor_index():
+  t = Tensor.zeros(3, device="CPU").contiguous(); t[Tensor([0, 1], device="CPU")] = _b()
+
+
+MIXED = {
+  "where": lambda: Tensor([True, False], device="CPU").where(_a(), _b()),
+  "where_cond": lambda: Tensor([True, False], device="CPU:C").where(_a(), _a()),
+  "scatter": lambda: _a().scatter(0, Tensor([1, 0], device="CPU"), _b()),
+  "scatter_index": lambda: _a().scatter(0, Tensor([1, 0], device="CPU:C"), _a()),
+  "cat": lambda: _a().cat(_b()),
+  "stack": lambda: _a().stack(_b()),
+  "add": lambda: _a() + _b(),
+  "maximum": lambda: _a().maximum(_b()),
+  "matmul": lambda: _a() @ _b(),
+  "setitem": _setitem_slice,
+  "setitem_index": _setitem_tensor_index,
+  "assign": lambda: _a().contiguous().realize().assign(_b()),
+}
+
+
+@pytest.mark.parametrize("case", list(MIXED))
+def test_mixed_devices_raise_naming_op_and_devices(case):
+  """Raised at graph-build time (no kernel runs), naming the op and both devices; the CPU device
+  is still good afterwards."""
+  with pytest.raises(RuntimeError) as e:
+    r = MIXED[case]()
+    if r is not None: r.numpy()
+  msg = str(e.value)
+  op = case.split("_")[0]
+  assert msg.startswith(f"[{op}]"), msg
+  assert "CPU:C" in msg and "on CPU" in msg or "CPU and CPU:C" in msg or "CPU:C and CPU" in msg, msg
+  assert "error state" not in msg and "MMU" not in msg, msg
+  np.testing.assert_equal((Tensor([1.0, 2.0], device="CPU") + 1).numpy(), [2.0, 3.0])
+  np.testing.assert_equal((Tensor([1.0, 2.0], device="CPU:C") * 2).numpy(), [2.0, 4.0])
+
+
+def test_mixed_device_where_leaves_cpu_usable_in_a_fresh_process():
+  """The issue's reproducer: it used to take an MMU fault and leave CPU failed for the process."""
+  r = run_child("""
+    from baregrad import Tensor
+    a = Tensor([1.0, 2.0], device='CPU'); b = Tensor([3.0, 4.0], device='CPU:C')
+    try:
+      Tensor([True, False]).where(a, b).numpy(); print("no error")
+    except RuntimeError as e: print("raised", e)
+    print((Tensor([1.0]) + 1).numpy().tolist())
+  """)
+  assert r.returncode == 0, r.stderr[-2000:]
+  out = r.stdout.splitlines()
+  assert out[0].startswith("raised [where] inputs on different devices"), out
+  assert out[1] == "[2.0]", out
+
+
+def test_gather_moves_the_index_like_tinygrad():
+  # gather takes its index to the tensor's device (as tinygrad), so this is not misuse
+  np.testing.assert_equal(_a().gather(0, Tensor([1, 0], device="CPU:C")).numpy(), [2.0, 1.0])
+
+
 # ---- casts between the float types (and ints to and from 16-bit floats) -------------------------------
 
 def rne(x: float, bits: int, min_q: int, max_e: int) -> float:
