@@ -125,11 +125,24 @@ Result<hcq::Buffer> host_alloc(size_t bytes) {
 void host_free(const hcq::Buffer& b) { std::free(b.cpu); }
 
 struct ObjectLoader::Impl {
+  std::mutex mu;  // serializes links and unlinks
   std::unique_ptr<llvm::orc::LLJIT> jit;
   Status init_error;
+  int64_t next_id = 0;
 };
 
-ObjectLoader::ObjectLoader() : impl_(std::make_unique<Impl>()) {
+// One linked object: its JITDylib, removed (code unmapped) on destruction.
+struct ObjectLoader::Linked {
+  std::shared_ptr<Impl> impl;
+  llvm::orc::JITDylib* jd;
+  ~Linked() {
+    std::lock_guard lock(impl->mu);
+    llvm::Error err = impl->jit->getExecutionSession().removeJITDylib(*jd);
+    if (err) BG_LOG(1) << "ORC: unload: " << llvm::toString(std::move(err));
+  }
+};
+
+ObjectLoader::ObjectLoader() : impl_(std::make_shared<Impl>()) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -157,14 +170,15 @@ ObjectLoader::ObjectLoader() : impl_(std::make_unique<Impl>()) {
 
 ObjectLoader::~ObjectLoader() = default;
 
-Result<KernelFn> ObjectLoader::load(const std::string& object_bytes, const std::string& symbol) {
-  std::lock_guard lock(mu_);
+Result<LoadedKernel> ObjectLoader::load(const std::string& object_bytes,
+                                        const std::string& symbol) {
+  std::lock_guard lock(impl_->mu);
   RETURN_IF_ERROR(impl_->init_error);
   if (!is_elf(object_bytes))
     return invalid_argument("load " + symbol + ": the object is not an ELF file (" +
                             std::to_string(object_bytes.size()) + " bytes)");
   llvm::orc::LLJIT& jit = *impl_->jit;
-  auto jd = jit.createJITDylib("kernel" + std::to_string(next_id_++) + "." + symbol);
+  auto jd = jit.createJITDylib("kernel" + std::to_string(impl_->next_id++) + "." + symbol);
   if (!jd) return internal("load " + symbol + ": " + llvm::toString(jd.takeError()));
   auto drop = [&](llvm::Error err, bool not_found_code) -> Status {
     std::string msg = "load " + symbol + ": " + llvm::toString(std::move(err));
@@ -175,7 +189,7 @@ Result<KernelFn> ObjectLoader::load(const std::string& object_bytes, const std::
   if (llvm::Error err = jit.addObjectFile(*jd, std::move(buf))) return drop(std::move(err), false);
   auto addr = jit.lookup(*jd, symbol);
   if (!addr) return drop(addr.takeError(), true);
-  return addr->toPtr<KernelFn>();
+  return LoadedKernel{addr->toPtr<KernelFn>(), std::make_shared<const Linked>(impl_, &*jd)};
 }
 
 }  // namespace baregrad::cpu

@@ -31,6 +31,35 @@ def child_numbers(code: str, env: dict | None = None) -> dict:
   return eval(r.stdout.strip().splitlines()[-1])  # noqa: S307 (our own child's output)
 
 
+# ---- bounded kernel caches -----------------------------------------------------------------------
+
+def test_program_cache_bounded_with_a_new_scalar_every_call():
+  """`a * float(i)` in a loop: the device keeps at most PROGRAM_CACHE_SIZE programs loaded and
+  the process stops growing once the cache is full."""
+  got = child_numbers("""
+    import _baregrad as C
+    from baregrad import Tensor
+    a = Tensor.ones(16, device="CPU").contiguous().realize()
+    def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4
+    for i in range(400):
+      assert (a * float(i)).numpy()[3] == float(i)
+      if i == 199: r0, s0 = rss(), C.program_cache_stats("CPU")
+    s = C.program_cache_stats("CPU")
+    print(dict(size=s["size"], built=s["built"] - s0["built"], evicted=s["evicted"], grew_kb=rss() - r0))
+  """, {"PROGRAM_CACHE_SIZE": "64", "KERNEL_CACHE_MB": "1", "DISABLE_COMPILER_CACHE": "1"})
+  assert got["size"] <= 64, got
+  assert got["built"] >= 200, got  # every value is still a new kernel (a constant of its AST)
+  assert got["evicted"] >= 400 - 64 - 10, got
+  # 200 more kernels after the caches filled: unbounded, this was ~40-60 KB each (8+ MB)
+  assert got["grew_kb"] < 3072, got
+
+
+def test_program_cache_option_is_documented_and_checked():
+  assert "PROGRAM_CACHE_SIZE" in _C.option_names() and "KERNEL_CACHE_MB" in _C.option_names()
+  r = run_child("import baregrad; from baregrad import Tensor; Tensor([1.0]).numpy()", {"PROGRAM_CACHE_SIZE": "lots"})
+  assert r.returncode != 0 and "PROGRAM_CACHE_SIZE" in r.stderr, r.stderr[-2000:]
+
+
 # ---- devices checked when the graph is built ---------------------------------------------------------
 
 def _a(): return Tensor([1.0, 2.0], device="CPU")
