@@ -6,14 +6,33 @@
 #include "tensor/schedule.h"
 
 namespace baregrad::tensor {
+namespace {
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr_) : lr(lr_), params_(std::move(params)) {
+// float32 as tinygrad's, float64 when a parameter is (so its updates stay exact).
+DType lr_dtype(const std::vector<Tensor>& params) {
+  for (const Tensor& p : params)
+    if (p.dtype() == dtypes::kFloat64) return dtypes::kFloat64;
+  return dtypes::kFloat32;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr)
+    : params_(std::move(params)),
+      lr_(Tensor::from_data(
+              {lr}, {1}, lr_dtype(params_), params_.empty() ? "" : params_[0].device())
+              .realize()) {
   for (size_t i = 0; i < params_.size(); i++)
     if (!params_[i].requires_grad())
       fail("optimizer",
            "parameter " + std::to_string(i) + " of shape " + shape_str(params_[i].shape()) +
                " does not require grad",
            ErrorKind::kValue);
+}
+
+void Optimizer::set_lr(double lr) {
+  lr_.assign(Tensor::from_data({lr}, {1}, lr_.dtype(), lr_.device()));
+  lr_.realize();
 }
 
 void Optimizer::zero_grad() {
@@ -54,7 +73,7 @@ Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, StateUpdates& 
     state.push_back({&velocity_[i], v});
     g = nesterov_ ? g + v * momentum_ : v;
   }
-  return p.detach() - g * lr;
+  return p.detach() - g * lr_as(g.dtype());
 }
 
 Adam::Adam(
@@ -94,7 +113,7 @@ Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& st
         Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, Tensor::ones({}, pn.dtype()));
     step = step * ratio;
   }
-  return pd - step * lr;
+  return pd - step * lr_as(step.dtype());
 }
 
 }  // namespace baregrad::tensor

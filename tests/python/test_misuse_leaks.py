@@ -60,6 +60,69 @@ def test_program_cache_option_is_documented_and_checked():
   assert r.returncode != 0 and "PROGRAM_CACHE_SIZE" in r.stderr, r.stderr[-2000:]
 
 
+# ---- the learning rate lives on the device ---------------------------------------------------------
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_lr_decay_builds_no_kernel_and_does_not_grow(opt_name):
+  """opt.lr *= 0.999 every step (the documented decay) after warm-up: no program is built and
+  memory stays flat; the parameters follow a float64 host reference that reads the same lr."""
+  got = child_numbers(f"""
+    import time, numpy as np, _baregrad as C
+    from baregrad import Tensor, nn, dtypes
+    w0 = np.array([0.5, -1.5, 2.0, 3.0])
+    w = Tensor(w0, dtype=dtypes.float64, device="CPU", requires_grad=True)
+    opt = nn.optim.{opt_name}([w], lr=0.1)
+    Tensor.training = True
+    def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4
+    ref, m, v, lrs = w0.copy(), np.zeros(4), np.zeros(4), []
+    t0 = None
+    for i in range(300):
+      lr = float(opt.lr.numpy()[0]); lrs.append(lr)
+      opt.zero_grad(); (w * w).sum().backward(); opt.step()
+      g = 2 * ref
+      if "{opt_name}" == "SGD": ref = ref - lr * g
+      else:
+        m = 0.9 * m + 0.1 * g; v = 0.999 * v + 0.001 * g * g
+        ref = ref - lr * (m / (1 - 0.9 ** (i + 1))) / (np.sqrt(v / (1 - 0.999 ** (i + 1))) + 1e-8)
+      if i % 3 == 0: opt.lr *= 0.999
+      elif i % 3 == 1: opt.lr = lr * 0.999
+      else: opt.lr.assign(opt.lr * 0.999)
+      if i == 49: r0, b0, t0 = rss(), C.program_cache_stats("CPU")["built"], time.perf_counter()
+    ms = (time.perf_counter() - t0) * 1000 / 250
+    err = float(np.max(np.abs(w.numpy() - ref)))
+    print(dict(built=C.program_cache_stats("CPU")["built"] - b0, grew_kb=rss() - r0, ms=ms, err=err,
+               lr_last=lrs[-1], lr_want=0.1 * 0.999 ** 299))
+  """, {"DISABLE_COMPILER_CACHE": "1"})
+  assert got["built"] == 0, got
+  assert got["grew_kb"] < 2048, got  # was ~90-135 KB per step (20+ MB over 250 steps)
+  assert got["lr_last"] == pytest.approx(got["lr_want"], rel=1e-4), got
+  assert got["err"] < 1e-6, got
+
+
+def test_lr_is_a_device_tensor_a_captured_step_reads():
+  """A TinyJit-captured step sees a new learning rate (the rate is not baked into a kernel)."""
+  from baregrad import nn, TinyJit
+  w = Tensor([1.0, 2.0], dtype=dtypes.float64, device="CPU", requires_grad=True)
+  opt = nn.optim.SGD([w], lr=0.5)
+  assert opt.lr.shape == (1,) and opt.lr.dtype == dtypes.float64 and opt.lr.device == w.device
+  assert nn.optim.SGD([Tensor([1.0], device="CPU", requires_grad=True)]).lr.dtype == dtypes.float32  # tinygrad's
+  Tensor.training = True
+
+  @TinyJit
+  def step():
+    opt.zero_grad(); (w * w).sum().backward(); opt.step()
+    return w
+
+  want = np.array([1.0, 2.0])
+  for i in range(6):
+    lr = [0.5, 0.5, 0.5, 0.25, 0.125, 0.0625][i]
+    opt.lr = lr
+    step()
+    want = want - lr * 2 * want
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-12, err_msg=f"step {i}")
+  Tensor.training = False
+
+
 # ---- devices checked when the graph is built ---------------------------------------------------------
 
 def _a(): return Tensor([1.0, 2.0], device="CPU")
