@@ -62,7 +62,7 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
       momentum_(momentum),
       weight_decay_(weight_decay),
       nesterov_(nesterov) {
-  for (auto& p : params_) velocity_.push_back(Tensor::zeros(p.shape(), p.dtype()));
+  for (auto& p : params_) velocity_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
 }
 
 Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, StateUpdates& state) {
@@ -83,10 +83,12 @@ Adam::Adam(
       b2_(b2),
       eps_(eps),
       weight_decay_(weight_decay),
-      t_(Tensor::zeros({}, dtypes::kFloat64).contiguous().realize()) {
+      t_(Tensor::full({}, 0, dtypes::kFloat64, params_.empty() ? "" : params_[0].device())
+             .contiguous()
+             .realize()) {
   for (auto& p : params_) {
-    m_.push_back(Tensor::zeros(p.shape(), p.dtype()));
-    v_.push_back(Tensor::zeros(p.shape(), p.dtype()));
+    m_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
+    v_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
   }
 }
 
@@ -108,9 +110,8 @@ Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& st
   if (weight_decay_ != 0) step = step + pd * weight_decay_;
   if (trust_ratio_) {
     Tensor pn = (pd * pd).sum().sqrt(), sn = (step * step).sum().sqrt();
-    Tensor zero = Tensor::zeros({}, pn.dtype());
-    Tensor ratio =
-        Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, Tensor::ones({}, pn.dtype()));
+    Tensor zero = Tensor::full({}, 0, pn.dtype(), pn.device());
+    Tensor ratio = Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, zero + 1.0);
     step = step * ratio;
   }
   return pd - step * lr_as(step.dtype());

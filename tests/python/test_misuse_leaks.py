@@ -123,6 +123,23 @@ def test_lr_is_a_device_tensor_a_captured_step_reads():
   Tensor.training = False
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("make", ["SGD", "Adam", "LAMB"])
+def test_optimizer_state_lives_on_the_parameters_device(device, make):
+  """Momentum, Adam's moments and step count, LAMB's ratio and the rate sit with the parameters
+  (they sat on the default device, which the device check now refuses to mix)."""
+  from baregrad import nn
+  w = Tensor([1.0, -2.0], device=device, requires_grad=True)
+  opt = {"SGD": lambda: nn.optim.SGD([w], lr=0.5, momentum=0.9), "Adam": lambda: nn.optim.Adam([w], lr=0.5),
+         "LAMB": lambda: nn.optim.LAMB([w], lr=0.5)}[make]()
+  Tensor.training = True
+  opt.zero_grad(); (w * w).sum().backward(); opt.step()
+  Tensor.training = False
+  assert opt.lr.device == w.device
+  want = {"SGD": [0.0, 0.0], "Adam": [0.5, -1.5], "LAMB": [1 - 0.5 * 2.5**0.5, -2 + 0.5 * 2.5**0.5]}[make]  # trust ratio |w|/|sign(g)|
+  np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 # ---- devices checked when the graph is built ---------------------------------------------------------
 
 def _a(): return Tensor([1.0, 2.0], device="CPU")
