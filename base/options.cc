@@ -37,6 +37,13 @@ constexpr Field kFields[] = {
      &Options::cache_dir},
     {{"DISABLE_COMPILER_CACHE", "bool", "0", "1 bypasses the on-disk compiler cache"},
      &Options::disable_cache},
+    {{"PROGRAM_CACHE_SIZE", "int", "1024",
+      "compiled programs each device keeps loaded; the least recently used beyond it are "
+      "unloaded (and reloaded from the kernel cache if needed again); 0 counts as 1"},
+     &Options::program_cache_size},
+    {{"KERNEL_CACHE_MB", "int", "256",
+      "MiB of compiled kernel objects kept in memory in front of the on-disk cache (LRU)"},
+     &Options::kernel_cache_mb},
     {{"THREADS", "int", "0", "CPU worker threads, at most 1024; 0 uses all cores"},
      &Options::threads,
      kMaxThreads},

@@ -22,6 +22,10 @@ struct Options {
   std::string cuda_path;       // CUDA_PATH: the CUDA toolkit root.
   std::string libcuda;         // BAREGRAD_LIBCUDA: the driver library DEV=CUDA loads.
   std::string libcublas;       // BAREGRAD_LIBCUBLAS: the cuBLAS library DEV=CUDA loads.
+
+  // In-memory caches, least recently used out first.
+  int program_cache_size = 1024;  // PROGRAM_CACHE_SIZE: loaded programs kept per device.
+  int kernel_cache_mb = 256;      // KERNEL_CACHE_MB: compiled objects kept in memory (MiB).
 };
 
 // The options, read from the environment on first use (thread-safe). Throws baregrad::Error

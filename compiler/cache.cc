@@ -162,7 +162,8 @@ std::string hash_hex(std::string_view data) {
 KernelCache::KernelCache(size_t memory_bytes) : limit_(memory_bytes) {}
 
 KernelCache& KernelCache::global() {
-  static KernelCache* cache = new KernelCache();  // NOTE: leaked; used until process exit
+  // NOTE: leaked; used until process exit. Sized once, from KERNEL_CACHE_MB.
+  static KernelCache* cache = new KernelCache(size_t(options().kernel_cache_mb) << 20);
   return *cache;
 }
 

@@ -195,14 +195,23 @@ float round_half(float f, bool bf16) {
 }
 }  // namespace
 
+// `v` rounded to float32 to odd (truncated, the last bit set when inexact): a later rounding to
+// bfloat16 (7 fewer fraction bits) is then the one rounding of `v` to nearest even.
+float round_to_odd(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || static_cast<double>(f) == v) return f;
+  if (std::abs(static_cast<double>(f)) > std::abs(v)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
 double round_to(DType t, double v) {
   switch (t.scalar) {
     case Scalar::kFloat32:
       return static_cast<float>(v);
     case Scalar::kFloat16:
-      return round_half(static_cast<float>(v), false);
+      return static_cast<float>(static_cast<_Float16>(v));  // one rounding (__truncdfhf2)
     case Scalar::kBFloat16:
-      return round_half(static_cast<float>(v), true);
+      return round_half(round_to_odd(v), true);
     default:
       return v;
   }

@@ -28,7 +28,8 @@ struct Buffer {
 };
 
 // A kernel compiled and loaded on one device; each device extends it with its loaded form.
-class Program {
+// Made as a shared_ptr (compile()), so a launch in flight can hold the one it runs.
+class Program : public std::enable_shared_from_this<Program> {
  public:
   // Takes the spec and source of `kernel` (its binary stays: the device loaded it).
   Program(const Device& device, compiler::CompiledKernel&& kernel)
@@ -69,6 +70,13 @@ struct GraphLaunch {
   std::vector<int> input;    // per slot: the input bound there (bufs ignored), or -1
 };
 
+// A device's in-memory program cache (program_cache.h).
+struct ProgramCacheStats {
+  size_t size = 0;     // programs held now (at most options().program_cache_size)
+  size_t built = 0;    // programs compiled and loaded on a miss
+  size_t evicted = 0;  // least recently used programs dropped for room
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -90,6 +98,8 @@ class Device {
   virtual Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) = 0;
+  // The state of the compile() cache; zeros for a device without one.
+  virtual ProgramCacheStats program_cache_stats() const { return {}; }
   // Copies `bytes` from `src` to `dst`, buffers of this device that do not overlap;
   // asynchronous, ordered after earlier launches and copies (synchronize() waits for it).
   // InvalidArgument (check_copy) before anything is issued.

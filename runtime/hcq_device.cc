@@ -179,7 +179,7 @@ Status HcqDevice::launch(const Program& p,
       return r.status();
     }
     v = *r;
-    in_flight_.push_back({v, mem, std::move(args)});
+    in_flight_.push_back({v, mem, std::move(args), p.weak_from_this().lock()});
   }
   // Launches are asynchronous; DEBUG=1 waits for each to time it.
   if (options().debug < 1) return Status();

@@ -43,6 +43,7 @@ class HcqDevice final : public Device {
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
+  ProgramCacheStats program_cache_stats() const override { return programs_.stats(); }
   // Asynchronous: returns once submitted (under DEBUG=1 once done, to time it); faults show at
   // the next synchronize() or copy_out().
   Status launch(const Program& prg,
@@ -71,6 +72,7 @@ class HcqDevice final : public Device {
     uint64_t timeline_value;  // done once the timeline reaches it
     hcq::Buffer args_mem;
     std::unique_ptr<hcq::ArgsState> args;
+    std::shared_ptr<const Program> prg;  // kept loaded while it may run
   };
   std::deque<InFlight> in_flight_;  // under launch_mu_
   ProgramCache programs_;

@@ -1,5 +1,7 @@
 #include "runtime/program_cache.h"
 
+#include "base/options.h"
+
 namespace baregrad::runtime {
 namespace {
 
@@ -16,25 +18,42 @@ Result<std::shared_ptr<Program>> ProgramCache::get(
     const compiler::UOpPtr& ast,
     const std::optional<std::vector<compiler::Opt>>& opts,
     const Build& build) {
-  auto key = std::make_pair(ast.get(), opts_key(opts));
+  Key key(ast.get(), opts_key(opts));
   {
     std::lock_guard lock(mu_);
-    if (auto it = programs_.find(key); it != programs_.end()) return it->second.second;
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->prg;
+    }
   }
   ASSIGN_OR_RETURN(std::shared_ptr<Program> prg, build());
+  std::list<Entry> dropped;  // destroyed after the lock is released
   std::lock_guard lock(mu_);
-  auto [it, added] = programs_.emplace(key, std::make_pair(ast, prg));
-  return it->second.second;
+  built_++;
+  if (auto it = index_.find(key); it != index_.end()) return it->second->prg;
+  lru_.push_front(Entry{key, ast, prg});
+  index_.emplace(key, lru_.begin());
+  size_t cap = std::max(1, options().program_cache_size);
+  while (lru_.size() > cap) {
+    index_.erase(lru_.back().key);
+    dropped.splice(dropped.begin(), lru_, std::prev(lru_.end()));
+    evicted_++;
+  }
+  return prg;
 }
 
 void ProgramCache::clear() {
-  std::map<std::pair<const compiler::UOp*, std::string>,
-           std::pair<compiler::UOpPtr, std::shared_ptr<Program>>>
-      old;
+  std::list<Entry> old;
   {
     std::lock_guard lock(mu_);
-    old.swap(programs_);
+    index_.clear();
+    old.swap(lru_);
   }
+}
+
+ProgramCacheStats ProgramCache::stats() const {
+  std::lock_guard lock(mu_);
+  return {lru_.size(), built_, evicted_};
 }
 
 }  // namespace baregrad::runtime

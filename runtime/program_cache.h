@@ -1,9 +1,13 @@
-// A device's compiled programs by (kernel AST, opts). UOps are interned, so an AST's address
-// identifies it while the cache keeps the AST alive. Thread-safe; a miss builds outside the
-// lock (two threads may build the same kernel once each; the first stored wins).
+// A device's compiled programs by (kernel AST, opts), least recently used first out beyond
+// options().program_cache_size. UOps are interned, so an AST's address identifies it while the
+// cache keeps the AST alive. Thread-safe; a miss builds outside the lock (two threads may build
+// the same kernel once each; the first stored wins). Programs are shared: one evicted while a
+// launch or a graph still holds it stays loaded until that lets go.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,12 +29,20 @@ class ProgramCache {
                                        const Build& build);
   // Drops every program (their loaded forms go once no launch or graph holds them).
   void clear();
+  // Programs held now, and built / evicted since the cache was made.
+  ProgramCacheStats stats() const;
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<const compiler::UOp*, std::string>,
-           std::pair<compiler::UOpPtr, std::shared_ptr<Program>>>
-      programs_;
+  using Key = std::pair<const compiler::UOp*, std::string>;
+  struct Entry {
+    Key key;
+    compiler::UOpPtr ast;  // keeps key.first alive
+    std::shared_ptr<Program> prg;
+  };
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // most recently used first
+  std::map<Key, std::list<Entry>::iterator> index_;
+  size_t built_ = 0, evicted_ = 0;
 };
 
 }  // namespace baregrad::runtime

@@ -1,11 +1,13 @@
 #include "tensor/lazy.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
 #include "base/check.h"
 #include "base/checked.h"
+#include "base/error.h"
 #include "compiler/view_ops.h"
 #include "tensor/counters.h"
 
@@ -109,8 +111,19 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
   return lazy_view(scalar, compiler::expand(compiler::reshape(scalar.st, ones), shape));
 }
 
+void check_same_device(std::string_view op, const Lazy& a, const Lazy& b) {
+  if (a.base->device == b.base->device) return;
+  fail(op,
+       "inputs on different devices: " + a.base->device->name() + " and " + b.base->device->name());
+}
+
 Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
   CHECK(!srcs.empty());
+  if (srcs.size() > 1) {
+    std::string name = compiler::op_name(op);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (size_t i = 1; i < srcs.size(); i++) check_same_device(name, srcs[0], srcs[i]);
+  }
   // Constant folding: an op on constants is a constant (so no kernel lacks a shape to run in).
   std::vector<double> vals;
   for (auto& s : srcs)

@@ -89,6 +89,10 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
                 DType dtype,
                 double value,
                 std::vector<int64_t> shape);
+// Throws baregrad::Error("[op] ...") naming both devices when `a` and `b` are on different
+// devices: a kernel reads every input through its own device's address space.
+void check_same_device(std::string_view op, const Lazy& a, const Lazy& b);
+// Checks its sources' devices (check_same_device, naming the ALU op) as a last line of defence.
 Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype);
 Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes);
 Lazy lazy_cast(const Lazy& src, DType dtype);

@@ -6,14 +6,33 @@
 #include "tensor/schedule.h"
 
 namespace baregrad::tensor {
+namespace {
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr_) : lr(lr_), params_(std::move(params)) {
+// float32 as tinygrad's, float64 when a parameter is (so its updates stay exact).
+DType lr_dtype(const std::vector<Tensor>& params) {
+  for (const Tensor& p : params)
+    if (p.dtype() == dtypes::kFloat64) return dtypes::kFloat64;
+  return dtypes::kFloat32;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr)
+    : params_(std::move(params)),
+      lr_(Tensor::from_data(
+              {lr}, {1}, lr_dtype(params_), params_.empty() ? "" : params_[0].device())
+              .realize()) {
   for (size_t i = 0; i < params_.size(); i++)
     if (!params_[i].requires_grad())
       fail("optimizer",
            "parameter " + std::to_string(i) + " of shape " + shape_str(params_[i].shape()) +
                " does not require grad",
            ErrorKind::kValue);
+}
+
+void Optimizer::set_lr(double lr) {
+  lr_.assign(Tensor::from_data({lr}, {1}, lr_.dtype(), lr_.device()));
+  lr_.realize();
 }
 
 void Optimizer::zero_grad() {
@@ -43,7 +62,7 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
       momentum_(momentum),
       weight_decay_(weight_decay),
       nesterov_(nesterov) {
-  for (auto& p : params_) velocity_.push_back(Tensor::zeros(p.shape(), p.dtype()));
+  for (auto& p : params_) velocity_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
 }
 
 Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, StateUpdates& state) {
@@ -54,7 +73,7 @@ Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, StateUpdates& 
     state.push_back({&velocity_[i], v});
     g = nesterov_ ? g + v * momentum_ : v;
   }
-  return p.detach() - g * lr;
+  return p.detach() - g * lr_as(g.dtype());
 }
 
 Adam::Adam(
@@ -64,10 +83,12 @@ Adam::Adam(
       b2_(b2),
       eps_(eps),
       weight_decay_(weight_decay),
-      t_(Tensor::zeros({}, dtypes::kFloat64).contiguous().realize()) {
+      t_(Tensor::full({}, 0, dtypes::kFloat64, params_.empty() ? "" : params_[0].device())
+             .contiguous()
+             .realize()) {
   for (auto& p : params_) {
-    m_.push_back(Tensor::zeros(p.shape(), p.dtype()));
-    v_.push_back(Tensor::zeros(p.shape(), p.dtype()));
+    m_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
+    v_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
   }
 }
 
@@ -89,12 +110,11 @@ Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& st
   if (weight_decay_ != 0) step = step + pd * weight_decay_;
   if (trust_ratio_) {
     Tensor pn = (pd * pd).sum().sqrt(), sn = (step * step).sum().sqrt();
-    Tensor zero = Tensor::zeros({}, pn.dtype());
-    Tensor ratio =
-        Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, Tensor::ones({}, pn.dtype()));
+    Tensor zero = Tensor::full({}, 0, pn.dtype(), pn.device());
+    Tensor ratio = Tensor::where(zero.lt(pn).logical_and(zero.lt(sn)), pn / sn, zero + 1.0);
     step = step * ratio;
   }
-  return pd - step * lr;
+  return pd - step * lr_as(step.dtype());
 }
 
 }  // namespace baregrad::tensor

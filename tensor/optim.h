@@ -18,7 +18,13 @@ class Optimizer {
   // Applies one update and realizes the new parameters (and optimizer state) in one schedule.
   // Throws baregrad::Error("[step] ...") naming a parameter that has no gradient.
   void step();
-  double lr = 0;
+  // The learning rate: a float32 tensor of shape (1,) (float64 when a parameter is) on the
+  // parameters' device that every
+  // step reads, so a new rate changes no kernel and a TinyJit-captured step sees it. Assigning
+  // into it (Tensor::assign; the handle shares the optimizer's tensor) sets the rate.
+  Tensor lr() const { return lr_; }
+  // Writes `lr` into lr()'s buffer (a copy and the same small kernel for every value).
+  void set_lr(double lr);
 
  protected:
   // The new value of a state tensor, written into that tensor's buffer by step().
@@ -26,7 +32,12 @@ class Optimizer {
   // The new value of parameter `i` given its gradient; new values of state tensors go in
   // `state` and are realized (in place) with the parameters.
   virtual Tensor update(size_t i, const Tensor& param, const Tensor& grad, StateUpdates& state) = 0;
+  // lr() as a scalar of `dtype`, for update().
+  Tensor lr_as(DType dtype) const { return lr_.reshape({}).cast(dtype); }
   std::vector<Tensor> params_;
+
+ private:
+  Tensor lr_;
 };
 
 // SGD with optional momentum (Nesterov or not) and L2 weight decay.

@@ -235,8 +235,7 @@ using Grads = std::vector<std::optional<Tensor>>;
 }  // namespace
 
 Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out) {
-  if (a.lazy().base->device != b.lazy().base->device)
-    fail(name, "tensors are on different devices");
+  check_same_device(name, a.lazy(), b.lazy());
   auto [bx, by] = broadcast(name, a, b);
   DType t = least_upper_dtype(a.dtype(), b.dtype());
   if (out == dtypes::kVoid) out = t;
@@ -317,6 +316,8 @@ Tensor Tensor::ne(const Tensor& o) const {
 }
 
 Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_same_device("where", cond.lazy(), a.lazy());
+  check_same_device("where", cond.lazy(), b.lazy());
   auto [x, y] = broadcast("where", a, b);
   auto [c, x2] = broadcast("where", cond, x);
   auto [c2, y2] = broadcast("where", c, y);

@@ -184,6 +184,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
 
 Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
   int ax = norm_axis("scatter", axis, ndim());
+  check_same_device("scatter", lazy(), index.lazy());
+  check_same_device("scatter", lazy(), src.lazy());
   std::string shapes = "index " + shape_str(index.shape()) + ", src " + shape_str(src.shape()) +
                        " into " + shape_str(shape());
   if (!dtypes::is_int(index.dtype()))
@@ -216,6 +218,7 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
 
 Tensor Tensor::gather(int axis, const Tensor& index) const {
   int ax = norm_axis("gather", axis, ndim());
+  check_same_device("gather", lazy(), index.lazy());
   auto where_str = " for a tensor of shape " + shape_str(shape());
   if (!dtypes::is_int(index.dtype()))
     fail("gather", "index must be an integer tensor, got " + index.dtype().name(),

@@ -147,6 +147,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
   DType t = first.dtype();
   int64_t total = 0;
   for (const Tensor& x : ts) {
+    check_same_device("cat", first.lazy(), x.lazy());
     bool same = x.ndim() == first.ndim();
     for (int d = 0; same && d < x.ndim(); d++) same = d == ax || x.shape()[d] == first.shape()[d];
     if (!same)
@@ -175,6 +176,7 @@ Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
   int ax = ts[0].norm_axis("stack", axis, ts[0].ndim() + 1);
   std::vector<Tensor> parts;
   for (const Tensor& x : ts) {
+    check_same_device("stack", ts[0].lazy(), x.lazy());
     if (x.shape() != ts[0].shape())
       fail("stack",
            "shapes " + shape_str(ts[0].shape()) + " and " + shape_str(x.shape()) + " differ",
@@ -397,6 +399,7 @@ Tensor Tensor::slice(int axis,
 // ---- matmul ------------------------------------------------------------------------------------
 
 Tensor Tensor::matmul(const Tensor& o) const {
+  check_same_device("matmul", lazy(), o.lazy());
   if (ndim() == 0 || o.ndim() == 0) fail("matmul", "scalar operand", ErrorKind::kValue);
   Tensor a = ndim() == 1 ? unsqueeze(0) : *this;
   Tensor b = o.ndim() == 1 ? o.unsqueeze(1) : o;

@@ -160,9 +160,18 @@ const char* math_name(Op op) {
   return it == kMath.end() ? nullptr : it->second;
 }
 
-// Conversions that go through float32, as round_to() does (and clang has no libcall for).
+// Conversions to a 16-bit float that round once from float64: float64 and the 32- and 64-bit
+// ints (exact in double below 2**53), whose float32 step would round twice (clang calls
+// __truncdfhf2 / __truncdfbf2 for these).
+bool cast_via_double(DType in, DType out) {
+  return is_half(out) && (in.scalar == Scalar::kFloat64 ||
+                          (!dtypes::is_float(in) && !is_bool(in) && in.scalar_size() >= 4));
+}
+
+// Other conversions that go through float32, as round_to() does.
 bool cast_via_float(DType in, DType out) {
   if (in.scalar == Scalar::kFloat32 || out.scalar == Scalar::kFloat32) return false;
+  if (cast_via_double(in, out)) return false;
   return (is_half(out) && in.scalar != out.scalar) || is_bf16(in);
 }
 
@@ -306,6 +315,7 @@ Expr Writer::value(const UOp* u) {
 }
 
 std::string Writer::cast(DType in, DType out, const std::string& a) {
+  if (cast_via_double(in, out)) return "(" + type(out) + ")(double)" + a;
   std::string x = cast_via_float(in, out) ? "(float)" + a : a;
   if (is_bf16(out)) {
     need_bf16_ = true;
@@ -400,6 +410,8 @@ Expr Writer::vector_alu(const UOp* u, const std::vector<std::string>& x) {
       return {"__builtin_elementwise_trunc(" + a + ")"};
     case Op::CAST:
       if (is_bool(out)) return {convert(a + " != 0", out)};
+      if (cast_via_double(in, out))
+        return {convert(convert(a, dtypes::kFloat64.vec(out.count)), out)};
       if (cast_via_float(in, out))
         return {convert(convert(a, dtypes::kFloat32.vec(out.count)), out)};
       return {convert(a, out)};

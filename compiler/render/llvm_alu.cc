@@ -211,6 +211,13 @@ std::string LlvmEmitter::convert(const std::string& v, DType from, DType to) {
         cast_inst(from.scalar_size() < to.scalar_size() ? "fpext" : "fptrunc", v, from, to));
   }
   if (kf == Kind::kFloat) return float_to_int(v, from, to);
+  if (kt == Kind::kFloat && to.scalar_size() == 2 && from.scalar_size() >= 4) {
+    // Through double (exact below 2**53), rounded once to the 16-bit float: a float32 step
+    // would round twice.
+    DType f64 = dtypes::kFloat64.vec(from.count);
+    std::string d = assign(cast_inst(kf == Kind::kSigned ? "sitofp" : "uitofp", v, from, f64));
+    return assign(cast_inst("fptrunc", d, f64, to));
+  }
   if (kt == Kind::kFloat)
     return assign(cast_inst(kf == Kind::kSigned ? "sitofp" : "uitofp", v, from, to));
   if (bits(from) == bits(to)) return v;

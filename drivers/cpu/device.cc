@@ -57,9 +57,9 @@ Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
     return invalid_argument("load " + b.entry + " on " + name() + ": " +
                             std::to_string(b.buf_bytes.size()) + " buffer sizes for " +
                             std::to_string(b.num_bufs) + " buffers");
-  ASSIGN_OR_RETURN(KernelFn fn, loader_.load(b.code, b.entry));
+  ASSIGN_OR_RETURN(LoadedKernel k, loader_.load(b.code, b.entry));
   return std::unique_ptr<hcq::Program>(
-      std::make_unique<Program>(b.entry, fn, b.buf_bytes, b.num_vars));
+      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code)));
 }
 
 }  // namespace baregrad::cpu

@@ -49,8 +49,38 @@ extern "C" _Float16 baregrad_truncdfbf2(double d) {
   return baregrad_truncsfbf2(f);
 }
 
+// bfloat16 -> float, exact. The argument arrives in xmm0, as _Float16's does.
+extern "C" float baregrad_extendbfsf2(_Float16 x) {
+  uint16_t h;
+  std::memcpy(&h, &x, 2);
+  uint32_t u = uint32_t{h} << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The half conversions of the compiler runtime, rounding to nearest even; GCC calls libgcc's
+// (__truncdfhf2, ...) for these casts, which Python's RTLD_LOCAL extension load hides from the
+// JIT's process lookup. The __gnu_* forms pass the half as its bits in an integer register.
+extern "C" _Float16 baregrad_truncdfhf2(double d) { return static_cast<_Float16>(d); }
+extern "C" _Float16 baregrad_truncsfhf2(float f) { return static_cast<_Float16>(f); }
+extern "C" float baregrad_extendhfsf2(_Float16 h) { return static_cast<float>(h); }
+extern "C" double baregrad_extendhfdf2(_Float16 h) { return static_cast<double>(h); }
+extern "C" uint16_t baregrad_gnu_f2h_ieee(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+extern "C" float baregrad_gnu_h2f_ieee(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+
 // Resolves undefined symbols of loaded objects against the process (libm's expf, sinf, ...)
-// and the compiler runtime's bfloat16 conversions, which Debian 12's libgcc lacks.
+// and the compiler runtime's half and bfloat16 conversions (Debian 12's libgcc lacks the
+// bfloat16 ones; the half ones are not visible to the process lookup).
 llvm::Expected<llvm::orc::JITDylibSP> setup_process_symbols(llvm::orc::LLJIT& jit) {
   auto& es = jit.getExecutionSession();
   auto& jd = es.createBareJITDylib("<process>");
@@ -60,10 +90,18 @@ llvm::Expected<llvm::orc::JITDylibSP> setup_process_symbols(llvm::orc::LLJIT& ji
   jd.addGenerator(std::move(*gen));
   auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
   llvm::orc::SymbolMap builtins;
-  builtins[es.intern("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&baregrad_truncsfbf2),
-                                         flags};
-  builtins[es.intern("__truncdfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&baregrad_truncdfbf2),
-                                         flags};
+  auto add = [&](const char* name, auto* fn) {
+    builtins[es.intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), flags};
+  };
+  add("__truncsfbf2", &baregrad_truncsfbf2);
+  add("__truncdfbf2", &baregrad_truncdfbf2);
+  add("__extendbfsf2", &baregrad_extendbfsf2);
+  add("__truncdfhf2", &baregrad_truncdfhf2);
+  add("__truncsfhf2", &baregrad_truncsfhf2);
+  add("__extendhfsf2", &baregrad_extendhfsf2);
+  add("__extendhfdf2", &baregrad_extendhfdf2);
+  add("__gnu_f2h_ieee", &baregrad_gnu_f2h_ieee);
+  add("__gnu_h2f_ieee", &baregrad_gnu_h2f_ieee);
   if (llvm::Error err = jd.define(llvm::orc::absoluteSymbols(std::move(builtins)))) return err;
   return llvm::orc::JITDylibSP(&jd);
 }
@@ -96,11 +134,24 @@ Result<hcq::Buffer> host_alloc(size_t bytes) {
 void host_free(const hcq::Buffer& b) { std::free(b.cpu); }
 
 struct ObjectLoader::Impl {
+  std::mutex mu;  // serializes links and unlinks
   std::unique_ptr<llvm::orc::LLJIT> jit;
   Status init_error;
+  int64_t next_id = 0;
 };
 
-ObjectLoader::ObjectLoader() : impl_(std::make_unique<Impl>()) {
+// One linked object: its JITDylib, removed (code unmapped) on destruction.
+struct ObjectLoader::Linked {
+  std::shared_ptr<Impl> impl;
+  llvm::orc::JITDylib* jd;
+  ~Linked() {
+    std::lock_guard lock(impl->mu);
+    llvm::Error err = impl->jit->getExecutionSession().removeJITDylib(*jd);
+    if (err) BG_LOG(1) << "ORC: unload: " << llvm::toString(std::move(err));
+  }
+};
+
+ObjectLoader::ObjectLoader() : impl_(std::make_shared<Impl>()) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -128,14 +179,15 @@ ObjectLoader::ObjectLoader() : impl_(std::make_unique<Impl>()) {
 
 ObjectLoader::~ObjectLoader() = default;
 
-Result<KernelFn> ObjectLoader::load(const std::string& object_bytes, const std::string& symbol) {
-  std::lock_guard lock(mu_);
+Result<LoadedKernel> ObjectLoader::load(const std::string& object_bytes,
+                                        const std::string& symbol) {
+  std::lock_guard lock(impl_->mu);
   RETURN_IF_ERROR(impl_->init_error);
   if (!is_elf(object_bytes))
     return invalid_argument("load " + symbol + ": the object is not an ELF file (" +
                             std::to_string(object_bytes.size()) + " bytes)");
   llvm::orc::LLJIT& jit = *impl_->jit;
-  auto jd = jit.createJITDylib("kernel" + std::to_string(next_id_++) + "." + symbol);
+  auto jd = jit.createJITDylib("kernel" + std::to_string(impl_->next_id++) + "." + symbol);
   if (!jd) return internal("load " + symbol + ": " + llvm::toString(jd.takeError()));
   auto drop = [&](llvm::Error err, bool not_found_code) -> Status {
     std::string msg = "load " + symbol + ": " + llvm::toString(std::move(err));
@@ -146,7 +198,7 @@ Result<KernelFn> ObjectLoader::load(const std::string& object_bytes, const std::
   if (llvm::Error err = jit.addObjectFile(*jd, std::move(buf))) return drop(std::move(err), false);
   auto addr = jit.lookup(*jd, symbol);
   if (!addr) return drop(addr.takeError(), true);
-  return addr->toPtr<KernelFn>();
+  return LoadedKernel{addr->toPtr<KernelFn>(), std::make_shared<const Linked>(impl_, &*jd)};
 }
 
 }  // namespace baregrad::cpu

@@ -24,8 +24,14 @@ void host_free(const hcq::Buffer& b);
 // The kernel ABI of compiler/program.h.
 using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t core_lo, int64_t core_hi);
 
-// Links relocatable ELF objects into this process. Owns one JIT; loaded code stays mapped until
-// the loader is destroyed. Thread-safe.
+// A kernel linked into the process: its entry point, valid while `code` (or a copy) lives.
+struct LoadedKernel {
+  KernelFn fn = nullptr;
+  std::shared_ptr<const void> code;  // the last copy unlinks the object (and its JIT, if last)
+};
+
+// Links relocatable ELF objects into this process. Owns one JIT, which lives on while code it
+// loaded does. Thread-safe.
 class ObjectLoader {
  public:
   ObjectLoader();
@@ -35,16 +41,15 @@ class ObjectLoader {
 
   // Links `object_bytes` into a fresh symbol namespace (so a symbol may be loaded many times)
   // and returns the address of `symbol`. External references resolve against the process
-  // (libm's expf, sinf, ...) and the float -> bfloat16 conversions compilers call where the CPU
-  // has no instruction for them (__truncsfbf2, __truncdfbf2). InvalidArgument for a non-ELF
+  // (libm's expf, sinf, ...) and the half and bfloat16 conversions compilers call where the CPU
+  // has no instruction for them (__truncdfhf2, __truncsfbf2, ...). InvalidArgument for a non-ELF
   // object, NotFound for a missing symbol.
-  Result<KernelFn> load(const std::string& object_bytes, const std::string& symbol);
+  Result<LoadedKernel> load(const std::string& object_bytes, const std::string& symbol);
 
  private:
   struct Impl;
-  std::mutex mu_;
-  std::unique_ptr<Impl> impl_;
-  int64_t next_id_ = 0;
+  struct Linked;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace baregrad::cpu

@@ -3,6 +3,7 @@
 // A kernel on the CPU device: a function with the CPU ABI of compiler/program.h, linked into
 // the process (Device::load_program) or given directly (the conformance suite's kernels).
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,17 +15,24 @@ namespace baregrad::cpu {
 class Program final : public hcq::Program {
  public:
   using Fn = KernelFn;
-  // `buf_bytes[i]` is how many bytes the kernel may touch from buffer i (checked at exec).
-  Program(std::string name, Fn fn, std::vector<size_t> buf_bytes, int num_vars)
+  // `buf_bytes[i]` is how many bytes the kernel may touch from buffer i (checked at exec);
+  // `code`, when given, keeps `fn`'s code linked while the program lives.
+  Program(std::string name,
+          Fn fn,
+          std::vector<size_t> buf_bytes,
+          int num_vars,
+          std::shared_ptr<const void> code = nullptr)
       : hcq::Program(std::move(name), static_cast<int>(buf_bytes.size()), num_vars),
         fn_(fn),
-        buf_bytes_(std::move(buf_bytes)) {}
+        buf_bytes_(std::move(buf_bytes)),
+        code_(std::move(code)) {}
   Fn fn() const { return fn_; }
   const std::vector<size_t>& buf_bytes() const { return buf_bytes_; }
 
  private:
   Fn fn_;
   std::vector<size_t> buf_bytes_;
+  std::shared_ptr<const void> code_;
 };
 
 }  // namespace baregrad::cpu

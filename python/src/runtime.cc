@@ -21,6 +21,18 @@ void synchronize(const std::string& name) {
   (*dev)->synchronize().throw_if_error("synchronize");
 }
 
+// The compiled-program cache of device `name` (runtime::ProgramCacheStats).
+py::dict program_cache_stats(const std::string& name) {
+  auto dev = runtime::get_device(name);
+  if (!dev.ok()) dev.status().throw_if_error("device");
+  runtime::ProgramCacheStats s = (*dev)->program_cache_stats();
+  py::dict d;
+  d["size"] = s.size;
+  d["built"] = s.built;
+  d["evicted"] = s.evicted;
+  return d;
+}
+
 py::dict counters() {
   const tensor::Counters& c = tensor::counters();
   py::dict d;
@@ -44,6 +56,7 @@ void bind_runtime(py::module_& m) {
     for (const OptionInfo& o : option_table()) names.emplace_back(o.name);
     return names;
   });
+  m.def("program_cache_stats", &program_cache_stats, py::arg("name"));
   m.def("counters", &counters);
   m.def("reset_counters", [] { tensor::counters().reset(); });
 }

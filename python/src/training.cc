@@ -40,7 +40,8 @@ void bind_training(py::module_& m) {
   py::class_<Optimizer>(m, "Optimizer")
       .def("zero_grad", &Optimizer::zero_grad)
       .def("step", &Optimizer::step)
-      .def_readwrite("lr", &Optimizer::lr);
+      .def_property_readonly("lr", [](const Optimizer& o) { return o.lr(); })
+      .def("set_lr", &Optimizer::set_lr);
   py::class_<SGD, Optimizer>(m, "SGD").def(
       py::init<std::vector<Tensor>, double, double, double, bool>(), py::arg("params"),
       py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"));

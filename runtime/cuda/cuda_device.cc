@@ -83,8 +83,10 @@ CudaContext::~CudaContext() { (void)api_.cuDevicePrimaryCtxRelease_v2(dev_); }
 Status CudaContext::bind() const { return BG_CU(api_, cuCtxSetCurrent, ctx_); }
 
 CudaProgram::~CudaProgram() {
-  if (!module) return;
-  if (ctx->bind().ok()) (void)ctx->api().cuModuleUnload(module);
+  if (!module || !ctx->bind().ok()) return;
+  // NOTE: the cache may drop a program whose launch is still queued; let it finish first.
+  (void)ctx->api().cuCtxSynchronize();
+  (void)ctx->api().cuModuleUnload(module);
 }
 
 Result<CudaInfo> CudaDevice::probe(std::string_view libcuda) {

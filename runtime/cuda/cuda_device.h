@@ -112,6 +112,7 @@ class CudaDevice : public Device {
   Result<std::shared_ptr<Program>> compile(
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
+  ProgramCacheStats program_cache_stats() const override { return programs_.stats(); }
   // Asynchronous on the device's stream (under DEBUG=1 timed with events and waited for);
   // faults show at the next synchronize() or copy.
   Status launch(const Program& prg,

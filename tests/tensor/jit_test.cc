@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "base/options.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
 #include "tests/tensor/test_util.h"
@@ -213,6 +214,28 @@ TEST(Jit, StateThatCannotBeUpdatedInPlaceIsRejected) {
   jit({f64({1, 2, 3})});
   expect_error([&] { jit({f64({1, 2, 3})}); },
                "[jit] the captured call cannot be replayed: assign to a tensor of shape (3,)");
+}
+
+// PROGRAM_CACHE_SIZE bounds a device's loaded programs; a program the cache dropped still runs
+// for a TinyJit that captured it (shared ownership), and a dropped kernel is rebuilt on demand.
+TEST(ProgramCache, StaysBoundedAndJitKeepsEvictedProgramsAlive) {
+  set_option_for_test("PROGRAM_CACHE_SIZE", "4");
+  TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 3 + 1}; });
+  for (int i = 0; i < 3; i++) jit({f64({1, 2})});
+  ASSERT_TRUE(jit.captured());
+  auto& dev = *f64({1}).lazy().base->device;
+  runtime::ProgramCacheStats before = dev.program_cache_stats();
+  Tensor x = f64({1, 2, 3});
+  for (int i = 0; i < 20; i++)  // 20 kernels no other call makes: a new constant each
+    EXPECT_EQ((x * (1000.5 + i)).to_vector()[2], 3 * (1000.5 + i));
+  runtime::ProgramCacheStats after = dev.program_cache_stats();
+  set_option_for_test("PROGRAM_CACHE_SIZE", "");
+  if (after.built == 0) GTEST_SKIP() << dev.name() << " has no program cache";
+  EXPECT_LE(after.size, 4u);
+  EXPECT_GE(after.built - before.built, 20u);
+  EXPECT_GE(after.evicted - before.evicted, 16u);
+  EXPECT_EQ(jit({f64({4, 5})})[0].to_vector(), (Vec{13, 16}));
+  EXPECT_EQ((x * 1000.5).to_vector(), (Vec{1000.5, 2001, 3001.5}));  // rebuilt after eviction
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "base/error.h"
 #include "tensor/nn.h"
@@ -183,6 +184,41 @@ TEST(Train, MlpLearnsTwoBlobs) {
   for (int i = 0; i < n; i++) correct += (pred[2 * i + 1] > pred[2 * i]) == (ys[i] == 1);
   EXPECT_LT(last, first / 4);
   EXPECT_GE(correct, n * 97 / 100) << "accuracy " << correct << "/" << n;
+}
+
+// The learning rate is a device tensor every step reads: a new rate (set_lr, or an assign into
+// lr()) gives the reference update and builds no new kernel.
+TEST(Optim, ChangingTheLearningRateBuildsNoKernel) {
+  Tensor w = Tensor::from_data({0.5, -1.5, 2}, {3}, dtypes::kFloat64);
+  w.requires_grad_();
+  SGD opt({w}, 0.1);
+  std::vector<double> ref = {0.5, -1.5, 2};
+  auto step = [&](double want_lr) {
+    double lr = opt.lr().to_vector()[0];  // the float32 rate the step reads
+    EXPECT_NEAR(lr, want_lr, 1e-6 * want_lr);
+    opt.zero_grad();
+    (w * w).sum().backward();  // gradient 2w
+    opt.step();
+    for (double& r : ref) r -= lr * 2 * r;
+  };
+  step(0.1);
+  opt.set_lr(0.25 / 0.9);
+  opt.lr().assign(opt.lr() * 0.9);  // both ways of changing it have run once
+  step(0.25);
+  auto& dev = *w.lazy().base->device;
+  size_t built = dev.program_cache_stats().built;
+  double lr = 0.25;
+  for (int i = 0; i < 20; i++) {
+    lr *= 0.9;
+    if (i % 2)
+      opt.set_lr(lr);
+    else
+      opt.lr().assign(opt.lr() * 0.9);
+    step(lr);
+  }
+  EXPECT_EQ(dev.program_cache_stats().built, built);
+  std::vector<double> got = w.to_vector();
+  for (int i = 0; i < 3; i++) EXPECT_NEAR(got[i], ref[i], 1e-9 * std::abs(ref[i]) + 1e-12) << i;
 }
 
 }  // namespace

@@ -86,9 +86,12 @@ KernelFn build(const ProgramSpec& spec, std::string* src) {
     ADD_FAILURE() << obj.status().to_string();
     return nullptr;
   }
-  Result<KernelFn> fn = loader().load(*obj, spec.name);
+  Result<cpu::LoadedKernel> fn = loader().load(*obj, spec.name);
   if (!fn.ok()) ADD_FAILURE() << fn.status().to_string() << "\n" << *src;
-  return fn.ok() ? *fn : nullptr;
+  if (!fn.ok()) return nullptr;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>();  // code stays linked
+  kept->push_back(fn->code);
+  return fn->fn;
 }
 
 DType bits_type(DType t) {

@@ -19,6 +19,7 @@ namespace baregrad::compiler {
 namespace {
 
 using cpu::KernelFn;
+using cpu::LoadedKernel;
 using cpu::ObjectLoader;
 constexpr DType kF32 = dtypes::kFloat32;
 constexpr DType kI64 = dtypes::kIndex;
@@ -65,9 +66,12 @@ KernelFn build(const ProgramSpec& spec) {
   Result<std::string> obj = compiler().compile(src, spec.name);
   EXPECT_TRUE(obj.ok()) << obj.status().to_string();
   if (!obj.ok()) return nullptr;
-  Result<KernelFn> fn = loader->load(*obj, spec.name);
+  Result<LoadedKernel> fn = loader->load(*obj, spec.name);
   EXPECT_TRUE(fn.ok()) << fn.status().to_string();
-  return fn.ok() ? *fn : nullptr;
+  if (!fn.ok()) return nullptr;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>();  // code stays linked
+  kept->push_back(fn->code);
+  return fn->fn;
 }
 
 // Typed host buffers holding doubles (floats) or int64s (ints, bool) in a dtype's layout.
@@ -477,18 +481,18 @@ TEST(ObjectLoader, LoadsOneSymbolTwiceAndRejectsBadInput) {
   std::string src = LlvmIrRenderer().render(vector_add(1));
   Result<std::string> obj = compiler().compile(src, "vadd1");
   ASSERT_TRUE(obj.ok()) << obj.status().to_string();
-  Result<KernelFn> f1 = loader.load(*obj, "vadd1"), f2 = loader.load(*obj, "vadd1");
+  Result<LoadedKernel> f1 = loader.load(*obj, "vadd1"), f2 = loader.load(*obj, "vadd1");
   ASSERT_TRUE(f1.ok() && f2.ok()) << f1.status().to_string() << f2.status().to_string();
-  EXPECT_NE(*f1, *f2);
-  Result<KernelFn> missing = loader.load(*obj, "nosuch");
+  EXPECT_NE(f1->fn, f2->fn);
+  Result<LoadedKernel> missing = loader.load(*obj, "nosuch");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().to_string();
   EXPECT_NE(missing.status().message().find("nosuch"), std::string::npos);
-  Result<KernelFn> junk = loader.load("not an object", "vadd1");
+  Result<LoadedKernel> junk = loader.load("not an object", "vadd1");
   EXPECT_EQ(junk.status().code(), StatusCode::kInvalidArgument);
-  Result<KernelFn> broken = loader.load(std::string("\x7f"
-                                                    "ELF") +
-                                            std::string(60, 'x'),
-                                        "k");
+  Result<LoadedKernel> broken = loader.load(std::string("\x7f"
+                                                        "ELF") +
+                                                std::string(60, 'x'),
+                                            "k");
   EXPECT_FALSE(broken.ok());
 }
 
@@ -501,15 +505,39 @@ TEST(ObjectLoader, CompilesAndLoadsFromManyThreads) {
       ProgramSpec spec = vector_add(t % 2 ? 16 : 1);
       Result<std::string> obj = compiler().compile(LlvmIrRenderer().render(spec), spec.name);
       if (!obj.ok()) return;
-      Result<KernelFn> fn = loader.load(*obj, spec.name);
+      Result<LoadedKernel> fn = loader.load(*obj, spec.name);
       std::vector<float> a(64, 1.0f), b(64, 2.0f), c(64, 0.0f);
       void* bufs[] = {c.data(), a.data(), b.data()};
-      if (fn.ok()) (*fn)(bufs, nullptr, 0, t % 2 ? 4 : 64);
+      if (fn.ok()) fn->fn(bufs, nullptr, 0, t % 2 ? 4 : 64);
       if (fn.ok() && c[63] == 3.0f) good++;
     });
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(good.load(), 4);
+}
+
+// Unloading: code stays callable while a copy of LoadedKernel::code lives, even after its loader
+// is gone, and thousands of load/unload cycles keep working (each unlinks its object).
+TEST(ObjectLoader, CodeLivesWhileHeldAndUnloadsWithItsLastCopy) {
+  std::string src = LlvmIrRenderer().render(vector_add(1));
+  Result<std::string> obj = compiler().compile(src, "vadd1");
+  ASSERT_TRUE(obj.ok()) << obj.status().to_string();
+  std::vector<float> a(64, 1.0f), b(64, 2.0f), c(64, 0.0f);
+  void* bufs[] = {c.data(), a.data(), b.data()};
+  LoadedKernel held;
+  {
+    ObjectLoader loader;
+    for (int i = 0; i < 2000; i++) {
+      Result<LoadedKernel> k = loader.load(*obj, "vadd1");
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      held = std::move(*k);  // the previous one is unlinked here
+    }
+  }
+  ASSERT_NE(held.fn, nullptr);
+  held.fn(bufs, nullptr, 0, 64);
+  EXPECT_EQ(c[0], 3.0f);
+  EXPECT_EQ(c[63], 3.0f);
+  held.code.reset();  // unlinks the last object, then the JIT
 }
 
 TEST(LlvmCompiler, CacheKeyNamesTheHost) {

@@ -204,9 +204,10 @@ std::vector<std::vector<double>> run_twin(const NvKernel& k,
                                           std::array<uint32_t, 3> grid,
                                           size_t pad_elements = 0) {
   static cpu::ObjectLoader* loader = new cpu::ObjectLoader();
-  Result<cpu::KernelFn> fn = loader->load(k.twin_object, k.twin_symbol);
-  EXPECT_TRUE(fn.ok()) << fn.status().to_string();
-  if (!fn.ok()) return {};
+  Result<cpu::LoadedKernel> loaded = loader->load(k.twin_object, k.twin_symbol);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
+  if (!loaded.ok()) return {};
+  cpu::KernelFn fn = loaded->fn;
   std::vector<std::vector<uint8_t>> mem;
   for (size_t s = 0; s < c.types.size(); s++) {
     mem.push_back(encode(c.types[s], c.data[s]));
@@ -224,7 +225,7 @@ std::vector<std::vector<double>> run_twin(const NvKernel& k,
       if (node->arg_as<VarArg>().name == k.spec.vars[i].name) v = value;
     std::memcpy(p + k.params.var_offsets[i], &v, 8);
   }
-  as_twin_fn (*fn)(p, grid.data(), k.block.data());
+  as_twin_fn(fn)(p, grid.data(), k.block.data());
   std::vector<std::vector<double>> out;
   for (size_t s = 0; s < mem.size(); s++) out.push_back(decode(c.types[s], mem[s]));
   return out;

@@ -75,8 +75,8 @@ class TwinNvTarget final : public compiler::NvTarget {
       ASSIGN_OR_RETURN(object, host_.compile(ir, symbol));
       cache.put(key, object);
     }
-    ASSIGN_OR_RETURN(cpu::KernelFn fn, loader_.load(object, symbol));
-    auto twin = reinterpret_cast<TwinFn>(reinterpret_cast<void (*)()>(fn));
+    ASSIGN_OR_RETURN(cpu::LoadedKernel loaded, loader_.load(object, symbol));
+    auto twin = reinterpret_cast<TwinFn>(reinterpret_cast<void (*)()>(loaded.fn));
     // Where the parameters start in constant bank 0: the cubin's EIATTR_PARAM_CBANK offset.
     const std::string& code = k.binary.code;
     ASSIGN_OR_RETURN(
@@ -87,15 +87,17 @@ class TwinNvTarget final : public compiler::NvTarget {
         register_mock_binary(dev_, k.binary.id, twin_kernel(twin, k.binary, img.param_offset)));
     std::lock_guard lock(mu_);
     registrations_.push_back(std::move(reg));
+    twins_.push_back(std::move(loaded.code));
     return k;
   }
 
  private:
   nv::Device& dev_;
   compiler::LlvmCompiler host_;
-  mutable cpu::ObjectLoader loader_;  // the twins' code (outlives their registrations)
+  mutable cpu::ObjectLoader loader_;
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<void>> registrations_;
+  mutable std::vector<std::shared_ptr<const void>> twins_;  // after registrations_: outlives them
 };
 
 }  // namespace

@@ -3,19 +3,8 @@ every parameter (and the optimizer state) in place, in one schedule, so TinyJit 
 from __future__ import annotations
 
 import _baregrad as _C
-from baregrad.dtype import dtypes
 from baregrad.helpers import op_name
 from baregrad.tensor import Tensor
-
-
-class _LearningRate(Tensor):
-  """opt.lr: a float32 tensor of shape (1,), as tinygrad's; assigning to it sets the rate."""
-  __slots__ = ("_opts",)
-
-  def assign(self, x) -> Tensor:
-    super().assign(x)
-    for o in self._opts: o.lr = float(self.numpy().reshape(-1)[0])
-    return self
 
 
 def _dedup(ts: list[Tensor]) -> list[Tensor]:
@@ -39,23 +28,25 @@ class Optimizer:
     self.params: list[Tensor] = _dedup([x for x in params if x.requires_grad])
     if not self.params: raise ValueError(f"[{op_name()}] optimizer must have at least one param")
     self.buffers: list[Tensor] = _dedup([x for x in params if not x.requires_grad])
-    self._opts: list = []
-    self._lr = _LearningRate.__new__(_LearningRate)
-    self._lr._c, self._lr._rg, self._lr._opts = Tensor([lr], device=self.device, dtype=dtypes.float32)._c, False, self._opts
+    self._lr0 = float(lr.numpy().reshape(-1)[0]) if isinstance(lr, Tensor) else float(lr)
 
   def _attach(self, c_optimizer):
     self._c = c_optimizer
-    self._opts.append(c_optimizer)
+    self._lr = Tensor._wrap(c_optimizer.lr)
 
   @property
   def device(self) -> str: return self.params[0].device
 
   @property
-  def lr(self) -> Tensor: return self._lr
+  def lr(self) -> Tensor:
+    """The learning rate: a float32 tensor of shape (1,) on the device, as tinygrad's. Every step
+    reads it, so changing it (opt.lr = 0.01, opt.lr *= 0.999, opt.lr.assign(t)) changes no kernel."""
+    return self._lr
 
   @lr.setter
   def lr(self, value):
-    self._lr.assign(value if isinstance(value, Tensor) else Tensor([value], device=self.device, dtype=dtypes.float32))
+    if isinstance(value, Tensor): self._lr.assign(value).realize()
+    else: self._c.set_lr(float(value))
 
   def zero_grad(self):
     """Forgets every parameter's gradient."""
@@ -92,7 +83,7 @@ class SGD(Optimizer):
     if classic: raise NotImplementedError(f"[{op_name()}] classic momentum (lr inside the momentum buffer) is not supported")
     super().__init__(params, lr)
     self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
-    self._attach(_C.SGD([p._c for p in self.params], float(self.lr.numpy()[0]), float(momentum), float(weight_decay), bool(nesterov)))
+    self._attach(_C.SGD([p._c for p in self.params], self._lr0, float(momentum), float(weight_decay), bool(nesterov)))
 
 
 class LAMB(Optimizer):
@@ -102,7 +93,7 @@ class LAMB(Optimizer):
     super().__init__(params, lr)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     cls = _C.Adam if adam else _C.LAMB
-    self._attach(cls([p._c for p in self.params], float(self.lr.numpy()[0]), float(b1), float(b2), float(eps), float(weight_decay)))
+    self._attach(cls([p._c for p in self.params], self._lr0, float(b1), float(b2), float(eps), float(weight_decay)))
 
 
 def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, fused=False) -> LAMB:  # noqa: N802
