@@ -35,7 +35,6 @@ inline std::optional<int64_t> checked_sub(int64_t a, int64_t b) {
 // passes fits too, zero-size shapes included).
 std::optional<int64_t> checked_numel(std::span<const int64_t> shape);
 
-
 // The element count of `shape`; throws Error("[op] shape (..) has a negative size" or
 // "[op] shape (..) has more than 2**63-1 elements", ValueError).
 int64_t numel_or_fail(std::string_view op, std::span<const int64_t> shape);
