@@ -59,7 +59,8 @@ ClangCompiler::ClangCompiler(std::string cc, int timeout_ms) : timeout_ms_(timeo
 
 const std::vector<std::string>& ClangCompiler::flags() {
   // NOTE: -fwrapv gives signed ops exec_alu_int's wrapping; -fno-stack-protector keeps the
-  // object free of references the JIT would have to resolve.
+  // object free of references the JIT would have to resolve. -fbracket-depth: a fused chain of
+  // up to 512 ops (tensor/schedule.cc) nests its expression that deep.
   static const std::vector<std::string> kFlags = {"-x",
                                                   "c",
                                                   "-std=c11",
@@ -71,6 +72,7 @@ const std::vector<std::string>& ClangCompiler::flags() {
                                                   "-fwrapv",
                                                   "-fno-strict-aliasing",
                                                   "-fno-stack-protector",
+                                                  "-fbracket-depth=4096",
                                                   "-fPIC"};
   return kFlags;
 }

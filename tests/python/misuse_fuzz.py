@@ -73,10 +73,15 @@ def chain_case(rng):
     lines.append(f"r = {npy}")
     if new_shape is not None: shape = tuple(new_shape)
 
+  # Whether x holds exactly numpy's values so far (only moved, compared or selected): float->int
+  # casts and argmax are taken only then, as a rounding difference would flip their answer.
+  exact = True
   for _ in range(rng.randint(1, 8)):
     nd = len(shape)
     op = rng.choice(["unary", "binary", "scalar", "reduce", "reshape", "permute", "flip", "pad", "slice", "expand", "cumsum",
                      "softmax", "matmul", "where", "argmax", "cast"])
+    if kind == "f" and op in ("unary", "binary", "scalar", "reduce", "cumsum", "softmax", "matmul"): exact = False
+    if op in ("argmax", "cast") and not exact: continue
     if nd == 0 and op not in ("unary", "scalar", "reshape", "cast"): continue
     if kind == "b" and op not in ("reshape", "permute", "flip", "slice", "expand", "binary", "where"): continue
     if kind == "i" and op in ("softmax", "matmul", "unary"): continue
@@ -334,6 +339,8 @@ def twin(call, np_call):
   g = sys._getframe(1).f_globals
   try:
     want = eval(np_call, g)
+  except OverflowError:
+    want = OverflowError
   except Exception:
     want = None  # numpy rejects it
   try:
@@ -344,6 +351,7 @@ def twin(call, np_call):
     if not str(e).strip(): raise Finding(f'kind: {type(e).__name__} with an empty message')
     return
   if want is None: raise Finding(f'accepted: numpy rejects {np_call}')
+  if want is OverflowError: return  # numpy cannot hold the argument; a right answer is fine
   got = out.numpy()
   if got.shape != np.shape(want): raise Finding(f'wrong: shape {got.shape} != numpy {np.shape(want)}')
   if not np.allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6, equal_nan=True):
@@ -434,7 +442,9 @@ class Runner:
       code = self.proc.wait()
       self.proc = None
       return f"crash: signal {-code}" if code < 0 else f"crash: exit status {code}"
-    return eval(line.split(" ", 2)[2])
+    res = eval(line.split(" ", 2)[2])
+    if res != "ok": self._kill()  # a finding may leave a failed device behind: start afresh
+    return res
 
   def close(self):
     if self.proc:

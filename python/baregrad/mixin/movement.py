@@ -154,8 +154,12 @@ class MovementMixin:
   # ---- triangles and diagonals ---------------------------------------------------------------
 
   def _tri_mask(self, diagonal: int, upper: bool):
-    if self.ndim < 2: raise ValueError(f"[{'triu' if upper else 'tril'}] needs a tensor of at least 2 dims, got shape {self.shape}")
+    op = 'triu' if upper else 'tril'
+    if self.ndim < 2: raise ValueError(f"[{op}] needs a tensor of at least 2 dims, got shape {self.shape}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+      raise TypeError(f"[{op}] diagonal must be an int, got {type(diagonal).__name__} {diagonal!r}")
     r, c = self.shape[-2], self.shape[-1]
+    diagonal = max(-r, min(c, diagonal))  # past either corner every element is kept or masked
     i = type(self).arange(r, device=self.device).reshape(r, 1)
     j = type(self).arange(c, device=self.device).reshape(1, c)
     return (j - i >= diagonal) if upper else (j - i <= diagonal)
@@ -178,8 +182,9 @@ class MovementMixin:
     """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor).
     Index lists and arrays are bounds-checked here (IndexError, as numpy and torch), Tensor
     indices only with `check_tensors` (it reads them back): out of range, a gather gives 0."""
-    if isinstance(indices, list) and indices and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in indices):
-      indices = [indices]
+    # A list is one index array, as in numpy >= 1.23 and tinygrad, never a tuple of indices: a
+    # ragged one ([0, [1, 2]]) is an error, not x[0, [1, 2]].
+    if isinstance(indices, list): indices = [np.zeros(0, np.int32) if not indices else indices]
     if not isinstance(indices, (tuple, list)): indices = [indices]
     items, hosts = [], []
     for i in indices:
@@ -193,7 +198,10 @@ class MovementMixin:
         items.append(slice(*(None if p is None else int(p) for p in (i.start, i.stop, i.step))))
       elif isinstance(i, type(self)): items.append(i.to(self.device)._c)
       elif isinstance(i, (list, tuple, np.ndarray)):
-        t = type(self)(i, device=self.device)
+        try:
+          t = type(self)(i, device=self.device)
+        except ValueError as e:
+          raise IndexError(f"[{op_name()}] index {i!r} is not a rectangular array of ints: {e}") from None
         if not dtypes.is_int(t.dtype): raise IndexError(f"[{op_name()}] an index tensor of dtype {t.dtype}: indices must be integers")
         items.append(t._c)
         if isinstance(i, np.ndarray) or all(isinstance(x, (int, np.integer)) for x in fully_flatten(i)): hosts[-1] = np.asarray(i)
