@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "base/log.h"
 #include "drivers/cpu/compute_queue.h"
 #include "drivers/cpu/copy_queue.h"
 #include "drivers/cpu/program.h"
@@ -11,13 +12,18 @@ namespace {
 
 class HostAllocator final : public hcq::Allocator {
  public:
-  using hcq::Allocator::Allocator;
+  explicit HostAllocator(Device& dev) : hcq::Allocator(dev), dev_(dev) {}
 
  protected:
   Result<hcq::Buffer> raw_alloc(size_t bytes, hcq::BufferSpec) override {
     return host_alloc(bytes);
   }
-  void raw_free(const hcq::Buffer& b) override { host_free(b); }
+  void raw_free(const hcq::Buffer& b) override {
+    if (!dev_.abandoned()) host_free(b);  // else a hung kernel may still be using it
+  }
+
+ private:
+  Device& dev_;
 };
 
 }  // namespace
@@ -25,7 +31,8 @@ class HostAllocator final : public hcq::Allocator {
 Device::Device(int threads, std::string name)
     : hcq::Device(std::move(name)),
       allocator_(std::make_unique<HostAllocator>(*this)),
-      pool_(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())) {}
+      pool_(std::make_unique<ThreadPool>(
+          threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()))) {}
 
 Result<std::unique_ptr<Device>> Device::create(int threads, std::string name) {
   std::unique_ptr<Device> dev(new Device(threads, std::move(name)));
@@ -37,6 +44,16 @@ Result<std::unique_ptr<Device>> Device::create(int threads, std::string name) {
 
 Device::~Device() {
   (void)synchronize(std::chrono::milliseconds(5000));
+  if (abandoned()) {
+    // Joining would wait for the hung work and freeing would crash it: both are left to exit.
+    BG_LOG(0) << name()
+              << ": work still runs on this failed device; its threads and memory are left "
+                 "to the process's exit";
+    (void)compute_.release();
+    (void)copy_.release();
+    (void)pool_.release();
+    return;
+  }
   compute_.reset();
   copy_.reset();
   release_memory();
@@ -59,7 +76,15 @@ Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
                             std::to_string(b.num_bufs) + " buffers");
   ASSIGN_OR_RETURN(LoadedKernel k, loader_.load(b.code, b.entry));
   return std::unique_ptr<hcq::Program>(
-      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code)));
+      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code), this));
+}
+
+Program::~Program() {
+  if (dev_ && dev_->abandoned() && code_) new std::shared_ptr<const void>(std::move(code_));
+}
+
+bool Device::abandoned() const {
+  return failed() && ((compute_ && compute_->busy()) || (copy_ && copy_->busy()));
 }
 
 }  // namespace baregrad::cpu

@@ -37,15 +37,19 @@ class Device final : public hcq::Device {
   // How long a queue's wait may go without progress before the device faults.
   void set_queue_timeout(std::chrono::milliseconds t) { queue_timeout_ = t; }
   std::chrono::milliseconds queue_timeout() const { return queue_timeout_; }
-  int threads() const { return pool_.threads(); }
-  ThreadPool& pool() { return pool_; }
+  int threads() const { return pool_->threads(); }
+  ThreadPool& pool() { return *pool_; }
   Engine& engine(hcq::Engine e) { return e == hcq::Engine::kCompute ? *compute_ : *copy_; }
+  // True while a kernel or copy still runs on a device that failed (a hang: the host gave up
+  // waiting). Its memory, code and threads are then never released, only left to the
+  // process's exit: freeing them would crash the work still running on them.
+  bool abandoned() const;
 
  private:
   Device(int threads, std::string name);
 
   std::unique_ptr<hcq::Allocator> allocator_;
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> pool_;
   std::atomic<std::chrono::milliseconds> queue_timeout_{hcq::kDefaultTimeout};
   std::unique_ptr<Engine> compute_, copy_;
   ObjectLoader loader_;

@@ -98,7 +98,9 @@ void Engine::run() {
     // Copy the ring's words out (they may wrap around its end), then run them.
     packet.resize(w - r);
     for (uint64_t i = r; i < w; i++) packet[i - r] = ring_[i % ring_.size()];
+    busy_.store(true, std::memory_order_release);
     if (!dev_.failed()) execute(packet.data(), packet.size(), false);
+    busy_.store(false, std::memory_order_release);
     rptr_.store(w, std::memory_order_release);
   }
 }

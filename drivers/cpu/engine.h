@@ -27,6 +27,8 @@ class Engine {
   // doorbell; ResourceExhausted when they could never fit.
   Status publish(std::span<const uint32_t> words);
   const std::string& name() const { return name_; }
+  // Whether the worker is executing packets now (not waiting for the doorbell).
+  bool busy() const { return busy_.load(std::memory_order_acquire); }
 
  private:
   void run();
@@ -46,6 +48,7 @@ class Engine {
   std::atomic<uint64_t> wptr_{0}, rptr_{0};
   std::atomic<uint32_t> doorbell_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> busy_{false};
   std::atomic<uint64_t> fence_{0};  // the barrier packet's full fence
   struct Range {
     uint64_t va = 0, end = 0;

@@ -112,6 +112,46 @@ TEST_P(CtsFault, StuckQueueWaitFaultsAfterTheQueueTimeout) {
   expect_sticky(dev(), err, buf);
 }
 
+// A kernel that never returns, writing its buffer as it spins.
+void spin_forever(void* const* bufs, const int64_t*, int64_t, int64_t) {
+  auto* p = static_cast<volatile uint64_t*>(bufs[0]);
+  for (;;) p[0] = p[0] + 1;
+}
+
+// When the host gives up on a kernel (a hang), the CPU device fails; freeing the buffer the
+// kernel still writes, dropping its program and destroying the device must neither crash the
+// kernel nor wait for it: what the hung work uses is left to the process's exit. Run in a
+// child process (the kernel spins until that process exits).
+TEST(CpuHang, AHungKernelKeepsItsMemoryAndTheDeviceDiesWithoutWaitingForIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        auto dev = std::move(cpu::Device::create(1).value());
+        hcq::Buffer buf = dev->allocator().alloc(4096, {.nolru = true}).value();
+        auto prg = std::make_unique<cpu::Program>("spin_forever", spin_forever,
+                                                  std::vector<size_t>{4096}, 0, nullptr, dev.get());
+        hcq::Buffer mem = dev->allocator()
+                              .alloc(prg->args_prefix() + 8, {.host = true, .cpu_access = true})
+                              .value();
+        hcq::ArgsState args(mem, prg->args_prefix(), 1, 0);
+        args.set_buf(0, buf.va);
+        auto q = dev->compute_queue();
+        auto launched = dev->submit_on_timeline(
+            *q, [&](hcq::HwQueue& hq) { hq.exec(*prg, args, {1, 1, 1}, {1, 1, 1}); });
+        if (!launched.ok()) std::_Exit(2);
+        if (dev->synchronize(200ms).ok() || !dev->failed()) std::_Exit(3);
+        if (!dev->abandoned()) std::_Exit(4);
+        dev->allocator().free(buf);
+        prg.reset();
+        auto t0 = Clock::now();
+        dev.reset();
+        if (Clock::now() - t0 > 10s) std::_Exit(5);
+        std::this_thread::sleep_for(100ms);  // the kernel goes on writing `buf` meanwhile
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_P(CtsFault, RefusedSubmissionLeavesNoHoleInTheTimeline) {
   auto* cpu = dynamic_cast<cpu::Device*>(&dev());
   if (!cpu) GTEST_SKIP() << GetParam().name << ": fills the ring of a cpu::Device";
