@@ -361,9 +361,11 @@ def twin(call, np_call):
 
 def worker():
   import resource
-  # A bad size must fail as an allocation error, not take the machine's memory.
-  limit = int(os.environ.get("MISUSE_FUZZ_AS_GIB", "16")) << 30
-  resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+  # A bad size must fail as an allocation error, not take the machine's memory. RLIMIT_DATA
+  # (writable private memory) rather than RLIMIT_AS: GPU devices reserve terabytes of address
+  # space with no access, which the data limit does not count.
+  limit = int(os.environ.get("MISUSE_FUZZ_DATA_GIB", "16")) << 30
+  resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
   import numpy as np  # noqa: F401 (imported once for every case)
   import warnings
   warnings.simplefilter("ignore")
