@@ -57,7 +57,11 @@ HcqDevice::HcqDevice(std::string name,
 }
 
 HcqDevice::~HcqDevice() {
-  (void)synchronize();
+  if (!synchronize().ok() && hcq_->failed()) {
+    // Launches that never retired may still run (a hung kernel): their programs stay loaded.
+    std::lock_guard lock(launch_mu_);
+    for (InFlight& f : in_flight_) new std::shared_ptr<const Program>(std::move(f.prg));
+  }
   programs_.clear();
   queue_.reset();
   copy_queue_.reset();

@@ -168,10 +168,11 @@ bool Engine::exec(const uint32_t* p) {
                                    : "")));
   }
   uint32_t items = p[4];
+  Program::Fn fn = prg->fn();  // the program object is not touched once the kernel runs
   if (items <= 1) {
-    prg->fn()(bufs, vars, 0, items);
+    fn(bufs, vars, 0, items);
   } else {
-    dev_.pool().parallel_for(items, [&](int64_t lo, int64_t hi) { prg->fn()(bufs, vars, lo, hi); });
+    dev_.pool().parallel_for(items, [&](int64_t lo, int64_t hi) { fn(bufs, vars, lo, hi); });
   }
   return true;
 }
