@@ -39,6 +39,15 @@ def op_name() -> str:
   return "baregrad"
 
 
+def check_int64(op: str, args) -> None:
+  """ValueError naming `op` for a Python int in `args` (nested lists and tuples too) that does
+  not fit int64: the C++ core takes int64 sizes, and the binding's own error names no op."""
+  for a in args:
+    if isinstance(a, (list, tuple)): check_int64(op, a)
+    elif isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
+      raise ValueError(f"[{op}] {a} does not fit int64")
+
+
 def prod(x: Iterable) -> Any: return math.prod(x)
 def dedup(x: Iterable[T]) -> list[T]: return list(dict.fromkeys(x))
 def flatten(x: Iterable) -> list: return [item for sub in x for item in sub]

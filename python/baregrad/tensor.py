@@ -15,7 +15,7 @@ import numpy as np
 import _baregrad as _C
 from baregrad.device import canonicalize_device
 from baregrad.dtype import DType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
-from baregrad.helpers import argfix, fully_flatten, prod, op_name
+from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.movement import MovementMixin
 from baregrad.mixin.nn import NNMixin
@@ -298,6 +298,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   @staticmethod
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    check_int64("empty", argfix(*shape))
     return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
@@ -354,6 +355,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise ValueError(f"[rand] dtype {dt} is not a float dtype")
     shape = argfix(*shape)
+    check_int64("rand", shape)
     if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[rand] invalid input shape={shape}")
     return Tensor._finish(_C.Tensor.rand(list(shape), dt.key), device, requires_grad)
 

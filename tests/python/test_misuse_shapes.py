@@ -211,3 +211,20 @@ def test_index_past_int64_is_an_index_error(i):
 def test_one_hot_with_too_many_classes_is_a_memory_error():
   # was ValueError "cannot create std::vector larger than max_size()" (pybind's length_error)
   with pytest.raises(MemoryError, match=r"host values \(more than 2\*\*63-1 bytes\)"): Tensor([1, 2]).one_hot(2**62)
+
+
+# ---- Python ints past int64: a ValueError naming the op (was pybind's "incompatible function arguments") --
+
+@pytest.mark.parametrize("name,fn", [
+  ("reshape", lambda v: Tensor.ones(3).reshape(v)),
+  ("pad", lambda v: Tensor.ones(3).pad(((v, 0),))),
+  ("expand", lambda v: Tensor.ones(1).expand(v)),
+  ("shrink", lambda v: Tensor.ones(3).shrink(((0, v),))),
+  ("repeat", lambda v: Tensor.ones(3).repeat(v)),
+  ("empty", lambda v: Tensor.empty(v)),
+  ("rand", lambda v: Tensor.rand(v)),
+], ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("v", [2**63, 2**64, -2**63 - 1], ids=str)
+def test_ints_past_int64_name_the_op(name, fn, v):
+  with pytest.raises(ValueError, match=rf"^\[{name}\] {v} does not fit int64$"):
+    fn(v)

@@ -5,7 +5,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes
-from baregrad.helpers import argfix, fully_flatten, make_tuple, prod, op_name
+from baregrad.helpers import argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -22,7 +22,9 @@ class MovementMixin:
       raise IndexError(f"[{op_name()}] axis {dim} is out of range for {self.shape} (valid: {-max(1, total)} to {max(1, total) - 1})")
     return dim + total if dim < 0 else dim
 
-  def _m(self, name: str, *args): return self._wrap(getattr(self._c, name)(*args))
+  def _m(self, name: str, *args):
+    check_int64(name, args)
+    return self._wrap(getattr(self._c, name)(*args))
 
   # ---- views ---------------------------------------------------------------------------------
 
@@ -71,6 +73,7 @@ class MovementMixin:
     if len(pads) != self.ndim: raise ValueError(f"[pad] padding {padding} does not fit the {self.ndim} dims of {self.shape}")
     pads = [(int(b), int(a)) for b, a in pads]
     if mode == "constant" and value == 0 and all(b >= 0 and a >= 0 for b, a in pads): return self._m("pad", pads)
+    check_int64("pad", pads)
     return self._wrap(self._c.pad_mode(pads, mode, float(value)))
 
   def pad_to(self, shape, *args):
