@@ -26,20 +26,30 @@ int64_t numel_or_fail(std::string_view op, std::span<const int64_t> shape) {
   fail(op, "shape " + tuple_str(shape) + " has more than 2**63-1 elements", ErrorKind::kValue);
 }
 
-int64_t mul_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
-  if (std::optional<int64_t> r = checked_mul(a, b)) return *r;
+namespace {
+
+// `r` when it holds a value, else "[op] what: a <sym> b does not fit int64" (ValueError).
+int64_t value_or_fail(std::optional<int64_t> r,
+                      std::string_view op,
+                      std::string_view what,
+                      int64_t a,
+                      const char* sym,
+                      int64_t b) {
+  if (r) return *r;
   fail(op,
-       std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) +
+       std::string(what) + ": " + std::to_string(a) + sym + std::to_string(b) +
            " does not fit int64",
        ErrorKind::kValue);
 }
 
+}  // namespace
+
+int64_t mul_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
+  return value_or_fail(checked_mul(a, b), op, what, a, " * ", b);
+}
+
 int64_t add_or_fail(std::string_view op, std::string_view what, int64_t a, int64_t b) {
-  if (std::optional<int64_t> r = checked_add(a, b)) return *r;
-  fail(op,
-       std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-           " does not fit int64",
-       ErrorKind::kValue);
+  return value_or_fail(checked_add(a, b), op, what, a, " + ", b);
 }
 
 int64_t bytes_or_fail(std::string_view op,

@@ -76,11 +76,7 @@ Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
                             std::to_string(b.num_bufs) + " buffers");
   ASSIGN_OR_RETURN(LoadedKernel k, loader_.load(b.code, b.entry));
   return std::unique_ptr<hcq::Program>(
-      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code), this));
-}
-
-Program::~Program() {
-  if (dev_ && dev_->abandoned() && code_) new std::shared_ptr<const void>(std::move(code_));
+      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code)));
 }
 
 bool Device::abandoned() const {

@@ -41,8 +41,8 @@ class Device final : public hcq::Device {
   ThreadPool& pool() { return *pool_; }
   Engine& engine(hcq::Engine e) { return e == hcq::Engine::kCompute ? *compute_ : *copy_; }
   // True while a kernel or copy still runs on a device that failed (a hang: the host gave up
-  // waiting). Its memory, code and threads are then never released, only left to the
-  // process's exit: freeing them would crash the work still running on them.
+  // waiting). Its memory and threads are then never released, only left to the process's
+  // exit: freeing them would crash the work still running on them.
   bool abandoned() const;
 
  private:

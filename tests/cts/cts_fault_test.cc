@@ -129,7 +129,7 @@ TEST(CpuHang, AHungKernelKeepsItsMemoryAndTheDeviceDiesWithoutWaitingForIt) {
         auto dev = std::move(cpu::Device::create(1).value());
         hcq::Buffer buf = dev->allocator().alloc(4096, {.nolru = true}).value();
         auto prg = std::make_unique<cpu::Program>("spin_forever", spin_forever,
-                                                  std::vector<size_t>{4096}, 0, nullptr, dev.get());
+                                                  std::vector<size_t>{4096}, 0);
         hcq::Buffer mem = dev->allocator()
                               .alloc(prg->args_prefix() + 8, {.host = true, .cpu_access = true})
                               .value();
