@@ -109,9 +109,10 @@ std::vector<Row> gpt2_rows(const Context& ctx) {
 }  // namespace
 
 void register_gpt2_benches() {
-  register_bench("gpt2 graph", gpt2_rows,
-                 "build, schedule and generate code for GPT-2-small fwd and fwd+bwd (12x768, 12 heads, "
-                 "T=256, B=4) without running it");
+  register_bench(
+      "gpt2 graph", gpt2_rows,
+      "build, schedule and generate code for GPT-2-small fwd and fwd+bwd (12x768, 12 heads, "
+      "T=256, B=4) without running it");
 }
 
 }  // namespace baregrad::bench

@@ -1,5 +1,6 @@
 #include "tensor/autograd.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,11 +25,44 @@ TensorImpl::~TensorImpl() {
   }
 }
 
-Tensor& Tensor::requires_grad_(bool on) {
-  if (on && !dtypes::is_float(dtype()))
+namespace {
+thread_local int backward_depth = 0;  // > 0 while run_backward runs on this thread
+
+struct InBackward {
+  InBackward() { backward_depth++; }
+  ~InBackward() { backward_depth--; }
+  InBackward(const InBackward&) = delete;
+  InBackward& operator=(const InBackward&) = delete;
+};
+
+std::string describe(const TensorImpl& t) {
+  return "a tensor of shape " + shape_str(t.lazy.shape()) + " " + t.lazy.dtype().name();
+}
+}  // namespace
+
+bool record_undecided() { return backward_depth == 0; }
+
+Tensor& Tensor::requires_grad_(bool on) { return set_requires_grad(on); }
+
+Tensor& Tensor::set_requires_grad(std::optional<bool> on) {
+  if (on.value_or(false) && !dtypes::is_float(dtype()))
     fail("requires_grad", "only float tensors can require grad, got " + dtype().name());
-  impl_->requires_grad = on;
+  // A history recorded only because the inputs were undecided is not kept: the tensor becomes
+  // a leaf of its own (a parameter built as randn(...) * 0.1 is one).
+  if (on && impl_->mode == GradMode::kUnset) impl_->node.reset();
+  impl_->mode = !on ? GradMode::kUnset : *on ? GradMode::kOn : GradMode::kOff;
   return *this;
+}
+
+std::optional<bool> Tensor::requires_grad_state() const {
+  if (impl_->mode == GradMode::kUnset) return std::nullopt;
+  return impl_->mode == GradMode::kOn;
+}
+
+Tensor Tensor::detach() const {
+  Tensor t(impl_->lazy);
+  t.impl_->mode = GradMode::kOff;
+  return t;
 }
 
 std::optional<Tensor> Tensor::grad() const {
@@ -53,40 +87,80 @@ void check_unchanged(const GradNode& node) {
 }
 }  // namespace
 
-// Propagates `seed` (the gradient of `root`) back through the recorded graph. With `targets`,
-// returns their gradients (zeros when unreached); otherwise accumulates into leaves' grad().
+// Propagates `seed` (the gradient of `root`) back through the recorded graph, along the paths
+// that lead to a wanted tensor: `targets` when given (their gradients are returned), else every
+// grad-capable leaf (the gradient is accumulated into its grad()).
 std::vector<Tensor> run_backward(const Tensor& root,
                                  const Tensor& seed,
-                                 const std::vector<Tensor>* targets) {
-  if (!root.requires_grad())
-    fail("backward", "the tensor does not require grad (no input of it has requires_grad)");
-  // Reverse topological order over the nodes that need gradients.
+                                 const std::vector<Tensor>* targets,
+                                 bool materialize,
+                                 const char* op) {
+  InBackward guard;
+  TensorImpl* r = root.impl_.get();
+  if (!grad_capable(*r))
+    fail(op, r->mode == GradMode::kOff
+                 ? "the tensor has requires_grad=False (detach() gives that), so no gradient flows"
+                 : "only float tensors have gradients, got " + describe(*r));
+  if (!r->node && r->history_dropped)
+    fail(op,
+         "the graph behind this tensor was dropped when it was realized: its inputs' "
+         "requires_grad was None, and realize() keeps no history for those (as tinygrad's "
+         "realize); set requires_grad=True on the inputs, or ask for the gradient before "
+         "realizing");
+  std::unordered_set<const TensorImpl*> wanted;
+  if (targets)
+    for (const Tensor& t : *targets) wanted.insert(t.impl_.get());
+  // Reverse topological order of the grad-capable tensors behind the root.
   std::vector<TensorImpl*> order;
   std::unordered_set<TensorImpl*> seen;
-  std::vector<std::pair<TensorImpl*, size_t>> stack{{root.impl_.get(), 0}};
-  seen.insert(root.impl_.get());
+  std::vector<std::pair<TensorImpl*, size_t>> stack{{r, 0}};
+  seen.insert(r);
   while (!stack.empty()) {
     auto& [t, i] = stack.back();
     if (t->node && i < t->node->parents.size()) {
       TensorImpl* p = t->node->parents[i++].get();
-      if (p->requires_grad && seen.insert(p).second) stack.push_back({p, 0});
+      if (grad_capable(*p) && seen.insert(p).second) stack.push_back({p, 0});
     } else {
       order.push_back(t);
       stack.pop_back();
     }
   }
+  // A tensor is on a useful path when it is wanted or a parent is (parents come first).
+  // backward() wants the leaves that require grad. When none does (tinygrad code that never
+  // decides), it wants every undecided leaf but constants (the 2 of `x * 2`; tinygrad skips
+  // CONST too). With parameters in the graph the inputs get no .grad: an unread input gradient
+  // would still be computed when the optimizer overwrites a weight it reads (assign realizes
+  // the lazy readers of a buffer first), a matmul per step for nothing.
+  bool any_on = std::any_of(order.begin(), order.end(),
+                            [](const TensorImpl* t) { return t->mode == GradMode::kOn; });
+  auto wanted_leaf = [any_on](const TensorImpl* t) {
+    if (t->node) return false;
+    if (t->mode == GradMode::kOn) return true;
+    return !any_on && t->lazy.base->kind != LazyKind::kConst;
+  };
+  std::unordered_set<const TensorImpl*> useful;
+  for (TensorImpl* t : order) {
+    bool use = targets ? wanted.count(t) > 0 : wanted_leaf(t);
+    if (!use && t->node)
+      for (auto& p : t->node->parents) use = use || useful.count(p.get()) > 0;
+    if (use) useful.insert(t);
+  }
+  if (!targets && !useful.count(r))
+    fail(op,
+         "no tensor in this graph can have a gradient: every input is requires_grad=False "
+         "(detach() gives that), an integer tensor or a constant");
   std::unordered_map<TensorImpl*, Tensor> grads;
-  grads.emplace(root.impl_.get(), seed);
+  grads.emplace(r, seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     TensorImpl* t = *it;
     auto g = grads.find(t);
-    if (!t->node || g == grads.end()) continue;
+    if (!t->node || g == grads.end() || !useful.count(t)) continue;
     check_unchanged(*t->node);
     std::vector<std::optional<Tensor>> pg = t->node->backward(g->second);
     CHECK_EQ(pg.size(), t->node->parents.size()) << "backward of " << t->node->op;
     for (size_t i = 0; i < pg.size(); i++) {
       TensorImpl* p = t->node->parents[i].get();
-      if (!pg[i] || !p->requires_grad) continue;
+      if (!pg[i] || !useful.count(p) || !grad_capable(*p)) continue;
       Tensor gi = pg[i]->detach();
       CHECK(gi.shape() == p->lazy.shape())
           << "backward of " << t->node->op << " gave " << shape_str(gi.shape()) << " for "
@@ -98,10 +172,22 @@ std::vector<Tensor> run_backward(const Tensor& root,
   }
   std::vector<Tensor> out;
   if (targets) {
-    for (const Tensor& t : *targets) {
+    for (size_t i = 0; i < targets->size(); i++) {
+      const Tensor& t = (*targets)[i];
       auto it = grads.find(t.impl_.get());
-      out.push_back(it != grads.end() ? it->second
-                                      : Tensor::full(t.shape(), 0, t.dtype(), t.device()));
+      if (it != grads.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+      if (!materialize)
+        fail(op,
+             "target " + std::to_string(i) + " (" + describe(*t.impl_) + ") " +
+                 (t.impl_->mode == GradMode::kOff
+                      ? "has requires_grad=False, so no gradient reaches it"
+                  : !dtypes::is_float(t.dtype()) ? "is not a float tensor, so it has no gradient"
+                                                 : "is not in the graph of this tensor") +
+                 " (materialize_grads=True gives zeros instead)");
+      out.push_back(Tensor::full(t.shape(), 0, t.dtype(), t.device()));
     }
     return out;
   }
@@ -132,11 +218,12 @@ Tensor seed_for(const Tensor& root, const std::optional<Tensor>& grad_out, const
 }  // namespace
 
 void Tensor::backward(std::optional<Tensor> grad_out) const {
-  run_backward(*this, seed_for(*this, grad_out, "backward"), nullptr);
+  run_backward(*this, seed_for(*this, grad_out, "backward"), nullptr, false, "backward");
 }
 
-std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
-  return run_backward(*this, seed_for(*this, std::nullopt, "gradient"), &targets);
+std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, bool materialize) const {
+  return run_backward(*this, seed_for(*this, std::nullopt, "gradient"), &targets, materialize,
+                      "gradient");
 }
 
 }  // namespace baregrad::tensor

@@ -1,5 +1,12 @@
-// Reverse-mode autograd over Tensor ops: each op whose inputs need gradients records a
+// Reverse-mode autograd over Tensor ops: each op whose inputs may need gradients records a
 // GradNode; backward() walks them from a scalar in reverse topological order.
+//
+// requires_grad is tinygrad's tri-state (GradMode). An op with an input that requires grad
+// (kOn) records a node and its output requires grad, as in PyTorch. An op whose float inputs
+// are only undecided (kUnset, the default) records a node too, so that a gradient can still be
+// asked for, but that history follows tinygrad's lifetime: realize() drops it (tinygrad
+// replaces a realized tensor's graph with its buffer), so a forward-only program does not keep
+// its activations alive. kOff tensors (detach(), requires_grad=False) stop gradients.
 #pragma once
 
 #include <functional>
@@ -24,17 +31,40 @@ struct GradNode {
   // Each parent's base and its version when the op ran: backward() refuses to run on values
   // that assign() or setitem replaced or wrote since (torch's "modified by an inplace operation").
   std::vector<std::pair<std::weak_ptr<LazyBase>, uint64_t>> parent_bases;
+  // The output's base was not computed yet when the op ran (not a view of a realized buffer):
+  // once it is, an undecided history is dropped (see Tensor::record).
+  bool out_pending = false;
 };
+
+// tinygrad's requires_grad: None (kUnset), True (kOn), False (kOff).
+enum class GradMode : uint8_t { kUnset, kOn, kOff };
 
 // What a Tensor value refers to; copies of a Tensor share it (and so share .grad).
 struct TensorImpl {
   Lazy lazy;
-  bool requires_grad = false;
+  GradMode mode = GradMode::kUnset;
+  // Set when realize() dropped the history of this kUnset tensor: backward() says so.
+  bool history_dropped = false;
   std::shared_ptr<TensorImpl> grad;  // set by backward() on tensors that require grad
-  std::shared_ptr<GradNode> node;    // how this tensor was computed, when it needs grad
+  std::shared_ptr<GradNode> node;    // how this tensor was computed, when it may need grad
 
   // Releases the graph it alone holds one node at a time (no recursion over a deep graph).
   ~TensorImpl();
 };
+
+// True when `t`'s undecided history may be dropped now: its value has been computed since.
+inline bool history_realized(const TensorImpl& t) {
+  return t.mode == GradMode::kUnset && t.node && t.node->out_pending && t.lazy.base->realized;
+}
+
+// A float tensor that is not requires_grad=false: gradients may flow into it.
+inline bool grad_capable(const TensorImpl& t) {
+  return t.mode == GradMode::kOn ||
+         (t.mode == GradMode::kUnset && compiler::dtypes::is_float(t.lazy.dtype()));
+}
+
+// False while backward() or gradient() runs: the ops of a backward pass record history only for
+// inputs that require grad (kOn), never for undecided ones (see Tensor::record).
+bool record_undecided();
 
 }  // namespace baregrad::tensor

@@ -122,7 +122,10 @@ Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
 Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
   if (!dtypes::is_float(dtype))
     fail("normal", "dtype must be a float, got " + dtype.name(), ErrorKind::kType);
-  return randn(std::move(shape), dtype) * std + mean;
+  // A leaf, as every factory's result: requires_grad undecided, no history behind it.
+  Tensor t = (randn(std::move(shape), dtype) * std + mean).detach();
+  t.set_requires_grad(std::nullopt);
+  return t;
 }
 
 }  // namespace baregrad::tensor

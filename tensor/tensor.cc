@@ -215,17 +215,33 @@ std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tenso
 
 Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& parents, BackwardFn fn) {
   Tensor t(std::move(out));
-  if (std::none_of(parents.begin(), parents.end(),
-                   [](const Tensor& p) { return p.requires_grad(); }))
-    return t;
+  bool on = false, undecided = false, all_off = !parents.empty();
+  for (const Tensor& p : parents) {
+    GradMode m = p.impl_->mode;
+    on = on || m == GradMode::kOn;
+    all_off = all_off && m == GradMode::kOff;
+    undecided = undecided || (m == GradMode::kUnset && dtypes::is_float(p.dtype()));
+  }
+  if (all_off) t.impl_->mode = GradMode::kOff;
+  if (!on && !(undecided && dtypes::is_float(t.dtype()) && record_undecided())) return t;
   auto node = std::make_shared<GradNode>();
   node->op = op;
-  for (auto& p : parents) {
+  node->parents.reserve(parents.size());
+  node->parent_bases.reserve(parents.size());
+  for (const Tensor& p : parents) {
+    // An undecided history ends where its value was computed (tinygrad replaces a realized
+    // tensor's graph by its buffer): a loop feeding realized outputs back in stays bounded.
+    TensorImpl& pi = *p.impl_;
+    if (history_realized(pi)) {
+      pi.node.reset();
+      pi.history_dropped = true;
+    }
     node->parents.push_back(p.impl_);
-    node->parent_bases.emplace_back(p.impl_->lazy.base, p.impl_->lazy.base->version);
+    node->parent_bases.emplace_back(pi.lazy.base, pi.lazy.base->version);
   }
   node->backward = std::move(fn);
-  t.impl_->requires_grad = true;
+  node->out_pending = !t.impl_->lazy.base->realized;
+  if (on) t.impl_->mode = GradMode::kOn;
   t.impl_->node = std::move(node);
   return t;
 }
@@ -277,7 +293,9 @@ Tensor Tensor::scalar_like(double v) const {
   DType t = dtype();
   if (!dtypes::is_float(t) && v != std::trunc(v)) t = dtypes::kFloat32;
   if (dtypes::is_bool(t)) t = v == 0 || v == 1 ? t : dtypes::kInt32;
-  return Tensor(lazy_const(impl_->lazy.base->device, t, v, {}));
+  Tensor c(lazy_const(impl_->lazy.base->device, t, v, {}));
+  c.impl_->mode = GradMode::kOff;  // as tinygrad's scalar operands: never a gradient target
+  return c;
 }
 
 Tensor Tensor::operator+(const Tensor& o) const { return binary("add", Op::ADD, *this, o, {}); }
@@ -391,6 +409,12 @@ Tensor Tensor::sigmoid() const {
 
 const Tensor& Tensor::realize() const {
   run_schedule(create_schedule({impl_->lazy}));
+  // Undecided history ends here, as tinygrad's realize replaces the graph by the buffer: the
+  // activations behind a forward-only result are freed (see autograd.h).
+  if (history_realized(*impl_)) {
+    impl_->node.reset();
+    impl_->history_dropped = true;
+  }
   return *this;
 }
 

@@ -85,18 +85,29 @@ class Tensor {
   const Lazy& lazy() const { return impl_->lazy; }
 
   // ---- autograd ------------------------------------------------------------------------------
-  bool requires_grad() const { return impl_->requires_grad; }
-  // Marks a leaf as needing gradients; returns *this.
+  // True only when gradients must flow here (tinygrad's requires_grad=True).
+  bool requires_grad() const { return impl_->mode == GradMode::kOn; }
+  // tinygrad's tri-state: nullopt (None, the default: a gradient can be asked for), true, false.
+  std::optional<bool> requires_grad_state() const;
+  // Marks this tensor as needing gradients (or not); returns *this. Setting true or false on a
+  // tensor whose history was recorded only because its inputs were undecided makes it a leaf
+  // (a parameter made by `randn(...) * 0.1`, say).
   Tensor& requires_grad_(bool on = true);
+  Tensor& set_requires_grad(std::optional<bool> on);
+  // No recorded history: created tensors, parameters, detach()ed and realized undecided ones.
+  bool is_leaf() const { return !impl_->node; }
   // The gradient backward() accumulated into this tensor, if any.
   std::optional<Tensor> grad() const;
-  // Gradients of this scalar with respect to every tensor that requires them, accumulated into
-  // their grad(). A non-scalar needs `grad_out` of its shape.
+  // Gradients of this scalar accumulated into grad() of the leaves of its graph that require
+  // grad; when none does, of every float leaf that is not requires_grad=false or a constant
+  // (tinygrad: every such tensor). A non-scalar needs `grad_out` of its shape.
   void backward(std::optional<Tensor> grad_out = std::nullopt) const;
-  // Gradients of this scalar with respect to `targets`, without touching grad().
-  std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
-  // The same values with no gradient history.
-  Tensor detach() const { return Tensor(impl_->lazy); }
+  // Gradients of this scalar with respect to `targets` (any tensors of its graph that are not
+  // requires_grad=false), without touching grad(). A target the graph does not reach throws,
+  // unless `materialize` (tinygrad's materialize_grads), which gives zeros for it.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, bool materialize = false) const;
+  // The same values with no gradient history, requires_grad=false (tinygrad's detach).
+  Tensor detach() const;
   // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.
   // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
   // history, and realizes it. A tensor that is a whole realized buffer is updated in place
@@ -409,11 +420,13 @@ class Tensor {
  private:
   explicit Tensor(Lazy l) : impl_(std::make_shared<TensorImpl>()) { impl_->lazy = std::move(l); }
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
-  // `out`, recording `fn` as its backward when any of `parents` requires grad.
+  // `out`, recording `fn` as its backward when any of `parents` may need grad (see autograd.h).
   static Tensor record(Lazy out, const char* op, const std::vector<Tensor>& parents, BackwardFn fn);
   friend std::vector<Tensor> run_backward(const Tensor& root,
                                           const Tensor& seed,
-                                          const std::vector<Tensor>* targets);
+                                          const std::vector<Tensor>* targets,
+                                          bool materialize,
+                                          const char* op);
   friend class TinyJit;
   friend Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out);
   Tensor scalar_like(double v) const;

@@ -30,7 +30,7 @@ def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.b
 
 class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
-  __slots__ = ("_c", "_rg", "__weakref__")
+  __slots__ = ("_c", "__weakref__")
   training: ClassVar[bool] = False
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
   __array_ufunc__ = None
@@ -50,17 +50,19 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
       if data.shape == (): c = Tensor._const_c(data.item(), _dtype or _from_np_dtype(data.dtype), _device)
       else: c = Tensor._from_numpy(data, _dtype, _device)
     else: raise TypeError(f"[{op_name()}] can't create Tensor from {data!r} with type {type(data).__name__}")
+    made = c
     if _dtype is not None and c.dtype != _dtype.key: c = c.cast(_dtype.key)
     if c.device != _device: c = c.to(_device)
-    self._c, self._rg = c, requires_grad
-    if requires_grad: self._c.requires_grad_(True)
+    if c is not made or isinstance(data, Tensor): c = c.detach()  # a new tensor is a leaf
+    if requires_grad is not None or c.requires_grad is not None: c.requires_grad_(requires_grad)
+    self._c = c
 
   # ---- construction helpers ----------------------------------------------------------------
 
   @staticmethod
   def _wrap(c) -> Tensor:
     t = Tensor.__new__(Tensor)
-    t._c, t._rg = c, None
+    t._c = c
     return t
 
   @staticmethod
@@ -76,7 +78,11 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return _C.Tensor.full([], float(value), dtype.key, device)
 
   @staticmethod
-  def _const(value, dtype: DType, device: str) -> Tensor: return Tensor._wrap(Tensor._const_c(value, dtype, device))
+  def _const(value, dtype: DType, device: str) -> Tensor:
+    """A Python scalar operand: requires_grad=False, as tinygrad makes it."""
+    c = Tensor._const_c(value, dtype, device)
+    c.requires_grad_(False)
+    return Tensor._wrap(c)
 
   @staticmethod
   def _from_numpy(arr: np.ndarray, dtype: DType | None, device: str):
@@ -128,13 +134,14 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @property
   def requires_grad(self) -> bool | None:
-    """True when gradients flow here; None (the default) until an optimizer makes it True."""
-    return True if self._c.requires_grad else self._rg
+    """tinygrad's tri-state: None (the default: gradient() and backward() reach this tensor, realize()
+    ends its history), True (gradients always flow; optimizers set it), False (no gradient)."""
+    return self._c.requires_grad
 
   @requires_grad.setter
   def requires_grad(self, value: bool | None):
-    self._c.requires_grad_(bool(value))
-    self._rg = value
+    if value is not None and not isinstance(value, bool): value = bool(value)
+    self._c.requires_grad_(value)
 
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
     self.requires_grad = requires_grad
@@ -225,9 +232,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     """A copy on `device` (this tensor when it is there); the gradient flows back."""
     device = canonicalize_device(device)
     if device == self.device: return self
-    ret = Tensor._wrap(self._c.to(device))
-    ret._rg = self._rg
-    return ret
+    return Tensor._wrap(self._c.to(device))
 
   def to_(self, device: str | None) -> Tensor: return self.replace(self.to(device))
 
@@ -245,9 +250,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return x
 
   def detach(self) -> Tensor:
-    ret = Tensor._wrap(self._c.detach())
-    ret._rg = False
-    return ret
+    """The same values with no history and requires_grad=False."""
+    return Tensor._wrap(self._c.detach())
 
   def clone(self) -> Tensor:
     ret = Tensor._wrap(self._c.contiguous().detach())
@@ -273,17 +277,18 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   # ---- autograd ------------------------------------------------------------------------------
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:
-    """Accumulates d(self)/d(t) into t.grad for every t that requires grad."""
+    """Accumulates d(self)/d(t) into t.grad for the leaves t of the graph that require grad (parameters); when
+    none does, for every float leaf that is not requires_grad=False or a constant (the 2 of `x * 2`)."""
     if gradient is not None and not isinstance(gradient, Tensor): gradient = Tensor(gradient, self.device, self.dtype)
     self._c.backward(None if gradient is None else gradient._c)
     return self
 
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
-    """d(self)/d(target) for each target, without touching .grad."""
-    if not (self.is_floating_point() and all(t.is_floating_point() for t in targets)):
-      raise RuntimeError(f"[gradient] of a {self.dtype} tensor: only float tensors have gradients")
+    """d(self)/d(target) for each target (any tensor of the graph that is not requires_grad=False), without
+    touching .grad. A target the graph does not reach raises RuntimeError, or gives zeros with materialize_grads."""
+    for t in targets: self._tensor_arg(t, "every target")
     root = self if gradient is None else (self * gradient.detach()).sum()
-    return [Tensor._wrap(g) for g in root._c.gradient([t._c for t in targets])]
+    return [Tensor._wrap(g) for g in root._c.gradient([t._c for t in targets], materialize_grads)]
 
   # ---- creation ------------------------------------------------------------------------------
 
@@ -291,9 +296,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def _finish(c, device: str | None, requires_grad: bool | None) -> Tensor:
     device = canonicalize_device(device)
     if c.device != device: c = c.to(device)
-    ret = Tensor._wrap(c)
-    if requires_grad is not None: ret.requires_grad = requires_grad
-    return ret
+    if not c.is_leaf: c = c.detach()  # a created tensor is a leaf, requires_grad undecided
+    if requires_grad is not None or c.requires_grad is not None: c.requires_grad_(requires_grad)
+    return Tensor._wrap(c)
 
   @staticmethod
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
@@ -392,12 +397,16 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @staticmethod
   def scaled_uniform(*shape, **kwargs) -> Tensor:
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+    rg = kwargs.pop("requires_grad", None)
+    t = Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+    return Tensor._finish(t._c, t.device, rg)
 
   @staticmethod
   def glorot_uniform(*shape, **kwargs) -> Tensor:
     shp = argfix(*shape)
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul((6 / (shp[0] + prod(shp[1:]))) ** 0.5)
+    rg = kwargs.pop("requires_grad", None)
+    t = Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul((6 / (shp[0] + prod(shp[1:]))) ** 0.5)
+    return Tensor._finish(t._c, t.device, rg)
 
   @staticmethod
   def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:

@@ -91,14 +91,16 @@ void bind_tensor(py::module_& m) {
       .def("numel", &Tensor::numel)
       .def("same", &Tensor::same)
       // ---- autograd ----
-      .def_property_readonly("requires_grad", &Tensor::requires_grad)
+      .def_property_readonly("requires_grad", &Tensor::requires_grad_state)
       .def(
-          "requires_grad_", [](Tensor& t, bool on) { t.requires_grad_(on); }, py::arg("on"))
+          "requires_grad_", [](Tensor& t, std::optional<bool> on) { t.set_requires_grad(on); },
+          py::arg("on"))
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property_readonly("grad", &Tensor::grad)
       .def("set_grad", &Tensor::set_grad)
       .def("clear_grad", &Tensor::clear_grad)
       .def("backward", &Tensor::backward, py::arg("grad_out") = std::nullopt)
-      .def("gradient", &Tensor::gradient)
+      .def("gradient", &Tensor::gradient, py::arg("targets"), py::arg("materialize") = false)
       .def("detach", &Tensor::detach)
       .def("assign", &Tensor::assign)
       .def("write_view", [](Tensor& t, const Tensor& v) { t.write_view(v); })

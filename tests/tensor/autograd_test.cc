@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "tensor/counters.h"
 #include "tensor/tensor.h"
 #include "tests/tensor/test_util.h"
 
@@ -72,10 +73,78 @@ TEST(Autograd, GradientAccumulatesAndGradientApiLeavesGradAlone) {
   EXPECT_EQ(x.grad()->to_vector(), (std::vector<double>{4, 6, 8}));  // 2x + 2
   Tensor y = Tensor::from_data({1, 1}, {2}, kF64);
   y.requires_grad_();
-  auto g = (y * 3.0).sum().gradient({y, x});
+  // x is not in the graph: an error (tinygrad's), or zeros when asked to materialize them.
+  EXPECT_THROW((y * 3.0).sum().gradient({y, x}), Error);
+  auto g = (y * 3.0).sum().gradient({y, x}, /*materialize=*/true);
   EXPECT_EQ(g[0].to_vector(), (std::vector<double>{3, 3}));
   EXPECT_EQ(g[1].to_vector(), (std::vector<double>{0, 0, 0}));
   EXPECT_FALSE(y.grad());
+}
+
+// tinygrad's tri-state requires_grad: undecided (the default) tensors get gradients too;
+// requires_grad=false and detach() stop them.
+TEST(Autograd, UndecidedTensorsGetGradients) {
+  Tensor x = Tensor::from_data({1, 2}, {2}, kF64), w = Tensor::from_data({3, 4}, {2}, kF64);
+  EXPECT_EQ(x.requires_grad_state(), std::nullopt);
+  EXPECT_FALSE(x.requires_grad());
+  Tensor loss = (x * w * 2.0).sum();
+  EXPECT_EQ(loss.requires_grad_state(), std::nullopt);
+  auto g = loss.gradient({x, w});
+  EXPECT_EQ(g[0].to_vector(), (std::vector<double>{6, 8}));
+  EXPECT_EQ(g[1].to_vector(), (std::vector<double>{2, 4}));
+  EXPECT_FALSE(x.grad());
+  loss.backward();  // every float leaf that is not requires_grad=false
+  EXPECT_EQ(x.grad()->to_vector(), (std::vector<double>{6, 8}));
+  EXPECT_EQ(w.grad()->to_vector(), (std::vector<double>{2, 4}));
+
+  Tensor off = Tensor::from_data({5, 6}, {2}, kF64);
+  off.requires_grad_(false);
+  Tensor l2 = (off * x + w.detach()).sum();
+  EXPECT_EQ(l2.gradient({x})[0].to_vector(), (std::vector<double>{5, 6}));
+  EXPECT_THROW(l2.gradient({off}), Error);  // requires_grad=false: no gradient reaches it
+  EXPECT_EQ(w.detach().requires_grad_state(), std::optional<bool>(false));
+  EXPECT_THROW((off * 2.0).sum().backward(), Error);  // nothing in its graph can have one
+  // An op mixing requires_grad=true and undecided inputs requires grad.
+  Tensor on = Tensor::from_data({1, 1}, {2}, kF64);
+  on.requires_grad_();
+  EXPECT_EQ((on * x).requires_grad_state(), std::optional<bool>(true));
+  // Integer tensors have no gradient and record nothing.
+  Tensor i = Tensor::from_data({1, 2}, {2}, dtypes::kInt32);
+  EXPECT_TRUE((i + i).is_leaf());
+}
+
+// realize() ends an undecided history, as tinygrad's realize replaces the graph by the buffer:
+// the activations behind a forward-only result are freed, and a loop feeding its realized
+// output back in keeps nothing of the earlier steps alive.
+TEST(Autograd, RealizeDropsUndecidedHistory) {
+  Tensor x = Tensor::from_data({1, 2}, {2}, kF64);
+  Tensor y = (x * 3.0).exp();
+  EXPECT_FALSE(y.is_leaf());
+  y.realize();
+  EXPECT_TRUE(y.is_leaf());
+  try {
+    y.sum().gradient({x});
+    ADD_FAILURE() << "gradient through a realized undecided tensor did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[gradient] target 0"), std::string::npos) << e.what();
+  }
+  // requires_grad=true keeps the history through realize (PyTorch's semantics).
+  Tensor p = Tensor::from_data({1, 2}, {2}, kF64);
+  p.requires_grad_();
+  Tensor q = (p * 3.0).sum();
+  q.realize();
+  EXPECT_EQ(q.gradient({p})[0].to_vector(), (std::vector<double>{3, 3}));
+  // A view of a realized buffer is not a computed value: its history stays.
+  Tensor v = x.reshape({2, 1});
+  v.realize();
+  EXPECT_EQ((v * 2.0).sum().gradient({x})[0].to_vector(), (std::vector<double>{2, 2}));
+
+  int64_t before = counters().mem_used.load();
+  Tensor h = Tensor::full({1 << 16}, 1.0);
+  for (int step = 0; step < 64; step++) h = (h * 0.5 + 1.0).realize();
+  // 64 steps of 256 KiB: without the cut every step's buffer would stay alive.
+  EXPECT_LT(counters().mem_used.load() - before, 8 * (int64_t{1} << 18));
+  EXPECT_NEAR(h.to_vector()[0], 2.0, 1e-6);
 }
 
 TEST(Autograd, Misuse) {

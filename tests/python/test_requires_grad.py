@@ -1,0 +1,121 @@
+# tinygrad's tri-state requires_grad (None by default, True, False): which tensors gradient() and
+# backward() reach, what detach(), optimizers and realize() do to it. Gradients against torch.
+import numpy as np
+import pytest
+import torch
+
+from baregrad import Tensor, GlobalCounters
+from baregrad.nn import optim
+
+X, W = np.array([[1.0, -2.0, 0.5]], np.float32), np.array([[0.5], [1.5], [-1.0]], np.float32)
+
+
+def _torch_grads():
+  tx, tw = torch.tensor(X, requires_grad=True), torch.tensor(W, requires_grad=True)
+  (tx @ tw).tanh().sum().backward()
+  return tx.grad.numpy(), tw.grad.numpy()
+
+
+def test_default_is_none_and_gradient_reaches_it():
+  x, w = Tensor(X), Tensor(W)
+  assert x.requires_grad is None and w.requires_grad is None
+  loss = (x @ w).tanh().sum()
+  assert loss.requires_grad is None
+  gx, gw = loss.gradient(x, w)
+  tgx, tgw = _torch_grads()
+  np.testing.assert_allclose(gx.numpy(), tgx, rtol=1e-5)
+  np.testing.assert_allclose(gw.numpy(), tgw, rtol=1e-5)
+  assert x.grad is None and w.grad is None  # gradient() leaves .grad alone
+
+
+def test_backward_fills_every_float_leaf_but_constants_and_false():
+  x, w, off = Tensor(X), Tensor(W), Tensor(np.ones((1, 1), np.float32), requires_grad=False)
+  two = Tensor(2.0)
+  ((x @ w).tanh() * off * two).sum().backward()
+  tgx, tgw = _torch_grads()
+  np.testing.assert_allclose(x.grad.numpy(), 2 * tgx, rtol=1e-5)
+  np.testing.assert_allclose(w.grad.numpy(), 2 * tgw, rtol=1e-5)
+  assert off.grad is None and off.requires_grad is False
+  assert two.grad is None  # a constant, as tinygrad skips CONST
+
+
+def test_backward_with_parameters_fills_only_them():
+  x, w = Tensor(X), Tensor(W, requires_grad=True)
+  (x @ w).tanh().sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), _torch_grads()[1], rtol=1e-5)
+  assert x.grad is None  # torch's too; gradient(x) still reaches it
+  np.testing.assert_allclose((x @ w).tanh().sum().gradient(x)[0].numpy(), _torch_grads()[0], rtol=1e-5)
+
+
+def test_true_false_detach_and_mixing():
+  x = Tensor(X, requires_grad=True)
+  assert x.requires_grad is True and (x * 2).requires_grad is True
+  d = x.detach()
+  assert d.requires_grad is False and (d * 2).requires_grad is False
+  with pytest.raises(RuntimeError, match=r"\[gradient\] target 0 .*requires_grad=False"):
+    (d * Tensor(W.T)).sum().gradient(d)
+  with pytest.raises(RuntimeError, match=r"\[backward\] the tensor has requires_grad=False"):
+    (d * 2).sum().backward()
+  with pytest.raises(RuntimeError, match=r"\[backward\] no tensor in this graph can have a gradient"):
+    (d * Tensor(2.0)).sum().backward()  # a constant tensor gets no .grad from backward()
+  with pytest.raises(RuntimeError, match=r"\[gradient\] only float tensors have gradients"):
+    (Tensor([1, 2]) * 2).sum().gradient(Tensor([1.0]))
+  x.requires_grad = None
+  assert x.requires_grad is None
+  with pytest.raises(RuntimeError, match=r"\[requires_grad\] only float tensors"):
+    Tensor([1, 2]).requires_grad_()
+
+
+def test_gradient_of_a_tensor_outside_the_graph():
+  x, y = Tensor(X), Tensor(W)
+  with pytest.raises(RuntimeError, match=r"\[gradient\] target 1 .*is not in the graph"):
+    (x * 3).sum().gradient(x, y)
+  gx, gy = (x * 3).sum().gradient(x, y, materialize_grads=True)
+  np.testing.assert_array_equal(gx.numpy(), np.full_like(X, 3))
+  np.testing.assert_array_equal(gy.numpy(), np.zeros_like(W))
+
+
+def test_optimizer_makes_undecided_parameters_true_and_leaves():
+  w = Tensor.randn(3, 1) * 0.1  # built by an op: not a leaf until it becomes a parameter
+  b = Tensor.zeros(1, requires_grad=False)
+  opt = optim.SGD([w, b], lr=0.5)
+  assert w.requires_grad is True and b.requires_grad is False
+  w0 = w.numpy()
+  loss = (Tensor(X) @ w + b).sum()
+  loss.backward()
+  np.testing.assert_allclose(w.grad.numpy(), X.T, rtol=1e-6)
+  opt.step()
+  np.testing.assert_allclose(w.numpy(), w0 - 0.5 * X.T, rtol=1e-5, atol=1e-6)
+
+
+def test_created_parameters_are_leaves():
+  w = Tensor.scaled_uniform(3, 1, requires_grad=True)
+  g = Tensor.glorot_uniform(3, 1, requires_grad=True)
+  (Tensor(X) @ (w + g)).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), X.T, rtol=1e-6)
+  np.testing.assert_allclose(g.grad.numpy(), X.T, rtol=1e-6)
+
+
+def test_realize_ends_undecided_history_as_tinygrad():
+  x = Tensor(X)
+  y = (x * 3).exp().sum()
+  y.realize()
+  with pytest.raises(RuntimeError, match=r"\[gradient\] the graph behind this tensor was dropped when it was realized"):
+    y.gradient(x)
+  # True keeps it (torch's semantics); a realized view of a buffer is not a computed value.
+  p = Tensor(X, requires_grad=True)
+  q = (p * 3).sum()
+  q.realize()
+  np.testing.assert_array_equal(q.gradient(p)[0].numpy(), np.full_like(X, 3))
+  v = x.reshape(3, 1)
+  v.realize()
+  np.testing.assert_array_equal((v * 2).sum().gradient(x)[0].numpy(), np.full_like(X, 2))
+
+
+def test_a_loop_of_realized_undecided_steps_keeps_no_history():
+  h = Tensor.ones(1 << 16).contiguous().realize()
+  before = GlobalCounters.mem_used
+  for _ in range(48):
+    h = (h * 0.5 + 1).realize()
+  assert GlobalCounters.mem_used - before < 8 * (1 << 18)  # 48 steps of 256 KiB would be 12 MiB
+  np.testing.assert_allclose(h.numpy()[:4], 2.0, rtol=1e-6)
