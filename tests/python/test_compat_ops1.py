@@ -49,7 +49,8 @@ def test_asin_acos(op):
 
 
 def test_atan():
-  helper_test_op(None, torch.atan, Tensor.atan, vals=[[-1e4, -3.0, -1.01, -1.0, -0.3, 0.0, 0.5, 1.0, 2.5, 1e6]], atol=2e-7, rtol=1e-6)
+  vals = [[-1e4, -3.0, -1.01, -1.0, -0.3, 0.0, 0.5, 1.0, 2.5, 1e6]]
+  helper_test_op(None, torch.atan, Tensor.atan, vals=vals, atol=2e-7, rtol=1e-6)
   out = Tensor([math.inf, -math.inf, math.nan, 1e30]).atan().numpy()
   np.testing.assert_allclose(out[[0, 1, 3]], [math.pi / 2, -math.pi / 2, math.pi / 2], rtol=1e-7)
   assert np.isnan(out[2])
@@ -77,7 +78,8 @@ def test_fmod():
 
 
 def test_gelu():
-  helper_test_op([(3, 4)], lambda x: F.gelu(x, approximate="none"), lambda x: x.gelu(approximate="none"), low=-4, high=4, atol=3e-7)
+  helper_test_op([(3, 4)], lambda x: F.gelu(x, approximate="none"), lambda x: x.gelu(approximate="none"),
+                 low=-4, high=4, atol=3e-7)
   x = np.linspace(-4, 4, 7, dtype=np.float32)
   tanh = F.gelu(torch.tensor(x), approximate="tanh").numpy()
   np.testing.assert_allclose(Tensor(x).gelu().numpy(), tanh, atol=1e-6)  # tinygrad's default is "tanh"
@@ -145,7 +147,8 @@ def test_cummax_edges():
 def test_logcumsumexp():
   helper_test_op([(3, 5)], lambda x: torch.logcumsumexp(x, 1), lambda x: x.logcumsumexp(1), low=-30, high=30)
   helper_test_op([(3, 5)], lambda x: torch.logcumsumexp(x, 0), Tensor.logcumsumexp)  # axis=0 by default
-  x = np.array([[-1000.0, 0.0, 2.0, -math.inf, math.inf, 1.0], [-math.inf, -math.inf, 1e4, 1e4 + 1, -1e4, 0.0]], dtype=np.float32)
+  x = np.array([[-1000.0, 0.0, 2.0, -math.inf, math.inf, 1.0],
+                [-math.inf, -math.inf, 1e4, 1e4 + 1, -1e4, 0.0]], dtype=np.float32)
   np.testing.assert_allclose(Tensor(x).logcumsumexp(-1).numpy(), torch.logcumsumexp(torch.tensor(x), -1).numpy(), rtol=1e-6)
   assert Tensor(1.5).logcumsumexp().item() == 1.5
   assert Tensor.zeros(0, 3).logcumsumexp(0).shape == (0, 3)

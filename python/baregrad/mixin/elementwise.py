@@ -260,7 +260,8 @@ class ElementwiseMixin:
   def _asin_core(self):
     """asin for |x| <= 0.5: x + x^3 P(x^2), Cephes' asinf minimax polynomial (float32 accuracy)."""
     z = self.square()
-    return self + self * z * ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z + 1.6666752422e-1)
+    poly = (((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z + 1.6666752422e-1
+    return self + self * z * poly
 
   def _asin_acos(self, acos: bool):
     # |x| <= 0.5: the polynomial; beyond, asin(x) = sign(x) (pi/2 - 2 asin(sqrt((1 - |x|) / 2))). Each branch gets a

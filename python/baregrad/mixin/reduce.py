@@ -188,7 +188,8 @@ class ReduceMixin:
 
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True):
     """(values, int32 indices) of the k largest (or smallest) along `dim`, in sorted order (also for sorted_=False)."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)): raise TypeError(f"[topk] k must be an int, got {type(k).__name__}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+      raise TypeError(f"[topk] k must be an int, got {type(k).__name__}")
     k = int(k)
     size = self.shape[self._resolve_dim(dim)] if self.ndim else 1
     if not 0 <= k <= size: raise ValueError(f"[topk] k={k} is out of range for size {size} of dim {dim}")
