@@ -79,6 +79,14 @@ class ElementwiseMixin:
     """Python's %: the result has the divisor's sign."""
     return self._binary("mod", x, reverse)
 
+  def fmod(self, x):
+    """C's fmod (torch.fmod): the remainder of truncating division, with the dividend's sign."""
+    a, b = self._broadcasted(x)
+    if dtypes.is_float(a.dtype):  # NOTE: quotients beyond 2**24 (float32) round, as tinygrad's; x fmod inf is x
+      return (b.isinf() & a.isfinite()).where(a, a - a.div(b, rounding_mode="trunc") * b)
+    r = a.mod(b)  # Python's remainder, exact for ints: shift it by b where the signs disagree
+    return (r.ne(0) & ((r < 0) ^ (a < 0))).where(r - b, r)
+
   def pow(self, x, reverse: bool = False):
     """x ** e; int ** int stays int, an int tensor with a float exponent gives float32."""
     if not reverse and isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
@@ -245,6 +253,43 @@ class ElementwiseMixin:
   def atanh(self): x = self._float(); return ((1 + x) / (1 - x)).log() / 2
   def asinh(self): x = self._float(); return (x.abs() + (x.square() + 1).sqrt()).log() * x.sign()
   def acosh(self): x = self._float(); return (x + (x.square() - 1).sqrt()).log()
+  def log10(self):
+    """Base-10 logarithm (bool and int tensors in float32)."""
+    return self._float().log() * (1 / math.log(10))
+
+  def _asin_core(self):
+    """asin for |x| <= 0.5: x + x^3 P(x^2), Cephes' asinf minimax polynomial (float32 accuracy)."""
+    z = self.square()
+    poly = (((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z + 1.6666752422e-1
+    return self + self * z * poly
+
+  def _asin_acos(self, acos: bool):
+    # |x| <= 0.5: the polynomial; beyond, asin(x) = sign(x) (pi/2 - 2 asin(sqrt((1 - |x|) / 2))). Each branch gets a
+    # harmless input where it is not taken (NaN goes to the first), so that where's zero gradient stays zero.
+    x = self._float()
+    far = x.abs() > 0.5
+    near = far.where(0.0, x)._asin_core()
+    xf = far.where(x, 0.75)
+    h = 2 * ((1 - xf.abs()) / 2).sqrt()._asin_core()  # pi/2 - asin(|x|), precise near |x| = 1
+    if not acos: return far.where((math.pi / 2 - h) * xf.sign(), near)
+    return far.where((xf < 0).where(math.pi - h, h), math.pi / 2 - near)
+
+  def asin(self):
+    """Inverse sine (NaN outside [-1, 1]), to about float32 precision in every float dtype."""
+    return self._asin_acos(False)
+
+  def acos(self):
+    """Inverse cosine (NaN outside [-1, 1]), to about float32 precision in every float dtype."""
+    return self._asin_acos(True)
+
+  def atan(self):
+    """Inverse tangent: asin(x / sqrt(1 + x^2)) for |x| <= 1, sign(x) pi/2 - atan(1/x) beyond."""
+    x = self._float()
+    far = x.abs() > 1
+    xn, xf = far.where(0.0, x), far.where(x, 1.0)
+    near = (xn / (1 + xn.square()).sqrt()).asin()
+    r = 1 / xf
+    return far.where(xf.sign() * (math.pi / 2) - (r / (1 + r.square()).sqrt()).asin(), near)
 
   def erf(self):
     """Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)."""
@@ -286,7 +331,11 @@ class ElementwiseMixin:
   def logsigmoid(self): return -(-self._float()).softplus()
   def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5): return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
   def tanh(self): return self._u("tanh")
-  def gelu(self): return self._u("gelu")
+  def gelu(self, approximate: str = "tanh"):
+    """GELU: x * Phi(x) with approximate="none", the tanh approximation (tinygrad's default) with "tanh"."""
+    if approximate == "tanh": return self._u("gelu")
+    if approximate == "none": x = self._float(); return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
+    raise RuntimeError(f"[gelu] approximate={approximate!r} is not supported: 'none' or 'tanh'")
   def quick_gelu(self): return self._u("quick_gelu")
   def silu(self): return self._u("silu")
   def swish(self): return self.silu()

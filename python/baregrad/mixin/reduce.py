@@ -1,6 +1,10 @@
 """Reductions, scans, softmax and matrix products (tinygrad's `axis` keywords)."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 import _baregrad as _C
 from baregrad.dtype import dtypes, least_upper_dtype, sum_acc_dtype, to_dtype
 from baregrad.helpers import argfix
@@ -58,13 +62,50 @@ class ReduceMixin:
   def cumprod(self, axis: int):
     return self._wrap(self._c.cumprod(self._resolve_dim(axis)))
 
-  def cummax(self, axis: int = 0):
-    """Running maximum along `axis` (a triangular mask and a max, like cumsum)."""
+  def _tri(self, n: int):
+    """The (n, n) bool mask of j <= i (row i, column j) on this device."""
+    return type(self).ones(n, n, dtype=dtypes.bool, device=self.device).tril()
+
+  def _cum_extreme(self, axis: int, is_max: bool):
+    """(values, int32 indices) of the running max or min along `axis`, as torch's: the index is the
+    last position holding the running value, NaN wins and stays (the last NaN's index). O(n^2)
+    work along the axis (masks of (n, n)), as tinygrad's; the gradient goes to those indices."""
+    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
     axis = self._resolve_dim(axis)
     n = self.shape[axis]
-    x = self.transpose(axis, -1).unsqueeze(-2)
-    mask = type(self).ones(n, n, dtype=dtypes.bool, device=self.device).tril()
-    return mask.where(x, dtypes.min(self.dtype)).max(-1).transpose(axis, -1)
+    if n == 0: return self, type(self).zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
+    x = self.transpose(axis, -1)
+    xd = x.detach()
+    fill = (dtypes.min if is_max else dtypes.max)(self.dtype)
+    masked = self._tri(n).where(xd.unsqueeze(-2), fill)  # [..., i, j]: x_j for j <= i
+    run = masked.max(-1) if is_max else masked.min(-1)
+    hit = xd.unsqueeze(-2).eq(run.unsqueeze(-1))
+    if dtypes.is_float(self.dtype): hit = hit | (xd.unsqueeze(-2).isnan() & run.unsqueeze(-1).isnan())
+    pos = type(self).arange(n, dtype=dtypes.int32, device=self.device)
+    idx = (self._tri(n) & hit).where(pos, -1).max(-1)
+    return x.gather(-1, idx).transpose(axis, -1), idx.transpose(axis, -1)
+
+  def cummax(self, axis: int = 0):
+    """(values, indices) of the running maximum along `axis` (tinygrad's current API and torch's)."""
+    return self._cum_extreme(axis, True)
+
+  def cummin(self, axis: int = 0):
+    """(values, indices) of the running minimum along `axis`, as torch.cummin."""
+    return self._cum_extreme(axis, False)
+
+  def logcumsumexp(self, axis: int = 0):
+    """log(cumsum(exp(x))) along `axis`, shifted by the running max so that it neither overflows nor underflows."""
+    x = self._float()
+    if x.ndim == 0: return x
+    axis = self._resolve_dim(axis)
+    n = x.shape[axis]
+    if n == 0: return x
+    x = x.transpose(axis, -1)
+    tri = self._tri(n)
+    run = tri.where(x.detach().unsqueeze(-2), -math.inf).max(-1)
+    run = run.isinf().where(0.0, run)  # an infinite running max shifts nothing: -inf stays -inf, inf stays inf
+    total = tri.where(x.unsqueeze(-2) - run.unsqueeze(-1), -math.inf).exp().sum(-1)
+    return (total.log() + run).transpose(axis, -1)
 
   def argmax(self, axis=None, keepdim: bool = False):
     return self._wrap(self._c.argmax(None if axis is None else self._resolve_dim(axis), keepdim))
@@ -79,6 +120,84 @@ class ReduceMixin:
   def log_softmax(self, axis: int = -1, dtype=None):
     x = self if dtype is None else self.cast(to_dtype(dtype))
     return x._wrap(x._c.log_softmax(axis))
+
+  def softmin(self, axis: int = -1, dtype=None):
+    """softmax(-x) along `axis` (bool and int tensors in float32)."""
+    x = self._float() if dtype is None else self.cast(to_dtype(dtype))
+    return (-x).softmax(axis)
+
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p may be 0, inf or -inf)."""
+    x = self._float()
+    dim = x._resolve_dim(dim)
+    a = x.abs()
+    if p == math.inf: norm = a.max(dim, keepdim=True)
+    elif p == -math.inf: norm = a.min(dim, keepdim=True)
+    elif p == 0: norm = x.ne(0).sum(dim, keepdim=True).cast(x.dtype)
+    else:
+      s = (a ** p).sum(dim, keepdim=True)
+      zero = s.eq(0)  # ||0|| = 0 with a zero gradient (torch's), not 0 ** (1/p - 1) = inf
+      norm = zero.where(0.0, zero.where(1.0, s) ** (1 / p))
+    return x / (norm >= eps).where(norm, eps)  # torch's clamp_min: at norm == eps the gradient goes to the norm
+
+  # ---- sorting -------------------------------------------------------------------------------
+
+  def _before(self, a, ia, b, ib, n: int, descending: bool):
+    """Whether element (a, ia) comes before (b, ib) in the sorted order: positions past n (padding)
+    last, then by value (NaN as the largest, torch's), then by original index (a stable sort)."""
+    pa, pb = ia >= n, ib >= n
+    if descending: first = a > b
+    else: first = a < b
+    same = a.eq(b)
+    if dtypes.is_float(a.dtype):
+      na, nb = a.isnan(), b.isnan()
+      first = first | ((na & nb.logical_not()) if descending else (na.logical_not() & nb))
+      same = same | (na & nb)
+    return (pa.logical_not() & pb) | (pa.eq(pb) & (first | (same & (ia < ib))))
+
+  def sort(self, dim: int = -1, descending: bool = False):
+    """(values, int32 indices) sorted along `dim` by a bitonic network of elementwise ops: O(n log^2 n),
+    stable (equal values keep their order), NaN after every number (first when descending), as torch."""
+    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
+    dim = self._resolve_dim(dim)
+    n = self.shape[dim]
+    if n <= 1: return self, type(self).zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
+    m = (n - 1).bit_length()
+    size = 1 << m
+    x = self.transpose(dim, -1)
+    batch = x.shape[:-1]
+    v = x.pad(((0, 0),) * len(batch) + ((0, size - n),)) if size != n else x
+    idx = type(self).arange(size, dtype=dtypes.int32, device=self.device).expand(*batch, size)
+    pos = np.arange(size)
+    for k in range(1, m + 1):  # merge sorted runs of 2**(k-1) into runs of 2**k, alternating direction
+      for j in range(k - 1, -1, -1):  # compare-exchange positions i and i ^ 2**j
+        shape = (*batch, size >> (j + 1), 2, 1 << j)
+        vr, ir = v.reshape(shape), idx.reshape(shape)
+        vp, ip = vr.flip(-2), ir.flip(-2)  # each element's partner, in place
+        # the pair swaps when the lower one belongs after the upper one (in blocks with bit k set: before it)
+        flip = (((pos >> k) ^ (pos >> j)) & 1).astype(bool).reshape(shape[-3:])  # bit k is 0 throughout when k == m
+        swap = self._before(vp, ip, vr, ir, n, descending) ^ type(self)(flip, device=self.device)
+        v = swap.where(vp, vr).reshape(*batch, size).contiguous()
+        idx = swap.where(ip, ir).reshape(*batch, size).contiguous()
+    if size != n: v, idx = v[..., :n], idx[..., :n]
+    return v.transpose(dim, -1), idx.transpose(dim, -1)
+
+  def argsort(self, dim: int = -1, descending: bool = False):
+    """The int32 indices that sort the tensor along `dim` (stable)."""
+    return self.sort(dim, descending)[1]
+
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True):
+    """(values, int32 indices) of the k largest (or smallest) along `dim`, in sorted order (also for sorted_=False)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+      raise TypeError(f"[topk] k must be an int, got {type(k).__name__}")
+    k = int(k)
+    size = self.shape[self._resolve_dim(dim)] if self.ndim else 1
+    if not 0 <= k <= size: raise ValueError(f"[topk] k={k} is out of range for size {size} of dim {dim}")
+    v, idx = self.sort(dim, descending=largest)
+    if self.ndim == 0: return v, idx
+    d = self._resolve_dim(dim)
+    box = tuple((0, k) if i == d else None for i in range(self.ndim))
+    return v.shrink(box), idx.shrink(box)
 
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     is_finite_close = self.isfinite() & other.isfinite() & ((self - other).abs() <= atol + rtol * other.abs())
