@@ -130,6 +130,8 @@ def test_masked_select():
   m = np.array([[True, False, True], [False, False, True]])
   helper_test_op([(2, 3)], lambda x: torch.masked_select(x, torch.tensor(m)), lambda x: x.masked_select(Tensor(m)))
   helper_test_op([(2, 3)], lambda x: torch.masked_select(x, torch.tensor(m[1])), lambda x: x.masked_select(Tensor(m[1])))  # broadcast
+  # size= (the jittable form): padded with fill_value 0, the gradient reaches the selected elements only
+  helper_test_op([(2, 3)], lambda x: F.pad(torch.masked_select(x, torch.tensor(m)), (0, 2)), lambda x: x.masked_select(Tensor(m), size=5))
   x = Tensor([[1, 2, 3], [4, 5, 6]])
   compare_np("size pads", x.masked_select(Tensor(m), size=5, fill_value=-1), np.array([1, 3, 6, -1, -1], np.int32))
   compare_np("size truncates", x.masked_select(Tensor(m), size=2), np.array([1, 3], np.int32))
@@ -159,6 +161,7 @@ def test_unfold_misuse():
   t = Tensor.ones(2, 3)
   with pytest.raises(RuntimeError, match=r"\[unfold\]"): t.unfold(1, 4, 1)
   with pytest.raises(RuntimeError, match=r"\[unfold\]"): t.unfold(1, 2, 0)
+  with pytest.raises(TypeError, match=r"\[unfold\]"): t.unfold(1, 2.0, 1)
   with pytest.raises(IndexError): t.unfold(2, 1, 1)
 
 

@@ -295,8 +295,10 @@ class MovementMixin:
     and a last dim of `size` is added."""
     if self.ndim == 0: return self.reshape(1).unfold(0, size, step).reshape(size)
     dim = self._resolve_dim(dim)
-    if not isinstance(size, int) or size < 0: raise RuntimeError(f"[unfold] size={size!r} must be an int >= 0")
-    if not isinstance(step, int) or step <= 0: raise RuntimeError(f"[unfold] step={step!r} must be an int > 0")
+    for name, v in (("size", size), ("step", step)):
+      if isinstance(v, bool) or not isinstance(v, int): raise TypeError(f"[unfold] {name}={v!r} must be an int")
+    if size < 0: raise RuntimeError(f"[unfold] size={size} must be >= 0")
+    if step <= 0: raise RuntimeError(f"[unfold] step={step} must be > 0")
     if size > self.shape[dim]: raise RuntimeError(f"[unfold] size={size} is larger than dim {dim} of {self.shape}")
     count = (self.shape[dim] - size) // step + 1
     if size == 0:  # empty windows
