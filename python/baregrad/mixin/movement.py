@@ -1,10 +1,12 @@
 """Movement Tensor methods: views (reshape, permute, pad, ...), joins and splits, indexing."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import dtypes
+from baregrad.dtype import dtypes, to_dtype
 from baregrad.helpers import argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 
 
@@ -115,6 +117,74 @@ class MovementMixin:
       ret = ret._wrap(ret._c.roll(int(shift), ret._resolve_dim(dim)))
     return ret
 
+  def rearrange(self, formula: str, **sizes):
+    """einops-style rearrange: "b (h w) c -> b h w c" splits (sizes given as keywords, one left to infer),
+    "(b c) -> ..." and "b c -> (b c)" merge, names reorder, `...` stands for the other dims, `1` or `()` is a
+    dim of size 1."""
+    if not isinstance(formula, str) or formula.count("->") != 1: raise ValueError(f"[rearrange] formula {formula!r} needs exactly one '->'")
+    def parse(side: str) -> list:
+      """Items of one side: a name, '...', or a list of names (a parenthesised group; '1' is an empty one)."""
+      items, group = [], None
+      for tok in side.replace("…", "...").replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+          if group is not None: raise ValueError(f"[rearrange] nested parentheses in {formula!r}")
+          group = []
+        elif tok == ")":
+          if group is None: raise ValueError(f"[rearrange] unbalanced ')' in {formula!r}")
+          items.append(group)
+          group = None
+        elif tok == "1":
+          if group is None: items.append([])  # inside a group a 1 changes nothing
+        elif tok == "..." or (tok.isidentifier() and not tok.startswith("_") and not tok.endswith("_")):
+          (group if group is not None else items).append(tok)
+        else: raise ValueError(f"[rearrange] invalid axis name {tok!r} in {formula!r}")
+      if group is not None: raise ValueError(f"[rearrange] unbalanced '(' in {formula!r}")
+      return items
+    lhs, rhs = (parse(side) for side in formula.split("->"))
+    def names(items): return [n for it in items for n in (it if isinstance(it, list) else [it])]
+    ln, rn = names(lhs), names(rhs)
+    if len(ln) != len(set(ln)) or len(rn) != len(set(rn)) or set(ln) != set(rn):
+      raise ValueError(f"[rearrange] {formula!r}: each side must name the same axes once")
+    if any("..." in it for it in lhs if isinstance(it, list)): raise ValueError(f"[rearrange] '...' inside a group on the left of {formula!r}")
+    for name in sizes:
+      if name not in ln: raise ValueError(f"[rearrange] size given for {name!r}, which {formula!r} does not use")
+    ell = self.ndim - (len(lhs) - 1) if "..." in lhs else 0
+    if ell < 0 or ("..." not in lhs and len(lhs) != self.ndim):
+      raise ValueError(f"[rearrange] {formula!r} names {len(lhs) - ('...' in lhs)} dims, the tensor has shape {self.shape}")
+    ell_names = [f"...{i}" for i in range(ell)]
+    known, split, dims = {}, [], list(self.shape)
+    for it in lhs:
+      if it == "...":
+        known.update(zip(ell_names, dims[:ell]))
+        split += ell_names
+        dims = dims[ell:]
+        continue
+      group, n = (it if isinstance(it, list) else [it]), dims.pop(0)
+      unknown = [g for g in group if g not in sizes]
+      if len(unknown) > 1: raise ValueError(f"[rearrange] {formula!r}: cannot infer the sizes of {unknown} from dim size {n}")
+      given = prod(sizes[g] for g in group if g in sizes)
+      if (unknown and (given == 0 or n % given)) or (not unknown and given != n):
+        raise ValueError(f"[rearrange] {formula!r}: sizes {[sizes.get(g, '?') for g in group]} do not make dim size {n}")
+      known.update({g: sizes[g] if g in sizes else n // given for g in group})
+      split += group
+    def members(it): return [m for n in (it if isinstance(it, list) else [it]) for m in (ell_names if n == "..." else [n])]
+    out = self.reshape([known[n] for n in split]).permute([split.index(n) for it in rhs for n in members(it)])
+    final = []
+    for it in rhs: final += [known[n] for n in ell_names] if it == "..." else [prod(known[n] for n in members(it))]
+    return out.reshape(final)
+
+  @staticmethod
+  def from_blob(ptr: int, shape, **kwargs):
+    """A Tensor of `shape` holding a copy of the memory at address `ptr` (dtype=, device=, requires_grad= as
+    Tensor's); unlike tinygrad's it copies at once: the device allocator cannot adopt foreign memory."""
+    from baregrad.tensor import Tensor
+    shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[from_blob] invalid shape {shape}")
+    dtype = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float)
+    nbytes = prod(shape) * dtype.itemsize
+    if nbytes and not ptr: raise ValueError(f"[from_blob] a null pointer for {nbytes} bytes")
+    return Tensor(ctypes.string_at(ptr, nbytes) if nbytes else b"", dtype=dtype, **kwargs).reshape(shape)
+
   # ---- joins and splits ----------------------------------------------------------------------
 
   def cat(self, *args, dim: int = 0):
@@ -138,11 +208,111 @@ class MovementMixin:
     return self._wrap(self._c.gather(self._resolve_dim(dim), index.to(self.device)._c))
 
   def scatter(self, dim: int, index, src, reduce: str | None = None):
-    """A copy with self[index[i]][...] = src[i] along `dim`; reduce is not supported."""
-    if reduce is not None: raise NotImplementedError(f"[scatter] scatter with reduce={reduce!r} is not supported")
+    """A copy with self[index[i]][...] = src[i] along `dim` (the last duplicate wins); reduce='add' or 'multiply'
+    combines with self instead (as scatter_reduce 'sum' and 'prod')."""
+    if reduce not in (None, "add", "multiply"): raise TypeError(f"[scatter] reduce={reduce!r} must be one of None, 'add', 'multiply'")
     self._tensor_arg(index, "index")
     if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+    if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
     return self._wrap(self._c.scatter(self._resolve_dim(dim), index._c, src._c))
+
+  def scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
+    """self with src[i] reduced into self[index[i]] along `dim` by sum, prod, mean, amax or amin (with self's
+    values unless include_self=False); positions no index names keep self's value."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+      raise RuntimeError(f"[scatter_reduce] reduce={reduce!r} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
+    self._tensor_arg(index, "index")
+    self._tensor_arg(src, "src")
+    dim = self._resolve_dim(dim)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"[scatter_reduce] index must be an integer tensor, got {index.dtype}")
+    if src.dtype != self.dtype: raise TypeError(f"[scatter_reduce] src dtype {src.dtype} differs from {self.dtype}")
+    if index.device != self.device or src.device != self.device:
+      raise RuntimeError(f"[scatter_reduce] index on {index.device} and src on {src.device} for a tensor on {self.device}")
+    if not index.ndim == src.ndim == self.ndim:
+      raise ValueError(f"[scatter_reduce] index {index.shape}, src {src.shape} into {self.shape}: ndims differ")
+    if any(i > s_ or (d != dim and i > n) for d, (i, s_, n) in enumerate(zip(index.shape, src.shape, self.shape))):
+      raise ValueError(f"[scatter_reduce] index {index.shape} exceeds src {src.shape} or (beside dim {dim}) self {self.shape}")
+    if index.numel() == 0: return self
+    # a new last axis runs over the index positions along dim; dim itself becomes the target position
+    src = src.shrink(tuple((0, i) for i in index.shape)).unsqueeze(-1).transpose(dim, -1)
+    target = [1] * (self.ndim + 1)
+    target[dim] = self.shape[dim]
+    positions = type(self).arange(self.shape[dim], dtype=index.dtype, device=self.device).reshape(target)
+    hit = index.unsqueeze(-1).transpose(dim, -1) == positions
+    def fit(x, value=0):  # index may cover less than self beside dim: pad with the reduction's identity
+      return x.pad(tuple((0, n - i) for i, n in zip(x.shape, self.shape)), value=value)
+    hit_any = fit(hit.any(-1))
+    if reduce in ("sum", "mean"): r = fit(hit.where(src, 0).sum(-1))
+    elif reduce == "prod": r = fit(hit.where(src, 1).prod(-1), 1)
+    else:
+      fill = dtypes.min(self.dtype) if reduce == "amax" else dtypes.max(self.dtype)
+      r = hit.where(src, fill)
+      r = fit(r.max(-1) if reduce == "amax" else r.min(-1), fill)
+    r = r.cast(self.dtype)
+    if reduce == "mean":
+      count = fit(hit.sum(-1)) + int(include_self)
+      total = r + self if include_self else r
+      mean = total.div(count.maximum(1), rounding_mode="floor") if dtypes.is_int(self.dtype) else total / count.maximum(1)
+      return hit_any.where(mean.cast(self.dtype), self)
+    if not include_self: return hit_any.where(r, self)
+    return {"sum": lambda: self + r, "prod": lambda: self * r, "amax": lambda: self.maximum(r), "amin": lambda: self.minimum(r)}[reduce]()
+
+  def masked_select(self, mask, size: int | None = None, fill_value=0):
+    """The 1-D tensor of self's elements where the bool `mask` (broadcast with self) is True; with size=None its
+    length is the count (this reads the mask back), with size=N it is N: truncated or padded with fill_value."""
+    self._tensor_arg(mask, "mask")
+    if mask.dtype != dtypes.bool: raise RuntimeError(f"[masked_select] mask must be a bool tensor, got {mask.dtype}")
+    try:
+      shape = np.broadcast_shapes(self.shape, mask.shape)
+    except ValueError:
+      raise ValueError(f"[masked_select] mask {mask.shape} does not broadcast with {self.shape}") from None
+    x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
+    if size is None: return x[np.flatnonzero(m.numpy()).astype(np.int64 if m.numel() >= 2**31 else np.int32)]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+      raise ValueError(f"[masked_select] size={size!r} must be an int >= 0")
+    idt = dtypes.int64 if max(m.numel(), size) >= 2**31 else dtypes.int32
+    pos = m.cast(idt).cumsum() - 1  # output slot of each selected element
+    slot = (m & (pos < size)).where(pos, size)  # the rest go to a spare slot past the end
+    every = type(self).arange(m.numel(), dtype=idt, device=self.device)
+    src = type(self).zeros(size + 1, dtype=idt, device=self.device).scatter(0, slot, every)
+    return (type(self).arange(size, dtype=idt, device=self.device) < m.sum()).where(x[src[:size]], fill_value).cast(self.dtype)
+
+  def nonzero(self, size: int | None = None, fill_value=0):
+    """int32 (count, ndim) indices of the nonzero elements in row-major order (torch's layout); size=N as in
+    masked_select: N rows, the missing ones filled with fill_value."""
+    idt = dtypes.int64 if self.numel() >= 2**31 else dtypes.int32
+    if self.ndim == 0:
+      return type(self).zeros(size if size is not None else int(self.ne(0).item()), 0, dtype=idt, device=self.device)
+    flat = type(self).arange(self.numel(), dtype=idt, device=self.device).masked_select(self.ne(0).flatten(), size=size)
+    strides = [prod(self.shape[d + 1:]) for d in range(self.ndim)]
+    coords = type(self).stack(*[(flat // st) % n for st, n in zip(strides, self.shape)], dim=-1)
+    if size is None: return coords
+    valid = type(self).arange(size, dtype=idt, device=self.device) < self.ne(0).sum()
+    return valid.unsqueeze(-1).where(coords, fill_value).cast(idt)
+
+  def unfold(self, dim: int, size: int, step: int):
+    """Windows of `size` elements every `step` along `dim` (torch.Tensor.unfold): dim becomes the window count
+    and a last dim of `size` is added."""
+    if self.ndim == 0: return self.reshape(1).unfold(0, size, step).reshape(size)
+    dim = self._resolve_dim(dim)
+    for name, v in (("size", size), ("step", step)):
+      if isinstance(v, bool) or not isinstance(v, int): raise TypeError(f"[unfold] {name}={v!r} must be an int")
+    if size < 0: raise RuntimeError(f"[unfold] size={size} must be >= 0")
+    if step <= 0: raise RuntimeError(f"[unfold] step={step} must be > 0")
+    if size > self.shape[dim]: raise RuntimeError(f"[unfold] size={size} is larger than dim {dim} of {self.shape}")
+    count = (self.shape[dim] - size) // step + 1
+    if size == 0:  # empty windows
+      out_shape = (*self.shape[:dim], count, *self.shape[dim + 1:], 0)
+      if self.shape[dim] == 0: return type(self).zeros(*out_shape, dtype=self.dtype, device=self.device)
+      # a shrink to nothing, expanded: the graph stays connected for backward
+      empty = self.shrink(tuple((0, 1) if d == dim else None for d in range(self.ndim))).unsqueeze(-1)
+      return empty.shrink((None,) * self.ndim + ((0, 0),)).expand(*out_shape)
+    order = [d for d in range(self.ndim) if d != dim] + [dim]
+    win = self.permute(order)
+    win = win._wrap(win._c.pool_windows([size], [step], [1]))  # (..., count, size)
+    back = list(range(self.ndim - 1))
+    back.insert(dim, self.ndim - 1)
+    return win.permute(*back, self.ndim)
 
   def meshgrid(self, *args, indexing: str = "ij"):
     if indexing not in ("ij", "xy"): raise RuntimeError(f"[meshgrid] indexing is 'ij' or 'xy', not {indexing!r}")

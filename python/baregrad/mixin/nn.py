@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
 from baregrad.helpers import argfix, make_tuple, op_name
@@ -70,6 +72,57 @@ class NNMixin:
     """Zeroes elements with probability p and scales the rest by 1/(1-p) while Tensor.training."""
     return self._wrap(self._c.dropout(float(p), bool(type(self).training)))
 
+  def multinomial(self, num_samples: int = 1, replacement: bool = False):
+    """int32 indices of num_samples draws from the categories of the last axis (1-D or 2-D), weighted by self.
+    Draws without replacement (num_samples > 1) rank random keys on the host: they realize."""
+    if not 1 <= self.ndim <= 2: raise ValueError(f"[multinomial] needs a 1-D or 2-D tensor of weights, got shape {self.shape}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+      raise ValueError(f"[multinomial] num_samples={num_samples!r} must be a positive int")
+    w = (self.unsqueeze(0) if self.ndim == 1 else self).float()
+    if not replacement and num_samples > w.shape[1]:
+      raise ValueError(f"[multinomial] cannot draw {num_samples} samples without replacement from {w.shape[1]} categories")
+    if replacement or num_samples == 1:
+      cw = w.cumsum(1)
+      cdf = cw / cw[:, -1:]
+      u = type(self).rand(num_samples, w.shape[0], 1, device=self.device)
+      idx = (u >= cdf).sum(2).transpose(0, 1)  # the first category whose cdf is above u
+    else:  # Efraimidis-Spirakis: the num_samples largest log(u)/w (weight 0 is never drawn while others remain)
+      keys = (type(self).rand(*w.shape, device=self.device).log() / w).numpy()
+      idx = type(self)(np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int32), device=self.device)
+    return (idx.squeeze(0) if self.ndim == 1 else idx).cast(dtypes.int32)
+
+  @staticmethod
+  def _threefry2x32(k0, k1, x0, x1):
+    """Threefry-2x32 with 20 rounds (Random123; JAX's and tinygrad's) on uint32 tensors: the two output words."""
+    ks = [k0, k1, k0 ^ k1 ^ 0x1BD11BDA]
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+      for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
+        x0 = x0 + x1
+        x1 = x0 ^ ((x1 << r) | (x1 >> (32 - r)))
+      x0, x1 = x0 + ks[(i + 1) % 3], x1 + ks[(i + 2) % 3] + (i + 1)
+    return x0, x1
+
+  @classmethod
+  def random_bits(cls, key, counter, num: int):
+    """num uint32 random words from threefry with `key` and the 64-bit `counter` (each a (2,) uint32 tensor,
+    low word first), as tinygrad's."""
+    for name, t in (("key", key), ("counter", counter)):
+      if not isinstance(t, cls) or t.shape != (2,) or t.dtype != dtypes.uint32:
+        raise ValueError(f"[random_bits] {name} must be a (2,) uint32 Tensor, got {t!r}")
+    if isinstance(num, bool) or not isinstance(num, int) or num < 0: raise ValueError(f"[random_bits] num={num!r} must be an int >= 0")
+    bits, low, high = [], counter[0:1], counter[1:2]
+    for start in range(0, num, 2**32 - 1):
+      n = min(num - start, 2**32 - 1)
+      c_low = low + (start & 0xFFFFFFFF)
+      c_high = high + (start >> 32) + (c_low < low).cast(dtypes.uint32)  # the carry
+      nk0, nk1 = cls._threefry2x32(key[0:1], key[1:2], c_low, c_high)
+      half = (n + 1) // 2
+      lo = cls.arange(half, dtype=dtypes.uint32, device=key.device)
+      w0, w1 = cls._threefry2x32(nk0, nk1, lo, lo + half)
+      bits.append(w0.cat(w1)[:n])
+    return bits[0].cat(*bits[1:]) if bits else counter[0:0]
+
   def one_hot(self, num_classes: int = -1):
     if num_classes < -1: raise ValueError(f"[one_hot] num_classes={num_classes} must be >= 0, or -1 to infer it")
     return self._wrap(self._c.one_hot(int(num_classes)))
@@ -102,17 +155,39 @@ class NNMixin:
     return ret if bias is None else ret + bias.reshape(1, -1, *([1] * nd))
 
   def conv_transpose2d(self, weight, bias=None, groups: int = 1, stride=1, dilation=1, padding=0, output_padding=0):
-    """The transpose of conv2d (weight (Cin, Cout/groups, *k)); 1-D and 2-D with equal per-dim
-    stride, dilation, padding and output_padding."""
+    """The transpose of conv2d (weight (Cin, Cout/groups, *k)) over the trailing len(weight.shape) - 2 dims; stride,
+    dilation, output_padding an int or one per dim, padding as conv2d's (int, one per dim, or flat pairs)."""
+    self._tensor_arg(weight, "weight")
+    if bias is not None: self._tensor_arg(bias, "bias")
     nd = len(weight.shape) - 2
-    params = [make_tuple(v, nd) for v in (stride, dilation, padding, output_padding)]
-    if any(len(set(p)) != 1 for p in params):
-      raise NotImplementedError(f"[conv_transpose2d] conv_transpose2d with different values per dim is not supported")
-    s, d, p, op = (v[0] for v in params)
-    if nd == 1:
-      full = self.unsqueeze(2).conv_transpose2d(weight.unsqueeze(2), bias, groups, s, d, 0, op)[:, :, 0]
-      return full if p == 0 else full[:, :, p:full.shape[-1] - p]
-    return self._wrap(_C.conv_transpose2d(self._c, weight._c, None if bias is None else bias._c, s, p, op, d, groups))
+    if nd < 1 or self.ndim != nd + 2: raise ValueError(f"[conv_transpose2d] input {self.shape} and weight {weight.shape} do not fit")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1: raise ValueError(f"[conv_transpose2d] groups={groups!r} must be an int >= 1")
+    if weight.shape[0] != self.shape[1] or weight.shape[0] % groups:
+      raise ValueError(f"[conv_transpose2d] input {self.shape} has {self.shape[1]} channels, the weight {weight.shape} "
+                       f"with groups={groups} takes {weight.shape[0]}")
+    s, d, op = (make_tuple(v, nd) for v in (stride, dilation, output_padding))
+    if len(s) != nd or len(d) != nd or len(op) != nd:
+      raise ValueError(f"[conv_transpose2d] stride={stride}, dilation={dilation}, output_padding={output_padding} for {nd} spatial dims")
+    pads = _resolve_pool_pads(padding, nd)
+    _check_window_args("conv_transpose2d", self.shape, s, d, [0] * 2 * nd)
+    if any(o < 0 or (o >= s_ and o >= d_) for o, s_, d_ in zip(op, s, d)):
+      raise ValueError(f"[conv_transpose2d] output_padding={op} must be >= 0 and smaller than either stride={s} or dilation={d}")
+    grouped = list(zip(pads[-2::-2], pads[::-2]))  # (before, after) per dim, first dim first
+    if nd == 2 and all(len(set(v)) == 1 for v in (s, d, op)) and len(set(pads)) == 1 and pads[0] >= 0:
+      return self._wrap(_C.conv_transpose2d(self._c, weight._c, None if bias is None else bias._c, s[0], pads[0], op[0], d[0], groups))
+    # stride - 1 zeros between neighbouring inputs, then a stride-1 conv with the flipped, group-transposed weight
+    x = self
+    for ax, st in enumerate(s, start=2):
+      n, rank = x.shape[ax], x.ndim
+      if st == 1 or n == 0: continue
+      x = x.unsqueeze(ax + 1).pad(tuple((0, st - 1) if j == ax + 1 else None for j in range(rank + 1))).flatten(ax, ax + 1)
+      x = x.shrink(tuple((0, (n - 1) * st + 1) if j == ax else None for j in range(rank)))
+    cin, cout_g, k = weight.shape[0], weight.shape[1], weight.shape[2:]
+    w = weight.reshape(groups, cin // groups, cout_g, *k).transpose(1, 2).flip(*range(3, 3 + nd))
+    w = w.reshape(groups * cout_g, cin // groups, *k)
+    conv_pads = []  # flat, last dim first: the full correlation, cropped by padding, output_padding added after
+    for i in reversed(range(nd)): conv_pads += [d[i] * (k[i] - 1) - grouped[i][0], d[i] * (k[i] - 1) - grouped[i][1] + op[i]]
+    return x.conv2d(w, bias, groups=groups, dilation=d, padding=conv_pads)
 
   # ---- pooling -------------------------------------------------------------------------------
 
@@ -125,13 +200,70 @@ class NNMixin:
     return k, s, d, pads
 
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
-    if return_indices: raise NotImplementedError(f"[max_pool2d] max_pool2d with return_indices is not supported")
+    """Max over sliding windows of the trailing len(kernel_size) dims; with return_indices also the int32 flat index
+    (within each unpadded plane, as torch's) of each window's first maximum."""
     k, s, d, pads = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
-    if len(k) == 2 and len(set(k)) == 1 and len(set(s)) == 1 and d == (1, 1) and not any(pads):
+    axes = [-(i + 1) for i in range(len(k))]
+    if len(k) == 2 and len(set(k)) == 1 and len(set(s)) == 1 and d == (1, 1) and not any(pads) and not return_indices:
       return self._wrap(self._c.max_pool2d(k[0], s[0]))
     x = self.pad(pads, value=dtypes.min(self.dtype)) if any(pads) else self
     win = x._wrap(x._c.pool_windows(list(k), list(s), list(d)))
-    return win.max([-(i + 1) for i in range(len(k))])
+    if not return_indices: return win.max(axes)
+    plane = self.shape[-len(k):]
+    n = math.prod(plane)
+    pos = type(self).arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(plane)
+    pos = pos.pad(pads, value=n) if any(pads) else pos  # padding is never the first maximum
+    pos = pos._wrap(pos._c.pool_windows(list(k), list(s), list(d)))
+    values = win.max(axes)
+    return values, (win == values.reshape(*values.shape, *[1] * len(k))).where(pos, n).min(axes)
+
+  def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: self's values at the flat per-plane `indices`, zeros elsewhere."""
+    self._tensor_arg(indices, "indices")
+    if indices.shape != self.shape: raise ValueError(f"[max_unpool2d] indices {indices.shape} and input {self.shape} differ in shape")
+    if self.ndim < 3: raise ValueError(f"[max_unpool2d] needs (batch, channel, *spatial), got {self.shape}")
+    bs, c, *spatial = self.shape
+    nd = len(spatial)
+    if output_size is None:
+      k, d = make_tuple(kernel_size, nd), make_tuple(dilation, nd)
+      s = make_tuple(k if stride is None else stride, nd)
+      pads = _resolve_pool_pads(padding, nd)
+      before_after = list(zip(pads[-2::-2], pads[::-2]))  # per dim, first dim first
+      out = tuple((i - 1) * s_ - b - a + d_ * (k_ - 1) + 1 for i, k_, s_, d_, (b, a) in zip(spatial, k, s, d, before_after))
+    else: out = tuple(output_size)[-nd:]
+    if any(o <= 0 for o in out): raise ValueError(f"[max_unpool2d] output size {out} must be positive")
+    flat = type(self).zeros(bs, c, math.prod(out), dtype=self.dtype, device=self.device)
+    return flat.scatter(2, indices.reshape(bs, c, -1), self.reshape(bs, c, -1)).reshape(bs, c, *out)
+
+  def interpolate(self, size, mode: str = "linear", align_corners: bool = False):
+    """Resizes the trailing len(size) dims as torch's F.interpolate: mode linear (bilinear, trilinear: the same,
+    by the length of size), nearest or nearest-exact; int tensors come back as their dtype."""
+    if not isinstance(size, (tuple, list)) or not size or len(size) > self.ndim or not all(isinstance(o, int) for o in size):
+      raise ValueError(f"[interpolate] size={size!r} must be a tuple of 1 to {self.ndim} ints")
+    if any(o <= 0 for o in size): raise ValueError(f"[interpolate] size={tuple(size)} must be positive")
+    if mode not in ("linear", "bilinear", "trilinear", "nearest", "nearest-exact"):
+      raise ValueError(f"[interpolate] mode={mode!r} must be one of linear, bilinear, trilinear, nearest, nearest-exact")
+    linear = mode in ("linear", "bilinear", "trilinear")
+    if align_corners and not linear: raise ValueError(f"[interpolate] align_corners=True needs a linear mode, not {mode!r}")
+    if any(n == 0 for n in self.shape[-len(size):]): raise ValueError(f"[interpolate] input {self.shape} has an empty dim to resize")
+    x = self if not linear or dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+    acc = np.float64 if x.dtype == dtypes.float64 else np.float32  # torch computes source positions in this
+    for ax, o in zip(range(self.ndim - len(size), self.ndim), size):
+      n, dst = x.shape[ax], np.arange(o, dtype=acc)
+      at = (slice(None),) * ax
+      if not linear:
+        scale = acc(n) / acc(o)
+        src = np.floor((dst + acc(0.5)) * scale if mode == "nearest-exact" else dst * scale).astype(np.int64)
+        x = x[at + (np.minimum(src, n - 1),)]
+        continue
+      if align_corners: src = dst * (acc(n - 1) / acc(o - 1) if o > 1 else acc(0))
+      elif n == o: src = dst
+      else: src = np.maximum((dst + acc(0.5)) * (acc(n) / acc(o)) - acc(0.5), acc(0))
+      lo = src.astype(np.int64)
+      hi = lo + (lo < n - 1)
+      frac = type(self)(np.clip(src - lo, 0, 1).astype(acc).reshape(o, *[1] * (x.ndim - ax - 1)), dtype=x.dtype, device=self.device)
+      x = x[at + (lo,)] * (1 - frac) + x[at + (hi,)] * frac
+    return x.cast(self.dtype)
 
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     k, s, d, pads = self._pool_setup(kernel_size, stride, dilation, padding, ceil_mode)
