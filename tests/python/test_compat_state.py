@@ -1,8 +1,12 @@
 # tinygrad programs run unchanged (issue 17): nn.datasets.mnist from local idx files, the optimizers
 # LARS / Muon / SGD(classic=True) against float64 numpy references, and nn.state's torch_load,
 # zip_extract and tar_extract against torch.load / zipfile / tarfile.
+import collections
 import gzip
 import hashlib
+import io
+import tarfile
+import zipfile
 
 import numpy as np
 import pytest
@@ -185,3 +189,141 @@ def test_python_optimizer_lr_and_misuse():
     optim.Muon([Tensor(1.0, requires_grad=True)])
   with pytest.raises(TypeError, match=r"\[Muon\] params must be Tensors, got float at index 0"):
     optim.Muon([1.0])
+
+
+# ---- nn.state: torch_load (zip and legacy formats), tar_extract, zip_extract --------------------------------
+
+torch = pytest.importorskip("torch")
+_TORCH_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8,
+                 torch.uint8, torch.bool]
+
+
+class _Evil:
+  def __init__(self, path): self.path = path
+  def __reduce__(self):
+    import os
+    return (os.system, (f"touch {self.path}",))
+
+
+def _checkpoint():
+  g = torch.Generator().manual_seed(0)
+  base = torch.randn(4, 6, generator=g)
+  sd = collections.OrderedDict()
+  for i, dt in enumerate(_TORCH_DTYPES):
+    sd[f"d{i}"] = (torch.randn(2, 3, generator=g) * 50).to(dt)
+  sd["transpose"] = base.t()                       # strides (1, 6) of base's storage
+  sd["offset_slice"] = base[1:3, 2:5]              # offset 8 into base's storage, row stride 6
+  sd["step_slice"] = base[:, ::2]
+  sd["bf16_transpose"] = base.to(torch.bfloat16).t()
+  sd["scalar"] = torch.tensor(3.5)
+  sd["empty"] = torch.zeros(0, 3, dtype=torch.int64)
+  sd["param"] = torch.nn.Parameter(torch.ones(2, 2))
+  sd["nested"] = {"linear": torch.nn.Linear(3, 2).state_dict(), "list": [torch.arange(3), (torch.arange(2) > 0, 7)], "step": 12}
+  return sd
+
+
+def _assert_same(got, want, where="root"):
+  if isinstance(want, torch.Tensor):
+    assert isinstance(got, Tensor), where
+    want = want.detach()
+    assert got.shape == tuple(want.shape), where
+    assert got.dtype == {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torch.bfloat16: dtypes.bfloat16,
+                   torch.float64: dtypes.float64, torch.int64: dtypes.int64, torch.int32: dtypes.int32, torch.int16: dtypes.int16,
+                   torch.int8: dtypes.int8, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool}[want.dtype], where
+    if want.dtype == torch.bfloat16: np.testing.assert_array_equal(got.float().numpy(), want.float().numpy(), err_msg=where)
+    else: np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=where)
+  elif isinstance(want, dict):
+    assert type(got) is type(want) and list(got) == list(want), where
+    for k in want: _assert_same(got[k], want[k], f"{where}.{k}")
+  elif isinstance(want, (list, tuple)):
+    assert type(got) is type(want) and len(got) == len(want), where
+    for i, (g, w) in enumerate(zip(got, want)): _assert_same(g, w, f"{where}[{i}]")
+  else: assert got == want, where
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_torch_load_matches_torch(tmp_path, zipped):
+  sd = _checkpoint()
+  fn = tmp_path / "ckpt.pth"
+  torch.save(sd, fn, _use_new_zipfile_serialization=zipped)
+  assert zipfile.is_zipfile(fn) == zipped
+  got = nn.state.torch_load(fn)
+  _assert_same(got, torch.load(fn))
+  _assert_same(nn.state.torch_load(str(fn))["transpose"], sd["transpose"])
+  # a uint8 Tensor of the file's bytes, as tinygrad's accept_filename takes
+  _assert_same(nn.state.torch_load(Tensor(fn.read_bytes()))["offset_slice"], sd["offset_slice"])
+  lin = nn.Linear(3, 2)
+  nn.state.load_state_dict(lin, got["nested"]["linear"])
+  np.testing.assert_array_equal(lin.weight.numpy(), sd["nested"]["linear"]["weight"].numpy())
+
+
+def test_torch_load_single_tensor_and_unknown_classes(tmp_path):
+  fn, marker = tmp_path / "t.pt", tmp_path / "pwned"
+  torch.save(torch.arange(5, dtype=torch.int32)[1:], fn)
+  _assert_same(nn.state.torch_load(fn), torch.arange(5, dtype=torch.int32)[1:])
+  torch.save({"w": torch.ones(2), "evil": _Evil(marker)}, fn)
+  out = nn.state.torch_load(fn)  # the pickle's os.system global becomes an inert object: nothing runs
+  assert not marker.exists()
+  np.testing.assert_array_equal(out["w"].numpy(), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_torch_load_corrupt_files_raise_valueerror(tmp_path, zipped):
+  fn = tmp_path / "c.pth"
+  torch.save({"a": torch.arange(40, dtype=torch.float32).reshape(5, 8).t(), "b": {"c": torch.ones(3, dtype=torch.float16)}}, fn,
+             _use_new_zipfile_serialization=zipped)
+  raw = fn.read_bytes()
+  rng = np.random.default_rng(5)
+  bad = tmp_path / "bad.pth"
+  cuts = sorted({int(x) for x in rng.integers(1, len(raw), 12)} | {len(raw) - 1, len(raw) // 2})
+  mutants = [raw[:c] for c in cuts]
+  for pos in rng.integers(0, len(raw), 20):
+    b = bytearray(raw)
+    b[pos] ^= int(rng.integers(1, 256))
+    mutants.append(bytes(b))
+  n_err = 0
+  for m in mutants:
+    bad.write_bytes(m)
+    try: nn.state.torch_load(bad)
+    except ValueError as e:
+      assert str(e).startswith(f"[torch_load] {bad}"), str(e)
+      n_err += 1
+  assert n_err >= len(cuts)  # every truncation is refused
+  bad.write_bytes(b"not a checkpoint at all")
+  with pytest.raises(ValueError, match=r"\[torch_load\] .*bad\.pth: neither a zip nor a legacy torch checkpoint"):
+    nn.state.torch_load(bad)
+  with pytest.raises(FileNotFoundError):
+    nn.state.torch_load(tmp_path / "missing.pth")
+  with pytest.raises(ValueError, match=r"\[torch_load\] a Tensor source must be 1-D uint8"):
+    nn.state.torch_load(Tensor([1.0, 2.0]))
+  with pytest.raises(TypeError, match=r"\[torch_load\] expected a path or a uint8 Tensor, got int"):
+    nn.state.torch_load(3)
+
+
+def test_tar_and_zip_extract(tmp_path):
+  files = {"a.bin": bytes(range(7)), "dir/b.txt": b"hello", "empty": b""}
+  tar_fn, zip_fn = tmp_path / "x.tar", tmp_path / "x.zip"
+  with tarfile.open(tar_fn, "w") as tar:
+    tar.add(tmp_path, arcname="topdir", recursive=False)  # a directory entry: not in the result
+    for k, v in files.items():
+      info = tarfile.TarInfo(k)
+      info.size = len(v)
+      tar.addfile(info, io.BytesIO(v))
+  with zipfile.ZipFile(zip_fn, "w") as z:
+    z.writestr("a.bin", files["a.bin"], compress_type=zipfile.ZIP_STORED)
+    z.writestr("dir/b.txt", files["dir/b.txt"] * 50, compress_type=zipfile.ZIP_DEFLATED)
+  tt = nn.state.tar_extract(tar_fn)
+  assert set(tt) == set(files) and all(t.dtype == dtypes.uint8 and t.ndim == 1 for t in tt.values())
+  for k, v in files.items(): assert tt[k].numpy().tobytes() == v
+  zz = nn.state.zip_extract(Tensor(zip_fn.read_bytes()))
+  assert zz["a.bin"].numpy().tobytes() == files["a.bin"] and zz["dir/b.txt"].numpy().tobytes() == b"hello" * 50
+  (tmp_path / "t.tar").write_bytes(tar_fn.read_bytes()[:700])
+  with pytest.raises(ValueError, match=r"\[tar_extract\] .*t\.tar"):
+    nn.state.tar_extract(tmp_path / "t.tar")
+  zb = bytearray(zip_fn.read_bytes())
+  zb[40] ^= 0x55  # inside the first (stored) file's data: a CRC mismatch
+  (tmp_path / "c.zip").write_bytes(bytes(zb))
+  with pytest.raises(ValueError, match=r"\[zip_extract\] .*c\.zip"):
+    nn.state.zip_extract(tmp_path / "c.zip")
+  with pytest.raises(ValueError, match=r"\[zip_extract\] .*x\.tar: not a readable zip archive"):
+    nn.state.zip_extract(tar_fn)
