@@ -5,6 +5,7 @@ import collections
 import gzip
 import hashlib
 import io
+import struct
 import tarfile
 import zipfile
 
@@ -327,3 +328,149 @@ def test_tar_and_zip_extract(tmp_path):
     nn.state.zip_extract(tmp_path / "c.zip")
   with pytest.raises(ValueError, match=r"\[zip_extract\] .*x\.tar: not a readable zip archive"):
     nn.state.zip_extract(tar_fn)
+
+
+# ---- nn.state.gguf_load: a GGUF writer and ggml's dequantisers, written from the block layouts ---------------
+
+def _f16(b): return float(np.frombuffer(bytes(b), np.float16)[0])
+
+
+def _k4_scale_min(j, q):
+  if j < 4: return q[j] & 63, q[j + 4] & 63
+  return (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4)
+
+
+def _deq_block(typ, b):
+  """One block of ggml type `typ` (bytes as a list of ints) to float64, as ggml-quants.c dequantize_row_* loops."""
+  y = np.zeros(32 if typ in (2, 3, 6, 7, 8) else 256)
+  if typ in (2, 3):
+    d, qs = _f16(b[0:2]), b[2:18] if typ == 2 else b[4:20]
+    m = _f16(b[2:4]) if typ == 3 else -8 * d
+    for j in range(16): y[j], y[j + 16] = (qs[j] & 0xF) * d + m, (qs[j] >> 4) * d + m
+  elif typ in (6, 7):
+    o = 2 if typ == 6 else 4
+    d, qh, qs = _f16(b[0:2]), int.from_bytes(bytes(b[o:o + 4]), "little"), b[o + 4:o + 20]
+    m = _f16(b[2:4]) if typ == 7 else -16 * d
+    for j in range(16):
+      y[j] = ((qs[j] & 0xF) | (((qh >> j) << 4) & 0x10)) * d + m
+      y[j + 16] = ((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) * d + m
+  elif typ == 8:
+    y[:] = _f16(b[0:2]) * np.array(b[2:34], np.uint8).view(np.int8)
+  elif typ in (12, 13):
+    d, dmin, sc = _f16(b[0:2]), _f16(b[2:4]), b[4:16]
+    qh, ql = (b[16:48], b[48:176]) if typ == 13 else (None, b[16:144])
+    for j in range(4):
+      (s1, m1), (s2, m2) = _k4_scale_min(2 * j, sc), _k4_scale_min(2 * j + 1, sc)
+      for l in range(32):
+        h1 = 16 if typ == 13 and qh[l] & (1 << (2 * j)) else 0
+        h2 = 16 if typ == 13 and qh[l] & (2 << (2 * j)) else 0
+        y[64 * j + l] = d * s1 * ((ql[32 * j + l] & 0xF) + h1) - dmin * m1
+        y[64 * j + 32 + l] = d * s2 * ((ql[32 * j + l] >> 4) + h2) - dmin * m2
+  elif typ == 14:
+    d, sc = _f16(b[208:210]), np.array(b[192:208], np.uint8).view(np.int8)
+    for n in range(2):
+      ql, qh, s, out = b[64 * n:64 * n + 64], b[128 + 32 * n:160 + 32 * n], sc[8 * n:8 * n + 8], 128 * n
+      for l in range(32):
+        i = l // 16
+        y[out + l] = d * s[i] * (((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32)
+        y[out + l + 32] = d * s[i + 2] * (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32)
+        y[out + l + 64] = d * s[i + 4] * (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32)
+        y[out + l + 96] = d * s[i + 6] * (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32)
+  return y
+
+
+_QSIZE = {2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144), 13: (256, 176), 14: (256, 210)}
+_F16_FIELDS = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 12: [0, 2], 13: [0, 2], 14: [208]}
+
+
+def _random_blocks(typ, nblocks, rng):
+  el, nb = _QSIZE[typ]
+  raw = rng.integers(0, 256, (nblocks, nb), dtype=np.uint8)
+  for o in _F16_FIELDS[typ]: raw[:, o:o + 2] = np.frombuffer(rng.uniform(-2, 2, nblocks).astype(np.float16).tobytes(), np.uint8).reshape(-1, 2)
+  return raw
+
+
+def _gguf_str(s): return len(s.encode()).to_bytes(8, "little") + s.encode()
+
+
+def _gguf_bytes(kv, tensors, align=32, version=3):
+  """kv: {key: (type, value)}; tensors: [(name, dims in ggml order, ggml type, raw bytes)]."""
+  def val(typ, v):
+    fmts = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    if typ == 8: return _gguf_str(v)
+    if typ == 9: return struct.pack("<IQ", v[0], len(v[1])) + b"".join(val(v[0], x) for x in v[1])
+    return struct.pack(fmts.get(typ, "<I"), v)  # an unknown type: 4 bytes
+  out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kv))
+  for k, (typ, v) in kv.items(): out += _gguf_str(k) + struct.pack("<I", typ) + val(typ, v)
+  off, data = 0, b""
+  for name, dims, typ, raw in tensors:
+    out += _gguf_str(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", x) for x in dims) + struct.pack("<IQ", typ, off)
+    pad = -len(raw) % align
+    data += raw + b"\0" * pad
+    off += len(raw) + pad
+  return out + b"\0" * (-len(out) % align) + data
+
+
+def test_gguf_load_dequantises_like_ggml(tmp_path):
+  rng = np.random.default_rng(7)
+  tensors, want = [], {}
+  f32 = rng.standard_normal((3, 4)).astype(np.float32)
+  f16 = rng.standard_normal((2, 5)).astype(np.float16)
+  tensors += [("f32", (4, 3), 0, f32.tobytes()), ("f16", (5, 2), 1, f16.tobytes()), ("i32", (3,), 26, np.arange(3, dtype=np.int32).tobytes())]
+  for typ, nblocks in ((2, 2), (3, 1), (6, 2), (7, 1), (8, 2), (12, 1), (13, 1), (14, 2)):
+    blocks = _random_blocks(typ, nblocks, rng)
+    el = _QSIZE[typ][0]
+    tensors.append((f"q{typ}", (el, nblocks), typ, blocks.tobytes()))  # ggml dims reversed: shape (nblocks, el)
+    want[f"q{typ}"] = np.stack([_deq_block(typ, list(b)) for b in blocks])
+  kv = {"general.architecture": (8, "llama"), "general.alignment": (4, 32), "llama.block_count": (4, 2), "f": (6, 0.5),
+        "flag": (7, True), "u8": (0, 200), "ints": (9, (5, [1, -2, 3])), "toks": (9, (8, ["a", "bc"]))}
+  fn = tmp_path / "m.gguf"
+  fn.write_bytes(_gguf_bytes(kv, tensors))
+  got_kv, sd = nn.state.gguf_load(fn)
+  assert got_kv == {"general.architecture": "llama", "general.alignment": 32, "llama.block_count": 2, "f": 0.5, "flag": True, "u8": 200,
+                    "ints": [1, -2, 3], "toks": ["a", "bc"]}
+  np.testing.assert_array_equal(sd["f32"].numpy(), f32)
+  assert sd["f16"].dtype == dtypes.float16 and sd["i32"].dtype == dtypes.int32
+  np.testing.assert_array_equal(sd["f16"].numpy(), f16)
+  for k, w in want.items():
+    assert sd[k].dtype == dtypes.float32 and sd[k].shape == w.shape, k
+    np.testing.assert_allclose(sd[k].numpy(), w, rtol=1e-6, atol=1e-6, err_msg=k)
+  assert nn.state.gguf_load(Tensor(fn.read_bytes()))[1]["q8"].shape == (2, 32)
+
+
+def test_gguf_hand_made_blocks(tmp_path):
+  h = lambda x: np.float16(x).tobytes()  # noqa: E731
+  q8 = h(0.5) + bytes(np.arange(-16, 16, dtype=np.int8).view(np.uint8))                     # Q8_0: d * q
+  q4 = h(2.0) + bytes([0x10 * (15 - j) + j for j in range(16)])                              # Q4_0: low nibble j, high 15-j
+  q6 = bytes(128) + bytes(64) + bytes([1] * 16) + h(1.0)                                     # Q6_K: every q = 0 - 32
+  q4k = h(1.0) + h(0.5) + bytes([1, 2, 3, 4, 1, 1, 1, 1, 0x21, 0x21, 0x21, 0x21]) + bytes([0x31] * 128)  # scales 1..4 then 1, mins 1, 2
+  fn = tmp_path / "h.gguf"
+  fn.write_bytes(_gguf_bytes({}, [("q8", (32,), 8, q8), ("q4", (32,), 2, q4), ("q6", (256,), 14, q6), ("q4k", (256,), 12, q4k)]))
+  _, sd = nn.state.gguf_load(fn)
+  np.testing.assert_array_equal(sd["q8"].numpy(), np.arange(-16, 16) * 0.5)
+  np.testing.assert_array_equal(sd["q4"].numpy(), np.concatenate([np.arange(16), 15 - np.arange(16)]) * 2.0 - 16)
+  np.testing.assert_array_equal(sd["q6"].numpy(), np.full(256, -32.0))
+  # sub-blocks 0..7: scale 1,2,3,4,1,1,1,1 (low 4 bits of 0x21 | top bits 0), min 1,1,1,1,2,2,2,2; q = 1 (even) / 3 (odd sub-block)
+  sc, mn, q = [1, 2, 3, 4, 1, 1, 1, 1], [1, 1, 1, 1, 2, 2, 2, 2], [1, 3] * 4
+  np.testing.assert_array_equal(sd["q4k"].numpy(), np.repeat([1.0 * s * v - 0.5 * m for s, m, v in zip(sc, mn, q)], 32))
+
+
+def test_gguf_split_and_corrupt_files(tmp_path):
+  one = lambda no, name, v: _gguf_bytes({"split.count": (2, 2), "split.no": (2, no)},  # noqa: E731
+                                        [(name, (2,), 0, np.array([v, v], np.float32).tobytes())])
+  (tmp_path / "m-00001-of-00002.gguf").write_bytes(one(0, "a", 1.0))
+  (tmp_path / "m-00002-of-00002.gguf").write_bytes(one(1, "b", 2.0))
+  _, sd = nn.state.gguf_load(tmp_path / "m-00001-of-00002.gguf")
+  assert sorted(sd) == ["a", "b"] and sd["b"].numpy().tolist() == [2.0, 2.0]
+  with pytest.raises(ValueError, match=r"\[gguf_load\] .*split.no=1"):
+    nn.state.gguf_load(tmp_path / "m-00002-of-00002.gguf")
+  good = _gguf_bytes({"k": (8, "v")}, [("q", (32,), 8, bytes(34))])
+  bad = tmp_path / "bad.gguf"
+  for raw, msg in [(b"GGUX" + good[4:], "not a GGUF file"), (good[:4] + struct.pack("<I", 1) + good[8:], "GGUF version 1"),
+                   (good[:30], "truncated header"), (good[:-31], r"tensor 'q' needs bytes 96..130 of 129"),
+                   (_gguf_bytes({}, [("q", (32,), 99, bytes(34))]), "GGML type 99"),
+                   (_gguf_bytes({}, [("q", (31,), 8, bytes(34))]), "not whole Q8_0 blocks of 32"),
+                   (_gguf_bytes({"k": (13, 0)}, []), "unknown metadata value type 13")]:
+    bad.write_bytes(raw)
+    with pytest.raises(ValueError, match=rf"\[gguf_load\] {bad}: .*{msg}"):
+      nn.state.gguf_load(bad)

@@ -6,6 +6,7 @@ import io
 import os
 import pathlib
 import pickle
+import re
 import struct
 import tarfile
 import zipfile
@@ -291,3 +292,130 @@ def torch_load(t: Tensor | str | pathlib.Path):
     if str(e).startswith("[torch_load]"): raise
     # NOTE: zipfile raises NotImplementedError for a corrupt compression method or version field
     raise ValueError(f"[torch_load] {name}: corrupt or truncated checkpoint ({type(e).__name__}: {e})") from e
+
+
+# ---- GGUF (llama.cpp) files: metadata, and tensors dequantised on the device with Tensor ops ----------------
+
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGML_NATIVE = {0: "f4", 1: "f2", 24: "i1", 25: "i2", 26: "i4", 27: "i8", 28: "f8", 30: "u2"}  # 30: bfloat16, bitcast from uint16
+_GGML_QUANT = {2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144), 13: (256, 176), 14: (256, 210)}
+_GGML_NAMES = {2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K"}
+
+
+class _GGUFReader:
+  """Little-endian GGUF header fields from bytes; running off the end is a ValueError naming the file."""
+  def __init__(self, raw: bytes, name: str): self.raw, self.name, self.pos = raw, name, 0
+
+  def take(self, n: int) -> bytes:
+    if n < 0 or self.pos + n > len(self.raw): raise ValueError(f"[gguf_load] {self.name}: truncated header (needs {n} bytes at {self.pos} of {len(self.raw)})")
+    self.pos += n
+    return self.raw[self.pos - n:self.pos]
+
+  def scalar(self, fmt: str): return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+  def string(self) -> str:
+    b = self.take(self.scalar("<Q"))
+    try: return b.decode("utf-8")
+    except UnicodeDecodeError as e: raise ValueError(f"[gguf_load] {self.name}: a string at {self.pos - len(b)} is not UTF-8") from e
+
+  def value(self, typ: int, depth: int = 0):
+    if typ in _GGUF_SCALARS: return self.scalar(_GGUF_SCALARS[typ])
+    if typ == 8: return self.string()
+    if typ == 9 and depth < 8:
+      item, n = self.scalar("<I"), self.scalar("<Q")
+      if n > len(self.raw) - self.pos: raise ValueError(f"[gguf_load] {self.name}: an array of {n} items overruns the file")
+      return [self.value(item, depth + 1) for _ in range(n)]
+    raise ValueError(f"[gguf_load] {self.name}: unknown metadata value type {typ} at {self.pos}")
+
+
+def _gguf_f16(b: Tensor) -> Tensor: return b.contiguous().bitcast(dtypes.float16).cast(dtypes.float32)
+def _gguf_split(b: Tensor, bits: int) -> Tensor:
+  """(..., k) uint8 -> (..., 8/bits * k): the `bits`-bit fields of every byte, lowest field of all bytes first (ggml's order)."""
+  return Tensor.cat(*[b.rshift(i).bitwise_and((1 << bits) - 1) for i in range(0, 8, bits)], dim=-1)
+def _gguf_bits(b: Tensor) -> Tensor:
+  """(nb, k) uint8 -> (nb, 8k): bit j%8 of byte j//8 at j (a little-endian bit field)."""
+  return Tensor.stack(*[b.rshift(i).bitwise_and(1) for i in range(8)], dim=-1).flatten(-2)
+
+
+def _ggml_dequant(blk: Tensor, typ: int) -> Tensor:
+  """float32 (nblocks, block elements) from the (nblocks, block bytes) uint8 blocks of a ggml quant type."""
+  f = lambda x: x.cast(dtypes.float32)  # noqa: E731
+  if typ in (2, 3):  # Q4_0: d, 16 bytes of nibbles (x - 8) * d; Q4_1: d, m, nibbles: x * d + m
+    d, q = _gguf_f16(blk[:, 0:2]), f(_gguf_split(blk[:, 2 if typ == 2 else 4:], 4))
+    return (q - 8) * d if typ == 2 else q * d + _gguf_f16(blk[:, 2:4])
+  if typ in (6, 7):  # Q5_0: d, qh (32 high bits), nibbles: (x - 16) * d; Q5_1: d, m, qh, nibbles: x * d + m
+    o = 2 if typ == 6 else 4
+    d, q = _gguf_f16(blk[:, 0:2]), f(_gguf_split(blk[:, o + 4:], 4).bitwise_or(_gguf_bits(blk[:, o:o + 4]).lshift(4)))
+    return (q - 16) * d if typ == 6 else q * d + _gguf_f16(blk[:, 2:4])
+  if typ == 8: return _gguf_f16(blk[:, 0:2]) * f(blk[:, 2:].contiguous().bitcast(dtypes.int8))  # Q8_0: d, 32 int8
+  if typ in (12, 13):  # Q4_K / Q5_K: d, dmin, 12 bytes of 6-bit scales and mins for 8 sub-blocks of 32, (qh,) 128 bytes of nibbles
+    d, dmin, s = _gguf_f16(blk[:, 0:2]), _gguf_f16(blk[:, 2:4]), blk[:, 4:16]
+    sc = s[:, 0:4].bitwise_and(63).cat(s[:, 8:12].bitwise_and(15).bitwise_or(s[:, 0:4].rshift(6).lshift(4)), dim=-1)
+    mn = s[:, 4:8].bitwise_and(63).cat(s[:, 8:12].rshift(4).bitwise_or(s[:, 4:8].rshift(6).lshift(4)), dim=-1)
+    qs = blk[:, 16 if typ == 12 else 48:].reshape(-1, 4, 32)
+    q = Tensor.stack(qs.bitwise_and(15), qs.rshift(4), dim=2).reshape(-1, 8, 32)  # sub-block 2j: low nibbles of 32j.., 2j+1: high
+    if typ == 13:  # bit s of qh[l] is the fifth bit of element l of sub-block s
+      qh = blk[:, 16:48]
+      q = q.bitwise_or(Tensor.stack(*[qh.rshift(i).bitwise_and(1) for i in range(8)], dim=1).lshift(4))
+    return (d.unsqueeze(-1) * f(sc).unsqueeze(-1) * f(q) - dmin.unsqueeze(-1) * f(mn).unsqueeze(-1)).flatten(-2)
+  if typ == 14:  # Q6_K: 128 bytes low nibbles, 64 bytes 2-bit highs, 16 int8 scales (one per 16 elements), d
+    lo, hi = _gguf_split(blk[:, 0:128].reshape(-1, 2, 64), 4), _gguf_split(blk[:, 128:192].reshape(-1, 2, 32), 2)
+    q = f(lo.bitwise_or(hi.lshift(4)).flatten(-2)) - 32
+    sc = f(blk[:, 192:208].contiguous().bitcast(dtypes.int8)).unsqueeze(-1).expand(-1, 16, 16).reshape(-1, 256)
+    return _gguf_f16(blk[:, 208:210]) * sc * q
+  raise ValueError(f"[gguf_load] GGML type {typ} is not supported")
+
+
+def _gguf_parse(raw: bytes, name: str, device) -> tuple[dict, dict[str, Tensor]]:
+  r = _GGUFReader(raw, name)
+  if r.take(4) != b"GGUF": raise ValueError(f"[gguf_load] {name}: not a GGUF file (magic {raw[:4]!r})")
+  if (version := r.scalar("<I")) not in (2, 3): raise ValueError(f"[gguf_load] {name}: GGUF version {version}, supported are 2 and 3")
+  n_tensors, n_kv = r.scalar("<Q"), r.scalar("<Q")
+  kv: dict[str, Any] = {}
+  for _ in range(n_kv):
+    k = r.string()
+    kv[k] = r.value(r.scalar("<I"))
+  infos = []
+  for _ in range(n_tensors):
+    tname, ndim = r.string(), r.scalar("<I")
+    if ndim > 8: raise ValueError(f"[gguf_load] {name}: tensor {tname!r} has {ndim} dimensions")
+    infos.append((tname, tuple(r.scalar("<Q") for _ in range(ndim)), r.scalar("<I"), r.scalar("<Q")))
+  align = kv.get("general.alignment", 32)
+  if not isinstance(align, int) or align <= 0: raise ValueError(f"[gguf_load] {name}: general.alignment={align!r}")
+  data_start = -(-r.pos // align) * align
+  sd: dict[str, Tensor] = {}
+  for tname, dims, typ, off in infos:
+    n = 1
+    for x in dims: n *= x
+    shape = tuple(reversed(dims))
+    if typ in _GGML_NATIVE: nbytes = n * np.dtype(_GGML_NATIVE[typ]).itemsize
+    elif typ in _GGML_QUANT:
+      el, bb = _GGML_QUANT[typ]
+      if n % el: raise ValueError(f"[gguf_load] {name}: tensor {tname!r} of {n} elements is not whole {_GGML_NAMES[typ]} blocks of {el}")
+      nbytes = n // el * bb
+    else: raise ValueError(f"[gguf_load] {name}: tensor {tname!r} has GGML type {typ}, supported are {sorted(_GGML_NATIVE) + sorted(_GGML_QUANT)}")
+    if data_start + off + nbytes > len(raw):
+      raise ValueError(f"[gguf_load] {name}: tensor {tname!r} needs bytes {data_start + off}..{data_start + off + nbytes} of {len(raw)} (truncated)")
+    buf = np.frombuffer(raw, np.uint8, nbytes, data_start + off)
+    if typ in _GGML_NATIVE:
+      t = Tensor(buf.view(_GGML_NATIVE[typ]).astype(np.dtype(_GGML_NATIVE[typ]).newbyteorder("=")), device=device)
+      if typ == 30: t = t.bitcast(dtypes.bfloat16)
+    else: t = _ggml_dequant(Tensor(buf.reshape(-1, _GGML_QUANT[typ][1]), device=device), typ)
+    sd[tname] = t.reshape(shape)
+  return kv, sd
+
+
+def gguf_load(fn: Tensor | str | pathlib.Path) -> tuple[dict, dict[str, Tensor]]:
+  """(kv_data, state_dict) of a GGUF file (a path or uint8 Tensor): metadata values as Python
+  objects, tensors in ggml's reversed dimension order, quantised ones (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0
+  Q4_K Q5_K Q6_K) dequantised to float32 on the device. A split model loads from its first part's path."""
+  raw, name = _source("gguf_load", fn)
+  device = fn.device if isinstance(fn, Tensor) else None
+  kv, sd = _gguf_parse(raw, name, device)
+  if (total := kv.get("split.count", 1)) in (0, 1): return kv, sd
+  if isinstance(fn, Tensor): raise ValueError(f"[gguf_load] a split GGUF ({total} parts) must be loaded from a path, got a Tensor")
+  if kv.get("split.no", 0) != 0: raise ValueError(f"[gguf_load] {name}: split.no={kv['split.no']}: load a split model from its first part")
+  if not (m := re.match(r"^(.*)-00001-of-\d{5}\.gguf$", name)): raise ValueError(f"[gguf_load] {name}: a first part's name ends in -00001-of-NNNNN.gguf")
+  for i in range(2, total + 1):
+    part = f"{m.group(1)}-{i:05d}-of-{total:05d}.gguf"
+    sd.update(_gguf_parse(pathlib.Path(part).read_bytes(), part, None)[1])
+  return kv, sd
