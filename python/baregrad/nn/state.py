@@ -106,7 +106,8 @@ def _source(op: str, fn) -> tuple[bytes, str]:
   """The bytes of `fn` (a path, or a 1-D uint8 Tensor as tinygrad's accept_filename takes) and a
   name for errors."""
   if isinstance(fn, Tensor):
-    if fn.ndim != 1 or fn.dtype != dtypes.uint8: raise ValueError(f"[{op}] a Tensor source must be 1-D uint8, got shape {fn.shape} {fn.dtype}")
+    if fn.ndim != 1 or fn.dtype != dtypes.uint8:
+      raise ValueError(f"[{op}] a Tensor source must be 1-D uint8, got shape {fn.shape} {fn.dtype}")
     return fn.numpy().tobytes(), f"<Tensor of {fn.shape[0]} bytes>"
   if not isinstance(fn, (str, os.PathLike)): raise TypeError(f"[{op}] expected a path or a uint8 Tensor, got {type(fn).__name__}")
   return pathlib.Path(fn).read_bytes(), str(fn)
@@ -211,7 +212,8 @@ def _build(obj, name: str):
   """obj with every _Lazy in its dicts, lists and tuples replaced by a Tensor of its view."""
   if isinstance(obj, _Lazy):
     st = obj.storage
-    if not isinstance(st, _Storage) or st.arr is None: raise ValueError(f"[torch_load] {name}: a tensor refers to a storage the file does not hold")
+    if not isinstance(st, _Storage) or st.arr is None:
+      raise ValueError(f"[torch_load] {name}: a tensor refers to a storage the file does not hold")
     size, stride, offset = tuple(int(s) for s in obj.size), tuple(int(s) for s in obj.stride), int(obj.offset)
     if len(size) != len(stride) or offset < 0 or any(s < 0 for s in size + stride):
       raise ValueError(f"[torch_load] {name}: bad tensor view size={size} stride={stride} offset={offset}")
@@ -236,7 +238,8 @@ def _build(obj, name: str):
 
 def _fill(st: _Storage, data: bytes, key: str, name: str, big: bool):
   need = st.numel * st.stype.itemsize
-  if len(data) < need: raise ValueError(f"[torch_load] {name}: storage {key!r} holds {len(data)} bytes, {st.numel} elements of {st.stype.name} need {need}")
+  if len(data) < need:
+    raise ValueError(f"[torch_load] {name}: storage {key!r} holds {len(data)} bytes, {st.numel} elements of {st.stype.name} need {need}")
   st.arr = np.frombuffer(data, np.dtype(_TORCH_STORAGES[st.stype.name]).newbyteorder(">" if big else "<"), count=st.numel)
 
 
@@ -246,7 +249,8 @@ def _torch_load(raw: bytes, name: str):
     with zipfile.ZipFile(io.BytesIO(raw)) as z:
       names = z.namelist()
       base = names[0].split("/", 1)[0] if names else ""
-      if f"{base}/data.pkl" not in names: raise ValueError(f"[torch_load] {name}: a zip file without {base}/data.pkl is not a torch checkpoint")
+      if f"{base}/data.pkl" not in names:
+        raise ValueError(f"[torch_load] {name}: a zip file without {base}/data.pkl is not a torch checkpoint")
       big = f"{base}/byteorder" in names and z.read(f"{base}/byteorder").strip() == b"big"
       obj = _TorchUnpickler(io.BytesIO(z.read(f"{base}/data.pkl")), lambda pid: _storage_of(pid, storages, name)).load()
       for key, st in storages.items():
@@ -257,10 +261,13 @@ def _torch_load(raw: bytes, name: str):
   def no_pid(pid): raise pickle.UnpicklingError(f"persistent id {pid!r:.60} before the checkpoint's data")
   try: magic = _TorchUnpickler(f, no_pid).load()
   except (pickle.UnpicklingError, EOFError, ValueError, IndexError, KeyError, TypeError) as e:
-    if tarfile.is_tarfile(io.BytesIO(raw)): raise NotImplementedError(f"[torch_load] {name}: the tar format of torch < 0.4 is not supported") from e
+    if tarfile.is_tarfile(io.BytesIO(raw)):
+      raise NotImplementedError(f"[torch_load] {name}: the tar format of torch < 0.4 is not supported") from e
     raise ValueError(f"[torch_load] {name}: neither a zip nor a legacy torch checkpoint ({type(e).__name__}: {e})") from e
-  if magic != _LEGACY_MAGIC: raise ValueError(f"[torch_load] {name}: neither a zip nor a legacy torch checkpoint (magic number {magic!r:.40})")
-  if (version := _TorchUnpickler(f, no_pid).load()) != 1001: raise ValueError(f"[torch_load] {name}: legacy protocol version {version!r:.40}, expected 1001")
+  if magic != _LEGACY_MAGIC:
+    raise ValueError(f"[torch_load] {name}: neither a zip nor a legacy torch checkpoint (magic number {magic!r:.40})")
+  if (version := _TorchUnpickler(f, no_pid).load()) != 1001:
+    raise ValueError(f"[torch_load] {name}: legacy protocol version {version!r:.40}, expected 1001")
   sys_info = _TorchUnpickler(f, no_pid).load()
   big = isinstance(sys_info, dict) and sys_info.get("little_endian") is False
   def legacy_pid(pid):
@@ -269,7 +276,8 @@ def _torch_load(raw: bytes, name: str):
     return st
   obj = _TorchUnpickler(f, legacy_pid).load()
   keys = _TorchUnpickler(f, no_pid).load()
-  if not isinstance(keys, list): raise ValueError(f"[torch_load] {name}: expected the list of storage keys after the pickle, got {type(keys).__name__}")
+  if not isinstance(keys, list):
+    raise ValueError(f"[torch_load] {name}: expected the list of storage keys after the pickle, got {type(keys).__name__}")
   for key in keys:
     if (st := storages.get(str(key))) is None: raise ValueError(f"[torch_load] {name}: storage {key!r} is not used by the pickle")
     hdr = f.read(8)
@@ -307,7 +315,8 @@ class _GGUFReader:
   def __init__(self, raw: bytes, name: str): self.raw, self.name, self.pos = raw, name, 0
 
   def take(self, n: int) -> bytes:
-    if n < 0 or self.pos + n > len(self.raw): raise ValueError(f"[gguf_load] {self.name}: truncated header (needs {n} bytes at {self.pos} of {len(self.raw)})")
+    if n < 0 or self.pos + n > len(self.raw):
+      raise ValueError(f"[gguf_load] {self.name}: truncated header (needs {n} bytes at {self.pos} of {len(self.raw)})")
     self.pos += n
     return self.raw[self.pos - n:self.pos]
 
@@ -392,12 +401,14 @@ def _gguf_parse(raw: bytes, name: str, device) -> tuple[dict, dict[str, Tensor]]
       el, bb = _GGML_QUANT[typ]
       if n % el: raise ValueError(f"[gguf_load] {name}: tensor {tname!r} of {n} elements is not whole {_GGML_NAMES[typ]} blocks of {el}")
       nbytes = n // el * bb
-    else: raise ValueError(f"[gguf_load] {name}: tensor {tname!r} has GGML type {typ}, supported are {sorted(_GGML_NATIVE) + sorted(_GGML_QUANT)}")
+    else:
+      raise ValueError(f"[gguf_load] {name}: tensor {tname!r} has GGML type {typ}, supported are {sorted(_GGML_NATIVE) + sorted(_GGML_QUANT)}")
     if data_start + off + nbytes > len(raw):
       raise ValueError(f"[gguf_load] {name}: tensor {tname!r} needs bytes {data_start + off}..{data_start + off + nbytes} of {len(raw)} (truncated)")
     buf = np.frombuffer(raw, np.uint8, nbytes, data_start + off)
     if typ in _GGML_NATIVE:
-      t = Tensor(buf.view(_GGML_NATIVE[typ]).astype(np.dtype(_GGML_NATIVE[typ]).newbyteorder("=")), device=device)
+      dt = np.dtype(_GGML_NATIVE[typ])
+      t = Tensor(buf.view(dt.newbyteorder("<")).astype(dt.newbyteorder("=")), device=device)
       if typ == 30: t = t.bitcast(dtypes.bfloat16)
     else: t = _ggml_dequant(Tensor(buf.reshape(-1, _GGML_QUANT[typ][1]), device=device), typ)
     sd[tname] = t.reshape(shape)
@@ -414,7 +425,8 @@ def gguf_load(fn: Tensor | str | pathlib.Path) -> tuple[dict, dict[str, Tensor]]
   if (total := kv.get("split.count", 1)) in (0, 1): return kv, sd
   if isinstance(fn, Tensor): raise ValueError(f"[gguf_load] a split GGUF ({total} parts) must be loaded from a path, got a Tensor")
   if kv.get("split.no", 0) != 0: raise ValueError(f"[gguf_load] {name}: split.no={kv['split.no']}: load a split model from its first part")
-  if not (m := re.match(r"^(.*)-00001-of-\d{5}\.gguf$", name)): raise ValueError(f"[gguf_load] {name}: a first part's name ends in -00001-of-NNNNN.gguf")
+  if not (m := re.match(r"^(.*)-00001-of-\d{5}\.gguf$", name)):
+    raise ValueError(f"[gguf_load] {name}: a first part's name ends in -00001-of-NNNNN.gguf")
   for i in range(2, total + 1):
     part = f"{m.group(1)}-{i:05d}-of-{total:05d}.gguf"
     sd.update(_gguf_parse(pathlib.Path(part).read_bytes(), part, None)[1])
