@@ -89,6 +89,37 @@ def test_mnist_missing_and_corrupt_files(tmp_path, monkeypatch):
     nn.datasets.mnist()
 
 
+
+def _cifar_records(rng, n):
+  return np.concatenate([rng.integers(0, 10, (n, 1)), rng.integers(0, 256, (n, 3072))], axis=1).astype(np.uint8)
+
+
+def test_cifar_reads_the_binary_archive(tmp_path, monkeypatch):
+  rng = np.random.default_rng(6)
+  recs = [_cifar_records(rng, 2) for _ in range(5)] + [_cifar_records(rng, 1)]
+  names = [f"cifar-10-batches-bin/data_batch_{i}.bin" for i in range(1, 6)] + ["cifar-10-batches-bin/test_batch.bin"]
+  with tarfile.open(tmp_path / "cifar-10-binary.tar.gz", "w:gz") as tar:
+    for n, r in zip(names, recs):
+      info = tarfile.TarInfo(n)
+      info.size = r.nbytes
+      tar.addfile(info, io.BytesIO(r.tobytes()))
+  monkeypatch.setenv("CIFAR_DIR", str(tmp_path))
+  xtr, ytr, xte, yte = nn.datasets.cifar()
+  train = np.concatenate(recs[:5])
+  assert (xtr.shape, ytr.shape, xte.shape, yte.shape) == ((10, 3, 32, 32), (10,), (1, 3, 32, 32), (1,)) and xtr.dtype == dtypes.uint8
+  np.testing.assert_array_equal(xtr.numpy().reshape(10, -1), train[:, 1:])
+  np.testing.assert_array_equal(ytr.numpy(), train[:, 0])
+  np.testing.assert_array_equal(xte.numpy().reshape(1, -1), recs[5][:, 1:])
+  # an extracted folder whose test batch is cut short
+  (tmp_path / "cifar-10-binary.tar.gz").unlink()
+  (tmp_path / "cifar-10-batches-bin").mkdir()
+  for n, r in zip(names, recs): (tmp_path / n).write_bytes(r.tobytes()[:-1] if "test" in n else r.tobytes())
+  with pytest.raises(ValueError, match=r"\[cifar\] .*test_batch\.bin holds 3072 bytes, not whole 3073-byte records"):
+    nn.datasets.cifar()
+  monkeypatch.setenv("CIFAR_DIR", str(tmp_path / "nothing"))
+  with pytest.raises(FileNotFoundError, match=r"\[cifar\] CIFAR-10 not found in .*nothing.*cifar-10-binary\.tar\.gz.*CIFAR_DIR"):
+    nn.datasets.cifar()
+
 # ---- nn.optim: LARS, Muon, SGD(classic=True) against a float64 numpy reference -------------------------------
 
 def _ns_ref(x, steps, coeffs, eps=1e-7):

