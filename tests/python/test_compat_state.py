@@ -523,3 +523,18 @@ def test_gguf_split_and_corrupt_files(tmp_path):
     bad.write_bytes(raw)
     with pytest.raises(ValueError, match=rf"\[gguf_load\] {bad}: .*{msg}"):
       nn.state.gguf_load(bad)
+
+
+def test_tensorio_accept_filename_and_safe_dtypes(tmp_path):
+  data = bytes(range(10))
+  f = nn.state.TensorIO(Tensor(data))
+  assert f.read(3) == data[:3] and f.seek(-2, 2) == 8 and f.read() == data[8:] and f.read(5) == b""
+  assert f.seek(4) == 4 and io.BufferedReader(nn.state.TensorIO(Tensor(data))).read() == data
+  with pytest.raises(io.UnsupportedOperation):
+    f.write(b"x")
+  with pytest.raises(ValueError, match=r"\[TensorIO\] the Tensor must be 1-D uint8"):
+    nn.state.TensorIO(Tensor([1, 2]))
+  (tmp_path / "f.bin").write_bytes(data)
+  size = nn.state.accept_filename(lambda t: (t.shape, t.dtype))
+  assert size(tmp_path / "f.bin") == ((10,), dtypes.uint8) and size(str(tmp_path / "f.bin")) == ((10,), dtypes.uint8)
+  assert nn.state.safe_dtypes["BF16"] == dtypes.bfloat16 and nn.state.inverse_safe_dtypes[dtypes.int64] == "I64"

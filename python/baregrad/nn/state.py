@@ -1,7 +1,8 @@
 """Model state: state dicts found by walking Python objects, safetensors files, tar and zip
-archives and PyTorch checkpoints."""
+archives, PyTorch checkpoints and GGUF files."""
 from __future__ import annotations
 
+import functools
 import io
 import os
 import pathlib
@@ -13,13 +14,15 @@ import zipfile
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO, Callable, TypeVar
 
 import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes
 from baregrad.tensor import Tensor
+
+T = TypeVar("T")
 
 
 def get_state_dict(obj, prefix: str = "", tensor_type=Tensor, _path: frozenset = frozenset()) -> dict[str, Tensor]:
@@ -98,6 +101,48 @@ def safe_load(fn: str | pathlib.Path, device: str | None = None) -> dict[str, Te
 def safe_load_metadata(fn: str | pathlib.Path) -> dict[str, str]:
   """The "__metadata__" strings of a .safetensors file (baregrad's; tinygrad returns the header)."""
   return _C.safe_load_metadata(str(fn))
+
+
+# safetensors dtype names (no F8_*: baregrad has no fp8 dtypes)
+safe_dtypes = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16, "I32": dtypes.int32,
+               "U32": dtypes.uint32, "I64": dtypes.int64, "U64": dtypes.uint64, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
+               "F32": dtypes.float32, "F64": dtypes.float64}
+inverse_safe_dtypes = {v: k for k, v in safe_dtypes.items()}
+
+
+class TensorIO(io.RawIOBase, BinaryIO):
+  """A read-only, seekable file over a 1-D uint8 Tensor (its bytes as they are when opened)."""
+  def __init__(self, t: Tensor):
+    if not isinstance(t, Tensor) or t.ndim != 1 or t.dtype != dtypes.uint8:
+      raise ValueError(f"[TensorIO] the Tensor must be 1-D uint8, got {getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}")
+    super().__init__()
+    self._data, self._position = t.numpy().tobytes(), 0
+
+  def readable(self) -> bool: return True
+  def seekable(self) -> bool: return True
+  def readinto(self, buffer: Any) -> int:
+    """Copies the next bytes into `buffer`; the count (0 at the end)."""
+    data = self._data[self._position:self._position + len(buffer)]
+    buffer[:len(data)] = data
+    self._position += len(data)
+    return len(data)
+
+  def seek(self, offset: int, whence: int = 0) -> int:
+    """Moves to `offset` (from the start, the current position or the end), clamped to the data."""
+    self._position = min(len(self._data), max(0, [offset, self._position + offset, len(self._data) + offset][whence]))
+    return self._position
+
+  def tell(self) -> int: return self._position
+  def write(self, s: Any): raise io.UnsupportedOperation("[TensorIO] write is not supported")
+  def writelines(self, lines: Any): raise io.UnsupportedOperation("[TensorIO] writelines is not supported")
+  def __enter__(self): return self
+
+
+def accept_filename(func: Callable[[Tensor], T]) -> Callable[[Tensor | str | pathlib.Path], T]:
+  """`func` of a Tensor, taking a path too: the file's bytes as a uint8 Tensor (tinygrad gives a DISK tensor)."""
+  @functools.wraps(func)
+  def wrapper(fn: Tensor | str | pathlib.Path) -> T: return func(fn if isinstance(fn, Tensor) else Tensor(pathlib.Path(fn).read_bytes()))
+  return wrapper
 
 
 # ---- archives and PyTorch checkpoints, read without torch ----------------------------------------------------
