@@ -301,10 +301,14 @@ def test_torch_load_single_tensor_and_unknown_classes(tmp_path):
   fn, marker = tmp_path / "t.pt", tmp_path / "pwned"
   torch.save(torch.arange(5, dtype=torch.int32)[1:], fn)
   _assert_same(nn.state.torch_load(fn), torch.arange(5, dtype=torch.int32)[1:])
-  torch.save({"w": torch.ones(2), "evil": _Evil(marker)}, fn)
+  torch.save({"w": torch.ones(2), "evil": _Evil(marker), "np": np.arange(3, dtype=np.int16), "raw": b"xy"}, fn)
   out = nn.state.torch_load(fn)  # the pickle's os.system global becomes an inert object: nothing runs
   assert not marker.exists()
   np.testing.assert_array_equal(out["w"].numpy(), [1.0, 1.0])
+  assert out["np"].dtype == np.int16 and out["np"].tolist() == [0, 1, 2] and out["raw"] == b"xy"  # as torch.load gives them
+  with zipfile.ZipFile(fn, "w") as z: z.writestr("x.txt", "hi")
+  with pytest.raises(ValueError, match=r"\[torch_load\] .*t\.pt: a zip file without <archive>/data\.pkl is not a torch checkpoint"):
+    nn.state.torch_load(fn)
 
 
 @needs_torch

@@ -293,11 +293,11 @@ def _torch_load(raw: bytes, name: str):
   if zipfile.is_zipfile(io.BytesIO(raw)):
     with zipfile.ZipFile(io.BytesIO(raw)) as z:
       names = z.namelist()
-      base = names[0].split("/", 1)[0] if names else ""
-      if f"{base}/data.pkl" not in names:
-        raise ValueError(f"[torch_load] {name}: a zip file without {base}/data.pkl is not a torch checkpoint")
+      if (pkl := next((n for n in names if n.endswith("/data.pkl")), None)) is None:
+        raise ValueError(f"[torch_load] {name}: a zip file without <archive>/data.pkl is not a torch checkpoint")
+      base = pkl[:-len("/data.pkl")]
       big = f"{base}/byteorder" in names and z.read(f"{base}/byteorder").strip() == b"big"
-      obj = _TorchUnpickler(io.BytesIO(z.read(f"{base}/data.pkl")), lambda pid: _storage_of(pid, storages, name)).load()
+      obj = _TorchUnpickler(io.BytesIO(z.read(pkl)), lambda pid: _storage_of(pid, storages, name)).load()
       for key, st in storages.items():
         if f"{base}/data/{key}" not in names: raise ValueError(f"[torch_load] {name}: storage {base}/data/{key} is missing")
         _fill(st, z.read(f"{base}/data/{key}"), key, name, big)
