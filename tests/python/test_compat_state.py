@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -309,6 +310,39 @@ def test_torch_load_single_tensor_and_unknown_classes(tmp_path):
   with zipfile.ZipFile(fn, "w") as z: z.writestr("x.txt", "hi")
   with pytest.raises(ValueError, match=r"\[torch_load\] .*t\.pt: a zip file without <archive>/data\.pkl is not a torch checkpoint"):
     nn.state.torch_load(fn)
+
+
+def _old_tar_checkpoint(path):
+  """torch < 0.4's tar layout, built by hand: a float storage of 12 seen as a (3, 2) transpose at offset 2, an int64 one."""
+  class Ref:
+    def __init__(self, key): self.key = key
+  class P(pickle.Pickler):
+    def persistent_id(self, obj): return obj.key if isinstance(obj, Ref) else None
+  def pk(o): return pickle.dumps(o, protocol=2)
+  storages = pk(2) + pk((10, "cpu", torch.FloatStorage)) + struct.pack("<q", 12) + np.arange(12, dtype=np.float32).tobytes() \
+    + pk((11, "cpu", torch.LongStorage)) + struct.pack("<q", 2) + np.array([5, -7], np.int64).tobytes() + pk([])
+  def rec(key, sid, size, stride, off):
+    return pk((key, sid, torch.FloatTensor)) + struct.pack("<i", len(size)) + b"\0" * 4 + struct.pack(f"<{len(size)}q", *size) \
+      + struct.pack(f"<{len(size)}q", *stride) + struct.pack("<q", off)
+  buf = io.BytesIO()
+  P(buf, protocol=2).dump(collections.OrderedDict(w=Ref(20), nested={"b": Ref(21)}))
+  with tarfile.open(path, "w:", format=tarfile.PAX_FORMAT) as tar:
+    for n, d in (("sys_info", pk({})), ("storages", storages), ("tensors", pk(2) + rec(20, 10, (3, 2), (1, 3), 2) + rec(21, 11, (2,), (1,), 0)),
+                 ("pickle", buf.getvalue())):
+      info = tarfile.TarInfo(n)
+      info.size = len(d)
+      tar.addfile(info, io.BytesIO(d))
+
+
+@needs_torch
+def test_torch_load_old_tar_format(tmp_path):
+  fn = tmp_path / "old.tar"
+  _old_tar_checkpoint(fn)
+  _assert_same(nn.state.torch_load(fn), torch.load(fn))
+  raw = fn.read_bytes()
+  (tmp_path / "cut.tar").write_bytes(raw[:raw.index(np.arange(12, dtype=np.float32).tobytes()) + 10])  # inside the float storage
+  with pytest.raises(ValueError, match=r"\[torch_load\] .*cut\.tar"):
+    nn.state.torch_load(tmp_path / "cut.tar")
 
 
 @needs_torch

@@ -214,6 +214,11 @@ class _Dummy:
   def __call__(self, *args, **kwargs): return _Dummy(*args)
 
 
+class _OldParameter:
+  """torch < 0.4's pickled nn.Parameter: its state's first item is the tensor (unwrapped by _build)."""
+  def __setstate__(self, state): self.data = state[0]
+
+
 def _rebuild_tensor(storage, storage_offset, size, stride, *_args, **_kwargs): return _Lazy(storage, storage_offset, size, stride)
 def _rebuild_parameter(data, *_args): return data
 def _rebuild_from_type(func, _new_type, args, _state): return func(*args)
@@ -221,7 +226,8 @@ def _codecs_encode(s, encoding="latin1"): return s.encode("latin1" if encoding i
 
 
 _TORCH_GLOBALS = {"_rebuild_tensor": _rebuild_tensor, "_rebuild_tensor_v2": _rebuild_tensor, "_rebuild_parameter": _rebuild_parameter,
-                  "_rebuild_parameter_with_state": _rebuild_parameter, "_rebuild_from_type_v2": _rebuild_from_type, "Size": tuple}
+                  "_rebuild_parameter_with_state": _rebuild_parameter, "_rebuild_from_type_v2": _rebuild_from_type, "Size": tuple,
+                  "Parameter": _OldParameter}
 _NUMPY_GLOBALS = {"_reconstruct", "scalar", "dtype", "ndarray"}
 
 
@@ -272,6 +278,7 @@ def _build(obj, name: str):
       view = np.lib.stride_tricks.as_strided(arr[offset:], size, tuple(d * arr.itemsize for d in stride), writeable=False)
     view = view.astype(arr.dtype.newbyteorder("="), order="C")  # a copy (ascontiguousarray would make 0-d 1-d)
     return Tensor(view).bitcast(dtypes.bfloat16) if st.stype.name == "BFloat16Storage" else Tensor(view)
+  if isinstance(obj, _OldParameter): return _build(getattr(obj, "data", None), name)
   if isinstance(obj, dict):
     out = type(obj)() if isinstance(obj, OrderedDict) else {}
     for k, v in obj.items(): out[k] = _build(v, name)
@@ -286,6 +293,34 @@ def _fill(st: _Storage, data: bytes, key: str, name: str, big: bool):
   if len(data) < need:
     raise ValueError(f"[torch_load] {name}: storage {key!r} holds {len(data)} bytes, {st.numel} elements of {st.stype.name} need {need}")
   st.arr = np.frombuffer(data, np.dtype(_TORCH_STORAGES[st.stype.name]).newbyteorder(">" if big else "<"), count=st.numel)
+
+
+def _torch_load_tar(raw: bytes, name: str):
+  """torch < 0.4's tar format: "storages" (each pickled (key, location, type), int64 numel, data), "tensors"
+  (each pickled (key, storage key, type), int32 ndim, 4 bytes, int64 sizes, strides, offset) and "pickle"."""
+  with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+    files = {m.name: tar.extractfile(m).read() for m in tar if m.isreg() and m.name in ("storages", "tensors", "pickle")}
+  if len(files) != 3: raise ValueError(f"[torch_load] {name}: a tar file without storages, tensors and pickle is not a torch checkpoint")
+  def no_pid(pid): raise pickle.UnpicklingError(f"persistent id {pid!r:.60} in the storage list")
+  def read(f, n: int) -> bytes:
+    if len(b := f.read(n)) < n: raise ValueError(f"[torch_load] {name}: truncated storages or tensors record")
+    return b
+  storages: dict[str, _Storage] = {}
+  f = io.BytesIO(files["storages"])
+  for _ in range(int(_TorchUnpickler(f, no_pid).load())):
+    key, _location, stype = _TorchUnpickler(f, no_pid).load()
+    if not isinstance(stype, _StorageType): raise ValueError(f"[torch_load] {name}: storage {key!r} has an unsupported type")
+    st = storages[str(key)] = _Storage(stype, struct.unpack("<q", read(f, 8))[0])
+    _fill(st, read(f, st.numel * stype.itemsize), str(key), name, False)
+  tensors: dict[str, _Lazy] = {}
+  f = io.BytesIO(files["tensors"])
+  for _ in range(int(_TorchUnpickler(f, no_pid).load())):
+    key, storage_id, _ttype = _TorchUnpickler(f, no_pid).load()
+    ndim = struct.unpack("<i", read(f, 4))[0]
+    read(f, 4)
+    size, stride = struct.unpack(f"<{ndim}q", read(f, 8 * ndim)), struct.unpack(f"<{ndim}q", read(f, 8 * ndim))
+    tensors[str(key)] = _Lazy(storages[str(storage_id)], struct.unpack("<q", read(f, 8))[0], size, stride)
+  return _build(_TorchUnpickler(io.BytesIO(files["pickle"]), lambda pid: _Dummy(pid) if isinstance(pid, tuple) else tensors[str(pid)]).load(), name)
 
 
 def _torch_load(raw: bytes, name: str):
@@ -306,8 +341,7 @@ def _torch_load(raw: bytes, name: str):
   def no_pid(pid): raise pickle.UnpicklingError(f"persistent id {pid!r:.60} before the checkpoint's data")
   try: magic = _TorchUnpickler(f, no_pid).load()
   except (pickle.UnpicklingError, EOFError, ValueError, IndexError, KeyError, TypeError) as e:
-    if tarfile.is_tarfile(io.BytesIO(raw)):
-      raise NotImplementedError(f"[torch_load] {name}: the tar format of torch < 0.4 is not supported") from e
+    if tarfile.is_tarfile(io.BytesIO(raw)): return _torch_load_tar(raw, name)
     raise ValueError(f"[torch_load] {name}: neither a zip nor a legacy torch checkpoint ({type(e).__name__}: {e})") from e
   if magic != _LEGACY_MAGIC:
     raise ValueError(f"[torch_load] {name}: neither a zip nor a legacy torch checkpoint (magic number {magic!r:.40})")
@@ -335,12 +369,12 @@ def _torch_load(raw: bytes, name: str):
 
 
 def torch_load(t: Tensor | str | pathlib.Path):
-  """A PyTorch checkpoint (torch.save's zip format or the legacy pickle one) as saved: state dicts
+  """A PyTorch checkpoint (torch.save's zip format, the legacy pickle one or torch < 0.4's tar) as saved: state dicts
   (nested dicts, OrderedDicts, lists) with each tensor a Tensor on the default device, views
   (transposes, slices) materialised. torch is not imported; unknown classes load as inert objects."""
   raw, name = _source("torch_load", t)
   try: return _torch_load(raw, name)
-  except (ValueError, NotImplementedError, pickle.UnpicklingError, EOFError, zipfile.BadZipFile, zlib.error, struct.error, LookupError,
+  except (ValueError, NotImplementedError, pickle.UnpicklingError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error, struct.error, LookupError,
           TypeError, AttributeError, UnicodeError, OverflowError, RecursionError, MemoryError) as e:
     if str(e).startswith("[torch_load]"): raise
     # NOTE: zipfile raises NotImplementedError for a corrupt compression method or version field
