@@ -16,7 +16,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from baregrad import Tensor, dtypes, nn
+from baregrad import Device, Tensor, dtypes, nn
 from baregrad.nn import optim
 
 # ---- nn.datasets.mnist ---------------------------------------------------------------------------
@@ -179,6 +179,8 @@ _SHAPES = [(4, 3), (3,), (2, 3, 2)]
      dict(lr=0.3, momentum=0.5, wd=0.01, ns_steps=0, coeffs=None, nesterov=True, classic=False, pre_wd=True, tcoef=0.02)),
     ("sgd_classic", lambda p: optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.05, nesterov=True, classic=True),
      dict(lr=0.1, momentum=0.9, wd=0.05, ns_steps=0, coeffs=None, nesterov=True, classic=True, pre_wd=True, tcoef=0.0)),
+    ("sgd_device", lambda p: optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.05, nesterov=True, device=Device.DEFAULT),
+     dict(lr=0.1, momentum=0.9, wd=0.05, ns_steps=0, coeffs=None, nesterov=True, classic=False, pre_wd=True, tcoef=0.0)),
 ])
 def test_python_optimizers_match_float64_reference(name, make, ref):
   rng = np.random.default_rng(3)
