@@ -9,6 +9,7 @@ import math
 from baregrad.dtype import dtypes
 from baregrad.helpers import flatten, make_tuple, prod, op_name
 from baregrad.nn import optim, state  # noqa: F401
+from baregrad.nn import datasets  # noqa: F401
 from baregrad.tensor import Tensor
 
 

@@ -1,9 +1,12 @@
-"""Optimizers with tinygrad's signatures over the C++ ones (tensor/optim.h): step() updates
-every parameter (and the optimizer state) in place, in one schedule, so TinyJit can capture it."""
+"""Optimizers with tinygrad's signatures: SGD, Adam, AdamW and LAMB over the C++ ones
+(tensor/optim.h), which update every parameter (and the optimizer state) in place in one schedule,
+so TinyJit can capture it; LARS, Muon and SGD(classic=True) in Python over Tensor ops and assign."""
 from __future__ import annotations
 
 import _baregrad as _C
-from baregrad.helpers import op_name
+from baregrad.device import canonicalize_device
+from baregrad.dtype import dtypes
+from baregrad.helpers import getenv, op_name
 from baregrad.tensor import Tensor
 
 
@@ -29,13 +32,22 @@ class Optimizer:
     if not self.params: raise ValueError(f"[{op_name()}] optimizer must have at least one param")
     self.buffers: list[Tensor] = _dedup([x for x in params if not x.requires_grad])
     self._lr0 = float(lr.numpy().reshape(-1)[0]) if isinstance(lr, Tensor) else float(lr)
+    if self._lr0 < 0: raise ValueError(f"[{op_name()}] invalid learning rate {self._lr0}: it must be >= 0")
+    self._c, self._device = None, self.params[0].device
 
   def _attach(self, c_optimizer):
     self._c = c_optimizer
     self._lr = Tensor._wrap(c_optimizer.lr)
 
+  def _own_lr(self, device=None):
+    """The state of a Python optimizer: lr on `device` (the first parameter's when None), float32
+    or float64 when a parameter is (as the C++ optimizers')."""
+    self._device = self.params[0].device if device is None else canonicalize_device(device)
+    lr_dtype = dtypes.float64 if any(p.dtype == dtypes.float64 for p in self.params) else dtypes.float32
+    self._lr = Tensor([self._lr0], dtype=lr_dtype, device=self._device).contiguous().realize()
+
   @property
-  def device(self) -> str: return self.params[0].device
+  def device(self) -> str: return getattr(self, "_device", None) or self.params[0].device
 
   @property
   def lr(self) -> Tensor:
@@ -46,17 +58,29 @@ class Optimizer:
   @lr.setter
   def lr(self, value):
     if isinstance(value, Tensor): self._lr.assign(value).realize()
+    elif self._c is None: self._lr.assign(Tensor([float(value)], dtype=self._lr.dtype, device=self._lr.device)).realize()
     else: self._c.set_lr(float(value))
 
   def zero_grad(self):
     """Forgets every parameter's gradient."""
-    self._c.zero_grad()
+    if self._c is None:
+      for p in self.params: p.grad = None
+    else: self._c.zero_grad()
 
   def step(self):
     """One update from the gradients backward() left; throws RuntimeError naming a parameter
     without one."""
-    self._c.step()
+    if self._c is None:
+      grads = []
+      for i, p in enumerate(self.params):
+        if (g := p.grad) is None:
+          raise RuntimeError(f"[step] parameter {i} of shape {p.shape} has no gradient (was it used in the loss? call backward() first)")
+        grads.append(g)
+      self._step(grads)
+    else: self._c.step()
     for b in self.buffers: b.realize()
+
+  def _step(self, grads: list[Tensor]): raise NotImplementedError
 
   def schedule_step(self) -> list[Tensor]:
     self.step()
@@ -77,13 +101,80 @@ class OptimizerGroup(Optimizer):
   def step(self): [o.step() for o in self.optimizers]
 
 
-class SGD(Optimizer):
-  """SGD with momentum (Nesterov or not) and L2 weight decay added to the gradient."""
-  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, fused=False):
-    if classic: raise NotImplementedError(f"[{op_name()}] classic momentum (lr inside the momentum buffer) is not supported")
+def _newton_schulz(x: Tensor, steps: int, params, eps: float = 1.0e-7) -> Tensor:
+  """tinygrad's Tensor.newton_schulz: x / |x|_F, then `steps` times X = sum_i params[i] (X X^T)^i X
+  (over the transpose when x has more rows than columns)."""
+  if x.shape[-2] > x.shape[-1]: return _newton_schulz(x.transpose(-2, -1), steps, params, eps).transpose(-2, -1)
+  g = x / (x.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+  for _ in range(steps):
+    a, term, out = g @ g.transpose(-2, -1), g, g * params[0]
+    for p in params[1:]:
+      term = a @ term
+      out = out + p * term
+    g = out
+  return g
+
+
+class LARS(Optimizer):
+  """LARS: SGD with momentum (classic: lr inside the momentum buffer), L2 weight decay added to the
+  gradient before it (pre_wd) or decoupled after it, a trust ratio tcoef*|w|/(|g| + wd*|w|), and
+  Newton-Schulz orthogonalisation of the update when ns_coefficients are given (Muon)."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, ns_steps=0, ns_coefficients=None,
+               nesterov=False, classic=True, pre_wd=True, tcoef=0.001, device=None, fused=False):
     super().__init__(params, lr)
-    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    if momentum < 0: raise ValueError(f"[{op_name()}] invalid momentum {momentum}: it must be >= 0")
+    if ns_coefficients and any(p.ndim == 0 for p in self.params):
+      raise ValueError(f"[{op_name()}] Newton-Schulz needs parameters of at least one dimension, got shape ()")
+    self.momentum, self.wd, self.ns_steps, self.ns_coefficients = momentum, weight_decay, ns_steps, ns_coefficients
+    self.nesterov, self.classic, self.pre_wd, self.tcoef = nesterov, classic, pre_wd, tcoef
+    self._own_lr(device)
+    state_dtype = getenv("OPTIM_DTYPE", "float32")
+    self.b = [Tensor.zeros(*p.shape, dtype=state_dtype, device=self.device).contiguous().realize() for p in self.params] if momentum else []
+
+  def _step(self, grads: list[Tensor]):
+    lr = self.lr.reshape(())
+    for i, (p, g) in enumerate(zip(self.params, grads)):
+      t, g = p.detach().to(self.device), g.detach().to(self.device)
+      r: Tensor | float = 1.0
+      if self.tcoef != 0:
+        r1, r2 = t.square().sum().sqrt(), g.square().sum().sqrt()
+        r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
+      if self.pre_wd and self.wd > 0: g = g + self.wd * t
+      if self.classic: g = g * r * lr
+      if self.momentum:
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))
+        g = (g + self.momentum * self.b[i]) if self.nesterov else self.b[i]
+      if self.ns_coefficients: g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
+      # NOTE: tinygrad (a9069c17) computes the decoupled decay and drops it; this applies it, as torch.optim.Muon
+      if not self.pre_wd and self.wd > 0: t = t * (1.0 - self.wd * lr)
+      if not self.classic: g = g * r * lr
+      p.assign((t - g).cast(p.dtype).to(p.device))
+
+
+class SGD(LARS):
+  """SGD with momentum (Nesterov or not) and L2 weight decay added to the gradient; the C++
+  optimizer unless classic (lr inside the momentum buffer, tinygrad's LARS without trust ratio)
+  or another device for the state is asked for."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, device=None,
+               fused=False):
+    if classic or device is not None:
+      super().__init__(params, lr, momentum, weight_decay, 0, None, nesterov, classic=classic, pre_wd=True, tcoef=0.0, device=device)
+      return
+    Optimizer.__init__(self, params, lr)
+    if momentum < 0: raise ValueError(f"[{op_name()}] invalid momentum {momentum}: it must be >= 0")
+    self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, False, True, 0.0
+    self.ns_steps, self.ns_coefficients, self.b = 0, None, []
     self._attach(_C.SGD([p._c for p in self.params], self._lr0, float(momentum), float(weight_decay), bool(nesterov)))
+
+
+class Muon(LARS):
+  """Muon: Nesterov momentum, then ns_steps Newton-Schulz iterations orthogonalising each update
+  (parameters viewed as (shape[0], -1)), and weight decay decoupled after them."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=(3.4445, -4.775, 2.0315),
+               nesterov=True, device=None, fused=False):
+    if fused: raise ValueError(f"[{op_name()}] fused=True is not allowed for Muon (as tinygrad's)")
+    super().__init__(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0,
+                     device=device)
 
 
 class LAMB(Optimizer):
