@@ -300,11 +300,11 @@ def _hms(t: float) -> str:
 
 
 def _si(x: float) -> str:
-  """x in at most 4 significant characters with an SI prefix: 1234 -> "1.23k"."""
+  """x with 3 significant digits and an SI prefix: 1234 -> "1.23k", 15 -> "15.0", 0 -> "0.00"."""
   for p in " kMGTPEZ":
-    if abs(x) < 999.5: return (f"{x:.3g}" + p).strip()
+    if abs(x) < 999.5: return f"{x:#.3g}".rstrip(".") + p.strip()
     x /= 1000
-  return f"{x:.3g}Y"
+  return f"{x:#.3g}".rstrip(".") + "Y"
 
 
 class tqdm(Generic[T]):  # noqa: N801 (tinygrad's name)

@@ -256,6 +256,14 @@ def test_tqdm_manual_updates(capsys):
   with pytest.raises(TypeError, match=r"\[tqdm\] needs an iterable"): list(helpers.tqdm(total=2, disable=True))
 
 
+def test_tqdm_unit_scale_uses_si_prefixes(capsys):
+  t = helpers.tqdm(total=2048, unit="B", unit_scale=True, desc="get")
+  t.update(1500)
+  t.close()
+  last = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+  assert re.fullmatch(r"get:  73%\|█+ +\| 1\.50k/2\.05k \[00:00<00:00, +[\d.]+[kMG]?B/s\]", last), repr(last)
+
+
 # ---- helpers: fetch ----------------------------------------------------------------------------
 
 @pytest.fixture
