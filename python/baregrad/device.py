@@ -1,14 +1,97 @@
 """Devices by tinygrad's names: Device.DEFAULT, Device["CPU"], Device.canonicalize("cpu")."""
 from __future__ import annotations
 
+import re
+
 import _baregrad as _C
 
 
+class _Renderer:
+  """What a device's code generator renders (tinygrad's Renderer, reduced to what baregrad can answer)."""
+  def __init__(self, device: str): self.device = device
+
+  def supported_dtypes(self) -> set:
+    """The dtypes kernels on this device compute. Every baregrad target renders them all (LLVM for CPU and
+    NULL, C for CPU:C, NVPTX for NV and CUDA; bfloat16 arithmetic in float32); NULL compiles but runs nothing."""
+    from baregrad.dtype import dtypes
+    return set(dtypes.all)
+
+  def __repr__(self): return f"<Renderer {self.device}>"
+
+
+class _Compiler:
+  """The device's compiler. It compiles kernel ASTs inside the C++ runtime; source strings can't be compiled from
+  Python (the extension binds no such call)."""
+  def __init__(self, device: str): self.device = device
+
+  def compile(self, src: str) -> bytes:
+    """Not available in baregrad: NotImplementedError."""
+    raise NotImplementedError(f"[compile] {self.device} compiles kernels inside baregrad's C++ runtime; "
+                              "compiling source text from Python is not supported")
+
+  def compile_cached(self, src: str) -> bytes:
+    """As compile()."""
+    return self.compile(src)
+
+
+class _Buffer:
+  """An allocation of _Allocator: a uint8 Tensor of `size` bytes on the device."""
+  def __init__(self, t, size: int): self.tensor, self.size = t, size
+
+
+class _Allocator:
+  """Raw device memory as tinygrad's Allocator: alloc/free and the byte copies _copyin/_copyout, over uint8
+  tensors (so the C++ allocator owns and caches the memory)."""
+  def __init__(self, device: str): self.device = device
+
+  def alloc(self, size: int, options=None) -> _Buffer:
+    """`size` bytes on the device (contents undefined); AssertionError for size <= 0, as tinygrad's."""
+    assert isinstance(size, int) and size > 0, f"[alloc] size must be a positive int, got {size!r}"
+    from baregrad.dtype import dtypes
+    from baregrad.tensor import Tensor
+    return _Buffer(Tensor.empty(size, dtype=dtypes.uint8, device=self.device).contiguous().realize(), size)
+
+  def free(self, opaque: _Buffer, size: int, options=None):
+    """Releases the buffer (its memory returns to the C++ allocator's cache)."""
+    opaque.tensor = None
+
+  def _copyin(self, dest: _Buffer, src: memoryview):
+    """Writes the bytes of src into dest (len(src) == dest's size)."""
+    mv = memoryview(src).cast("B")
+    if dest.tensor is None: raise RuntimeError("[copyin] the buffer was freed")
+    if mv.nbytes != dest.size: raise ValueError(f"[copyin] {mv.nbytes} bytes into a buffer of {dest.size}")
+    from baregrad.tensor import Tensor
+    dest.tensor.assign(Tensor(bytes(mv), device=self.device)).realize()
+
+  def _copyout(self, dest: memoryview, src: _Buffer):
+    """Reads src's bytes into dest (len(dest) == src's size), after the device has finished writing them."""
+    mv = memoryview(dest).cast("B")
+    if src.tensor is None: raise RuntimeError("[copyout] the buffer was freed")
+    if mv.nbytes != src.size: raise ValueError(f"[copyout] a buffer of {src.size} bytes into {mv.nbytes}")
+    mv[:] = src.tensor.numpy().tobytes()
+
+
 class _Compiled:
-  """One open device, as Device[name] returns it."""
-  def __init__(self, name: str): self.device = self.dname = name
-  def synchronize(self): _C.synchronize(self.dname)
+  """One open device, as Device[name] returns it (tinygrad's Compiled): device, renderer, compiler, allocator."""
+  def __init__(self, name: str):
+    self.device = self.dname = name
+    self.renderer, self.compiler, self.allocator = _Renderer(name), _Compiler(name), _Allocator(name)
+
+  def synchronize(self):
+    """Waits until every launch and copy queued on the device has finished."""
+    _C.synchronize(self.dname)
+
+  def finalize(self):
+    """Nothing to do: the C++ registry closes devices at exit."""
+
   def __repr__(self): return f"<Device {self.dname}>"
+
+
+def _known(name: str) -> bool:
+  """Whether `name` is one of the device names this build has ("NV:<n>" patterns match any index)."""
+  for p in _C.device_names():
+    if name == p or (p.endswith(":<n>") and re.fullmatch(re.escape(p[:-4]) + r":\d{1,3}", name)): return True
+  return False
 
 
 class _Device:
@@ -24,8 +107,22 @@ class _Device:
     if name.endswith(":0"): name = name[:-2]
     return name
 
+  _opened: dict[str, _Compiled] = {}
+
   def __getitem__(self, name: str) -> _Compiled:
-    return _Compiled(_C.device_name(self.canonicalize(name)))
+    """The open device of that name, one object per device. A name this build does not have is a
+    ModuleNotFoundError (tinygrad's: it has no runtime module for it); a device that fails to open a RuntimeError."""
+    name = self.canonicalize(name)
+    if name not in self._opened:
+      if not _known(name):
+        raise ModuleNotFoundError(f"[device] no device named {name!r} (this build has: {', '.join(_C.device_names())})")
+      self._opened[name] = _Compiled(_C.device_name(name))
+    return self._opened[name]
+
+  @property
+  def default(self) -> _Compiled:
+    """The default device (Device[Device.DEFAULT])."""
+    return self[self.DEFAULT]
 
   def get_available_devices(self):
     for d in self._devices:

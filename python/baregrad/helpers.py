@@ -1,15 +1,23 @@
-"""tinygrad's helpers: getenv, Context, GlobalCounters and small sequence utilities."""
+"""tinygrad's helpers: getenv, Context, GlobalCounters, Timing, tqdm, fetch and small utilities."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
-import math
+import getpass
+import gzip
+import hashlib
 import os
+import pathlib
+import re
+import shutil
 import sys
+import tempfile
 import time
-from typing import Any, Iterable, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
+OSX, WIN = sys.platform == "darwin", sys.platform == "win32"
 
 
 @functools.cache
@@ -48,12 +56,47 @@ def check_int64(op: str, args) -> None:
       raise ValueError(f"[{op}] {a} does not fit int64")
 
 
-def prod(x: Iterable) -> Any: return math.prod(x)
-def dedup(x: Iterable[T]) -> list[T]: return list(dict.fromkeys(x))
-def flatten(x: Iterable) -> list: return [item for sub in x for item in sub]
-def all_int(t) -> bool: return all(isinstance(s, int) for s in t)
-def ceildiv(num: int, amt: int) -> int: return -(num // -amt)
-def round_up(num: int, amt: int) -> int: return (num + amt - 1) // amt * amt
+def prod(x: Iterable) -> Any:
+  """The product of the items (1 for none); works for any type with `*`, as tinygrad's."""
+  return functools.reduce(lambda a, b: a * b, x, 1)
+def dedup(x: Iterable[T]) -> list[T]:
+  """The items without repeats, in first-seen order."""
+  return list(dict.fromkeys(x))
+def flatten(x: Iterable) -> list:
+  """One level of nesting removed: [[1, 2], [3]] -> [1, 2, 3]."""
+  return [item for sub in x for item in sub]
+def all_same(items: Sequence) -> bool:
+  """True when every item equals the first (and for an empty sequence)."""
+  return all(x == items[0] for x in items)
+def all_int(t) -> bool:
+  """True when every item is a Python int."""
+  return all(isinstance(s, int) for s in t)
+def argsort(x):
+  """The indices that sort `x`, in the container type of `x` (list or tuple)."""
+  return type(x)(sorted(range(len(x)), key=x.__getitem__))
+def ceildiv(num, amt):
+  """num / amt rounded up; an int for int or float operands (tinygrad's)."""
+  ret = -(num // -amt)
+  return int(ret) if isinstance(ret, float) else ret
+def round_up(num: int, amt: int) -> int:
+  """The smallest multiple of amt that is >= num."""
+  return (num + amt - 1) // amt * amt
+def partition(itr: Iterable[T], fxn: Callable[[T], bool]) -> tuple[list[T], list[T]]:
+  """(the items for which fxn is true, the others), each in order."""
+  yes: list[T] = []
+  no: list[T] = []
+  for x in itr: (yes if fxn(x) else no).append(x)
+  return yes, no
+def unwrap(x: T | None) -> T:
+  """x, asserting it is not None (an AssertionError as tinygrad's)."""
+  assert x is not None, "[unwrap] the value is None"
+  return x
+def temp(x: str, append_user: bool = False) -> str:
+  """A path named x in the system temp dir (x.<user> with append_user), as a posix string."""
+  return (pathlib.Path(tempfile.gettempdir()) / (f"{x}.{getpass.getuser()}" if append_user else x)).as_posix()
+def to_mv(ptr: int, sz: int) -> memoryview:
+  """A writable byte memoryview of `sz` bytes at address `ptr` (no copy: it aliases that memory)."""
+  return memoryview((ctypes.c_uint8 * sz).from_address(ptr)).cast("B")
 
 
 def argfix(*x):
@@ -90,7 +133,9 @@ class ContextVar:
 
   @property
   def value(self):
-    if self.key in _native_options(): return type(self._default)(_c().option_value(self.key) or self._default)
+    if self.key in _native_options():
+      raw = _c().option_value(self.key)
+      return int(raw or self._default) if isinstance(self._default, int) else raw
     return self._local
 
   @value.setter
@@ -112,7 +157,44 @@ class ContextVar:
 def _native_options() -> frozenset: return frozenset(_c().option_names())
 
 
+class _DevVar(ContextVar):
+  """DEV: the default device's name, a string ("", "CPU", "MOCK+NV:1"); its parts as tinygrad's
+  Target names them: [interface+]device[:renderer], e.g. "MOCK+NV" has interface MOCK, device NV."""
+  def _parts(self) -> tuple[str, str, str]:
+    iface, _, rest = str(self.value).rpartition("+")
+    dev, _, ren = rest.partition(":")
+    return iface.upper(), dev.upper(), ("" if ren.isdigit() else ren.upper())
+  @property
+  def interface(self) -> str: return self._parts()[0]
+  @property
+  def device(self) -> str: return self._parts()[1]
+  @property
+  def renderer(self) -> str: return self._parts()[2]
+  def __repr__(self): return str(self.value)
+
+
+class _TrainingVar(ContextVar):
+  """TRAINING: tinygrad's Context(TRAINING=1); it reads and sets Tensor.training, which dropout,
+  BatchNorm and attention dropout read (tinygrad 0.12's switch)."""
+  @property
+  def value(self) -> int:
+    from baregrad.tensor import Tensor
+    return int(Tensor.training)
+  @value.setter
+  def value(self, v):
+    from baregrad.tensor import Tensor
+    Tensor.training = bool(v)
+
+
 DEBUG, BEAM, NOOPT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0)
+DEV, TRAINING, NO_COLOR = _DevVar("DEV", ""), _TrainingVar("TRAINING", 0), ContextVar("NO_COLOR", 0)
+
+
+def _option_default(key: str):
+  """The default of a ContextVar made on first use: "" for a native option holding a string
+  (CPU_CC, PTXAS), else 0."""
+  if key in _native_options() and not _c().option_value(key).isdigit(): return ""
+  return 0
 
 
 class Context(contextlib.ContextDecorator):
@@ -122,7 +204,7 @@ class Context(contextlib.ContextDecorator):
   def __enter__(self):
     self.old_context: dict[str, Any] = {}
     for k, v in self.kwargs.items():
-      var = ContextVar._cache.get(k) or ContextVar(k, 0)
+      var = ContextVar._cache[k] if k in ContextVar._cache else ContextVar(k, _option_default(k))  # a var is falsy at 0
       self.old_context[k] = var.value
       var.value = v
 
@@ -152,8 +234,203 @@ class GlobalCounters(metaclass=_GlobalCountersMeta):
 
 
 class Timing(contextlib.ContextDecorator):
+  """Prints "<prefix>  1.23 ms" (plus on_exit(elapsed_ns)) on stdout when the block ends; .et is the time in ns."""
   def __init__(self, prefix="", on_exit=None, enabled=True): self.prefix, self.on_exit, self.enabled = prefix, on_exit, enabled
   def __enter__(self): self.st = time.perf_counter_ns()
   def __exit__(self, *exc):
     self.et = time.perf_counter_ns() - self.st
     if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms" + (self.on_exit(self.et) if self.on_exit else ""))
+
+
+class Profiling(contextlib.ContextDecorator):
+  """cProfile over a block: prints the top `frac` of functions by `sort` (times in ms / ts) and, with fn=,
+  saves the stats there (pstats format)."""
+  def __init__(self, enabled=True, sort="cumtime", frac=0.2, fn=None, ts=1):
+    self.enabled, self.sort, self.frac, self.fn, self.time_scale = enabled, sort, frac, fn, 1e3 / ts
+
+  def __enter__(self):
+    import cProfile
+    self.pr = cProfile.Profile()
+    if self.enabled: self.pr.enable()
+
+  def __exit__(self, *exc):
+    if not self.enabled: return
+    self.pr.disable()
+    if self.fn: self.pr.dump_stats(self.fn)
+    import pstats
+    stats = pstats.Stats(self.pr).strip_dirs().sort_stats(self.sort)
+    rows = stats.fcn_list  # type: ignore[attr-defined]  # sorted by sort_stats
+    for fcn in rows[:int(len(rows) * self.frac)]:
+      _, ncalls, tottime, cumtime, callers = stats.stats[fcn]  # type: ignore[attr-defined]
+      where = f"{fcn[0]}:{fcn[1]}:{fcn[2]}"
+      top = max(callers.items(), key=lambda c: c[1][2], default=None)  # the caller that spent the most time in it
+      share = 100 * top[1][2] / tottime if top and tottime else 0
+      caller = colored(f"<- {share:3.0f}% {top[0][0]}:{top[0][1]}:{top[0][2]}", "BLACK") if top else ""
+      print(f"n:{ncalls:8d}  tm:{tottime * self.time_scale:7.2f}ms  tot:{cumtime * self.time_scale:7.2f}ms",
+            colored(where.ljust(50), "yellow"), caller)
+
+
+_COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+
+
+def colored(st, color: str | None, background=False):
+  """st in an ANSI color ("red"; upper case "RED" is the bright variant); as is when color is None or NO_COLOR."""
+  if color is None or NO_COLOR: return st
+  if color.lower() not in _COLORS: raise ValueError(f"[colored] unknown color {color!r}: one of {', '.join(_COLORS)}")
+  code = 30 + _COLORS.index(color.lower()) + (60 if color.isupper() else 0) + (10 if background else 0)
+  return f"\x1b[{code}m{st}\x1b[0m"
+
+
+def ansistrip(s: str) -> str:
+  """s without ANSI escape sequences."""
+  return re.sub(r"\x1b\[(K|.*?m)", "", s)
+
+
+def ansilen(s: str) -> int:
+  """The printed length of s: its length without ANSI escape sequences."""
+  return len(ansistrip(s))
+
+
+# *** tqdm: a dependency-free progress bar on stderr, with tinygrad's (and tqdm's) common interface
+
+def _hms(t: float) -> str:
+  """Seconds as "MM:SS" or "H:MM:SS"."""
+  h, m, sec = int(t) // 3600, int(t) % 3600 // 60, int(t) % 60
+  return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+def _si(x: float) -> str:
+  """x with 3 significant digits and an SI prefix: 1234 -> "1.23k", 15 -> "15.0", 0 -> "0.00"."""
+  for p in " kMGTPEZ":
+    if abs(x) < 999.5: return f"{x:#.3g}".rstrip(".") + p.strip()
+    x /= 1000
+  return f"{x:#.3g}".rstrip(".") + "Y"
+
+
+class tqdm(Generic[T]):  # noqa: N801 (tinygrad's name)
+  """A progress bar on stderr: `for x in tqdm(it, desc=...)`, or `with tqdm(total=n) as t: t.update(k)`.
+  disable=True prints nothing; disable=None prints only when stderr is a terminal."""
+  def __init__(self, iterable: Iterable[T] | None = None, desc: str = "", disable: bool | None = False, unit: str = "it",
+               unit_scale=False, total: int | None = None, rate: int = 100):
+    self.disable = (not sys.stderr.isatty()) if disable is None else bool(disable)
+    self.iterable, self.unit, self.unit_scale, self.rate = iterable, unit, unit_scale, rate
+    if total is None: total = len(iterable) if hasattr(iterable, "__len__") else 0  # type: ignore[arg-type]
+    self.t, self.n, self.i, self.skip, self.st = total, 0, -1, 1, time.perf_counter()
+    self.set_description(desc)
+    self.update(0)
+
+  def __iter__(self) -> Iterator[T]:
+    if self.iterable is None: raise TypeError("[tqdm] needs an iterable to iterate; use update() with total=")
+    for x in self.iterable:
+      yield x
+      self.update(1)
+    self.update(close=True)
+
+  def __enter__(self): return self
+  def __exit__(self, *exc): self.update(close=True)
+
+  def set_description(self, desc: str):
+    """The text shown before the bar ("desc: ")."""
+    self.desc = f"{desc}: " if desc else ""
+
+  def close(self):
+    """Prints the final bar and a newline."""
+    self.update(close=True)
+
+  def update(self, n: int = 0, close: bool = False):
+    """Adds n to the count and redraws (at most about `rate` times a second); close ends the line."""
+    self.n, self.i = self.n + n, self.i + 1
+    if self.disable or (not close and self.i % self.skip != 0): return
+    elapsed = time.perf_counter() - self.st
+    if elapsed and self.i and self.i / elapsed > self.rate: self.skip = max(int(self.i / elapsed) // self.rate, 1)
+    num = _si if self.unit_scale else str
+    count = f"{num(self.n)}/{num(self.t)}" if self.t else f"{num(self.n)}{self.unit}"
+    eta = (f"<{_hms(elapsed * (self.t - self.n) / self.n)}" if self.n else "<?") if self.t else ""
+    speed = "?" if not self.n or not elapsed else num(self.n / elapsed) if self.unit_scale else f"{self.n / elapsed:5.2f}"
+    suffix = f"{count} [{_hms(elapsed)}{eta}, {speed}{self.unit}/s]"
+    bar = ""
+    if self.t:
+      frac = min(self.n / self.t, 1.0)
+      width = max(shutil.get_terminal_size().columns - ansilen(self.desc) - len(suffix) - 9, 1)
+      filled = int(width * frac)
+      bar = f"{100 * frac:3.0f}%|{('█' * filled).ljust(width)}| "
+    print(f"\r{self.desc}{bar}{suffix}", end="\n" if close else "", file=sys.stderr, flush=True)
+
+  @classmethod
+  def write(cls, s: str):
+    """Prints s on its own line of stderr, clearing the bar's line."""
+    print(f"\r\x1b[K{s}", file=sys.stderr, flush=True)
+
+
+def trange(n: int, **kwargs) -> tqdm[int]:
+  """tqdm(range(n), total=n, ...)."""
+  return tqdm(range(n), total=n, **kwargs)
+
+
+# *** fetch: files by URL, from tinygrad's download cache; baregrad has no network access
+
+def _ensure_downloads_dir() -> pathlib.Path:
+  """tinygrad's download cache, so files placed for tinygrad are found: $XDG_CACHE_HOME (or ~/.cache,
+  ~/Library/Caches on macOS)/tinygrad/downloads; /raid/downloads on a tinybox."""
+  if pathlib.Path("/etc/tinybox-release").is_file(): return pathlib.Path("/raid/downloads")
+  base = os.getenv("XDG_CACHE_HOME") or os.path.expanduser("~/Library/Caches" if OSX else "~/.cache")
+  return pathlib.Path(base) / "tinygrad" / "downloads"
+
+
+def fetch(url: str, name: pathlib.Path | str | None = None, subdir: str | None = None, gunzip: bool = False,
+          allow_caching=not getenv("DISABLE_HTTP_CACHE"), headers: dict[str, str] = {}, sha256: str | None = None,
+          extract: bool = False) -> pathlib.Path:
+  """The local path of `url`. A path starting with "/" or "." is returned as is; a file:// URL is copied into
+  the download cache (gunzipped with gunzip=, checked with sha256=, tar-extracted with extract=), as tinygrad
+  copies a download; http(s):// URLs are found in the cache (under the name tinygrad gives them: `name`, or the
+  md5 of the URL) and are a URLError otherwise: baregrad downloads nothing."""
+  import urllib.error
+  import urllib.request
+  if url.startswith(("/", ".")): return pathlib.Path(url)
+  if "://" not in url: raise ValueError(f"[fetch] {url!r} is neither a URL nor a path starting with '/' or '.'")
+  if name is not None and (isinstance(name, pathlib.Path) or "/" in name): fp = pathlib.Path(name)
+  else:
+    hdrs = "\n".join(f"{k.strip()}:{v.strip()}" for k, v in sorted(headers.items()))
+    hh = "_" + hashlib.md5(hdrs.encode()).hexdigest() if headers else ""
+    fname = (name or hashlib.md5(url.encode("utf-8")).hexdigest()) + hh + (".gunzip" if gunzip else "")
+    fp = _ensure_downloads_dir() / (subdir or "") / fname
+  def stale() -> bool: return not fp.is_file() or not allow_caching or bool(sha256 and _sha256(fp) != sha256)
+  if stale():
+    if not url.startswith("file://"):
+      if not fp.is_file(): why = f"it is not in the download cache: place it at {fp}"
+      elif not allow_caching: why = "caching is off (DISABLE_HTTP_CACHE)"
+      else: why = f"the cached copy at {fp} does not match sha256={sha256}"
+      raise urllib.error.URLError(f"[fetch] baregrad has no network access and does not download {url}: {why}")
+    if extract: shutil.rmtree(fp.parent / f"{fp.name}.extract", ignore_errors=True)
+    fp.parent.mkdir(parents=True, exist_ok=True)
+    with urllib.request.urlopen(url) as r, tempfile.NamedTemporaryFile(dir=fp.parent, delete=False) as f:
+      src = gzip.GzipFile(fileobj=r) if gunzip else r
+      h = hashlib.sha256()
+      while chunk := src.read(1 << 16):
+        h.update(chunk)
+        f.write(chunk)
+    if sha256 and h.hexdigest() != sha256:
+      os.unlink(f.name)
+      raise RuntimeError(f"[fetch] sha256 mismatch for {url}: expected {sha256}, got {h.hexdigest()}")
+    os.replace(f.name, fp)
+  if not extract: return fp
+  out = fp.parent / f"{fp.name}.extract"
+  if not out.is_dir():
+    import tarfile
+    tmp = tempfile.mkdtemp(dir=fp.parent)
+    try:
+      with tarfile.open(fp) as t:
+        # NOTE: the "data" filter (no absolute paths, no links out of the folder) is in Python >= 3.11.4 only.
+        if hasattr(tarfile, "data_filter"): t.extractall(tmp, filter="data")
+        else:
+          for m in t.getmembers():
+            dest = os.path.realpath(os.path.join(tmp, m.name))
+            if not dest.startswith(os.path.realpath(tmp) + os.sep) or m.issym() or m.islnk():
+              raise RuntimeError(f"[fetch] {fp}: member {m.name!r} would be written outside {out}")
+          t.extractall(tmp)
+      os.rename(tmp, out)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+  return out
+
+
+def _sha256(p: pathlib.Path) -> str: return hashlib.sha256(p.read_bytes()).hexdigest()

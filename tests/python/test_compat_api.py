@@ -1,0 +1,314 @@
+# tinygrad's top-level names, Device objects and baregrad.helpers as scripts import them
+# (`import baregrad as tinygrad`): behaviour against numpy, hashlib, the filesystem and captured output.
+import ctypes
+import gzip
+import hashlib
+import io
+import os
+import pathlib
+import pstats
+import re
+import sys
+import tarfile
+import urllib.error
+
+import numpy as np
+import pytest
+
+import baregrad as tinygrad
+from baregrad import Context, Device, GlobalCounters, Tensor, dtypes
+from baregrad import helpers
+
+
+# ---- top level ---------------------------------------------------------------------------------
+
+def test_top_level_names_are_the_package_objects():
+  from baregrad.device import Device as D
+  from baregrad.engine.jit import TinyJit
+  from baregrad.function import function
+  from baregrad.helpers import Context as C, GlobalCounters as G, fetch, getenv
+  assert (tinygrad.Device, tinygrad.TinyJit, tinygrad.function, tinygrad.Context) == (D, TinyJit, function, C)
+  assert (tinygrad.GlobalCounters, tinygrad.fetch, tinygrad.getenv, tinygrad.dtypes) == (G, fetch, getenv, dtypes)
+  assert tinygrad.Tensor is Tensor
+
+
+class _Model:
+  def __init__(self):
+    self.w = Tensor([[1.0, -2.0], [0.5, 3.0]])
+
+  @tinygrad.function
+  def __call__(self, x): return (x @ self.w).relu()
+
+  @tinygrad.function(precompile=True)
+  def both(self, x): return x + 1, x * self.w
+
+
+def test_function_on_a_method_gives_the_undecorated_values_and_gradients():
+  m, xn = _Model(), np.array([[1.0, 2.0], [-3.0, 0.25]], np.float32)
+  x = Tensor(xn, requires_grad=True)
+  out = m(x)
+  np.testing.assert_allclose(out.numpy(), np.maximum(xn @ m.w.numpy(), 0), rtol=1e-6)
+  out.sum().backward()
+  ref = (xn @ m.w.numpy() > 0).astype(np.float32) @ m.w.numpy().T
+  np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
+  a, b = m.both(x)
+  np.testing.assert_allclose(a.numpy(), xn + 1)
+  np.testing.assert_allclose(b.numpy(), xn * m.w.numpy())
+
+
+def test_function_realizes_nothing_and_prints_its_time_at_debug_2(capsys):
+  f = tinygrad.function(lambda x: x * 2 + 1)
+  x = Tensor([1.0, 2.0]).realize()
+  before = GlobalCounters.kernel_count
+  with Context(DEBUG=2): y = f(x)
+  assert GlobalCounters.kernel_count == before
+  assert re.search(r"^function in +\d+\.\d\d ms: \S*<lambda>$", capsys.readouterr().out, re.M)
+  assert y.tolist() == [3.0, 5.0]
+
+
+def test_function_misuse():
+  with pytest.raises(RuntimeError, match=r"\[function\] .* returned int"): tinygrad.function(lambda x: 3)(Tensor([1.0]))
+  with pytest.raises(RuntimeError, match=r"returned list"): tinygrad.function(lambda x: [x])(Tensor([1.0]))
+  with pytest.raises(NotImplementedError, match=r"\[function\] grad_fxn"): tinygrad.function(grad_fxn=lambda *a: a)(abs)
+  with pytest.raises(TypeError, match=r"\[function\] needs a callable"): tinygrad.function(3)
+
+
+# ---- Device ------------------------------------------------------------------------------------
+
+def test_device_objects_are_cached_and_canonical():
+  d = Device["cpu"]
+  assert d is Device["CPU"] and d is Device["CPU:0"] and d.device == "CPU"
+  assert Device.default is Device[Device.DEFAULT] and Device.default.device == Device.DEFAULT
+  d.synchronize()
+  assert Device["CPU"].renderer is d.renderer
+
+
+def test_device_dtypes_are_those_that_compute():
+  supported = Device[Device.DEFAULT].renderer.supported_dtypes()
+  assert isinstance(supported, set) and {dtypes.float32, dtypes.int32, dtypes.bool} <= supported
+  assert supported <= set(dtypes.all)
+  for dt in sorted(supported):
+    a = Tensor([0, 1, 3], dtype=dt)
+    np_dt = np.float32 if dt is dtypes.bfloat16 else np.dtype(dt.fmt)
+    want = (np.array([0, 1, 3]).astype(np_dt) * 2).astype(np_dt) if dt is not dtypes.bool else np.array([False, True, True])
+    got = (a + a).numpy()
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=str(dt))
+
+
+def test_device_allocator_round_trip_and_misuse():
+  alloc = Device[Device.DEFAULT].allocator
+  buf = alloc.alloc(6)
+  alloc._copyin(buf, memoryview(bytearray(b"\x01\x02\xff\x00\x7f\x10")))
+  out = bytearray(6)
+  alloc._copyout(memoryview(out), buf)
+  assert bytes(out) == b"\x01\x02\xff\x00\x7f\x10"
+  with pytest.raises(ValueError, match=r"\[copyin\] 3 bytes into a buffer of 6"): alloc._copyin(buf, memoryview(b"abc"))
+  alloc.free(buf, 6)
+  with pytest.raises(RuntimeError, match=r"\[copyout\] the buffer was freed"): alloc._copyout(memoryview(out), buf)
+  with pytest.raises(AssertionError, match=r"\[alloc\] size must be a positive int, got 0"): alloc.alloc(0)
+
+
+def test_device_misuse():
+  with pytest.raises(ModuleNotFoundError, match=r"\[device\] no device named 'FOO' \(this build has: CPU"): Device["foo"]
+  with pytest.raises(ModuleNotFoundError, match=r"'NV:ABC'"): Device["NV:abc"]
+  with pytest.raises(NotImplementedError, match=r"\[compile\] CPU"): Device["CPU"].compiler.compile("void f(){}")
+
+
+def test_device_default_is_settable():
+  old = Device.DEFAULT
+  try:
+    Device.DEFAULT = "cpu"
+    assert Device.DEFAULT == "CPU" and Tensor([1]).device == "CPU"
+  finally:
+    Device.DEFAULT = old
+  assert Device.DEFAULT == old
+
+
+# ---- helpers: options --------------------------------------------------------------------------
+
+def test_getenv_converts_to_the_default_type(monkeypatch):
+  monkeypatch.setenv("BAREGRAD_TEST_COMPAT_INT", "7")
+  monkeypatch.setenv("BAREGRAD_TEST_COMPAT_BAD", "x7")
+  assert helpers.getenv("BAREGRAD_TEST_COMPAT_INT") == 7
+  assert helpers.getenv("BAREGRAD_TEST_COMPAT_INT", "") == "7"
+  assert helpers.getenv("BAREGRAD_TEST_COMPAT_UNSET", 2.5) == 2.5
+  with pytest.raises(ValueError, match=r"BAREGRAD_TEST_COMPAT_BAD=x7: must be an int"):
+    helpers.getenv("BAREGRAD_TEST_COMPAT_BAD", 0)
+
+
+def test_debug_follows_context():
+  from baregrad.helpers import DEBUG
+  before = DEBUG.value
+  with Context(DEBUG=2):
+    assert DEBUG.value == 2 and DEBUG >= 2 and not DEBUG > 2 and DEBUG == 2 and int(DEBUG) == 2
+  assert DEBUG.value == before and not DEBUG >= 2
+
+
+def test_training_and_dev_follow_context():
+  from baregrad.helpers import DEV, TRAINING
+  assert not TRAINING and Tensor.training is False
+  with Context(TRAINING=1):
+    assert TRAINING and TRAINING.value == 1 and Tensor.training is True
+  assert Tensor.training is False
+  before = DEV.value
+  with Context(DEV="NULL"):
+    assert (DEV.value, DEV.device, DEV.interface, repr(DEV)) == ("NULL", "NULL", "", "NULL")
+    assert Device.DEFAULT == "NULL"
+  assert DEV.value == before
+  with Context(DEV="MOCK+NV:1"): assert (DEV.interface, DEV.device, DEV.renderer) == ("MOCK", "NV", "")
+  assert DEV.value == before
+
+
+# ---- helpers: small functions ------------------------------------------------------------------
+
+def test_sequence_helpers():
+  H = helpers
+  assert (H.prod([2, 3, 4]), H.prod([]), H.prod((0.5, 4))) == (24, 1, 2.0)
+  assert H.dedup([3, 1, 3, 2, 1]) == [3, 1, 2]
+  assert H.flatten([[1, 2], (3,), []]) == [1, 2, 3]
+  assert H.all_same([1, 1, 1]) and H.all_same([]) and not H.all_same([1, 2])
+  assert H.all_int((1, 2)) and not H.all_int((1, 2.0))
+  assert H.argsort([3.0, 1.0, 2.0]) == [1, 2, 0] and H.argsort((5, 4)) == (1, 0)
+  assert H.partition(range(6), lambda x: x % 3 == 0) == ([0, 3], [1, 2, 4, 5])
+  assert H.unwrap(0) == 0
+  with pytest.raises(AssertionError, match=r"\[unwrap\]"): H.unwrap(None)
+
+
+def test_number_helpers():
+  assert [helpers.ceildiv(n, 4) for n in (0, 1, 4, 5, -5)] == [0, 1, 1, 2, -1]
+  assert helpers.ceildiv(5.0, 2) == 3 and isinstance(helpers.ceildiv(5.0, 2), int)
+  assert [helpers.round_up(n, 8) for n in (0, 1, 8, 9)] == [0, 8, 8, 16]
+
+
+def test_colored_and_ansilen():
+  assert helpers.colored("hi", "red") == "\x1b[31mhi\x1b[0m"
+  assert helpers.colored("hi", "RED") == "\x1b[91mhi\x1b[0m"
+  assert helpers.colored("hi", "green", background=True) == "\x1b[42mhi\x1b[0m"
+  assert helpers.colored("hi", None) == "hi"
+  with Context(NO_COLOR=1): assert helpers.colored("hi", "red") == "hi"
+  assert helpers.ansilen(helpers.colored("four", "blue") + "!") == 5
+  with pytest.raises(ValueError, match=r"\[colored\] unknown color 'pink'"): helpers.colored("x", "pink")
+
+
+def test_platform_temp_and_to_mv():
+  assert helpers.OSX is (sys.platform == "darwin")
+  import getpass, tempfile
+  assert helpers.temp("x.bin") == os.path.join(tempfile.gettempdir(), "x.bin")
+  assert helpers.temp("x", append_user=True).endswith(f"x.{getpass.getuser()}")
+  buf = (ctypes.c_uint8 * 4)(1, 2, 3, 4)
+  mv = helpers.to_mv(ctypes.addressof(buf), 4)
+  assert bytes(mv) == b"\x01\x02\x03\x04" and mv.format == "B"
+  mv[1] = 9
+  assert buf[1] == 9  # aliases the memory, no copy
+
+
+# ---- helpers: Timing, Profiling, tqdm -----------------------------------------------------------
+
+def test_timing_prints_milliseconds(capsys):
+  with helpers.Timing("step: ", on_exit=lambda ns: f" ({ns} ns)") as _: sum(range(1000))
+  out = capsys.readouterr().out
+  m = re.fullmatch(r"step: +(\d+\.\d\d) ms \((\d+) ns\)\n", out)
+  assert m and abs(float(m.group(1)) - int(m.group(2)) * 1e-6) < 0.01, out
+  with helpers.Timing("quiet", enabled=False): pass
+  assert capsys.readouterr().out == ""
+
+  @helpers.Timing("deco ")
+  def f(): return 5
+  assert f() == 5 and re.fullmatch(r"deco +\d+\.\d\d ms\n", capsys.readouterr().out, re.M)
+
+
+def _profiled_work(): return sorted(range(2000), key=lambda x: -x)
+
+
+def test_profiling_prints_and_saves_stats(capsys, tmp_path):
+  fn = tmp_path / "prof.stats"
+  with helpers.Profiling(frac=1.0, fn=str(fn)): _profiled_work()
+  out = capsys.readouterr().out
+  assert re.search(r"^n: +1  tm: +\d+\.\d\dms  tot: +\d+\.\d\dms .*_profiled_work", out, re.M), out
+  assert any(f[2] == "_profiled_work" for f in pstats.Stats(str(fn)).stats)
+  with helpers.Profiling(enabled=False): _profiled_work()
+  assert capsys.readouterr().out == ""
+
+
+def test_tqdm_iterates_and_draws_on_stderr(capsys):
+  assert list(helpers.tqdm([5, 6, 7], desc="load")) == [5, 6, 7]
+  err = capsys.readouterr().err
+  assert err.endswith("\n") and err.count("\n") == 1
+  last = err.rstrip("\n").split("\r")[-1]
+  assert re.fullmatch(r"load: 100%\|█+\| 3/3 \[00:00<00:00, +[\d.]+it/s\]", last), repr(last)
+  assert list(helpers.trange(3, disable=True)) == [0, 1, 2]
+  assert capsys.readouterr().err == ""
+
+
+def test_tqdm_manual_updates(capsys):
+  with helpers.tqdm(total=4, unit="B") as t:
+    t.update(1)
+    t.set_description("half")
+    t.update(1)
+  err = capsys.readouterr().err
+  last = err.rstrip("\n").split("\r")[-1]
+  assert re.fullmatch(r"half:  50%\| *█*[ ]+\| 2/4 \[00:00<00:00, +[\d.]+B/s\]", last), repr(last)
+  t = helpers.tqdm(unit="img")  # no total: a count, no bar
+  t.update(3)
+  t.close()
+  last = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+  assert re.fullmatch(r"3img \[00:00, +[\d.]+img/s\]", last), repr(last)
+  with pytest.raises(TypeError, match=r"\[tqdm\] needs an iterable"): list(helpers.tqdm(total=2, disable=True))
+
+
+def test_tqdm_unit_scale_uses_si_prefixes(capsys):
+  t = helpers.tqdm(total=2048, unit="B", unit_scale=True, desc="get")
+  t.update(1500)
+  t.close()
+  last = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+  assert re.fullmatch(r"get:  73%\|█+ +\| 1\.50k/2\.05k \[00:00<00:00, +[\d.]+[kMG]?B/s\]", last), repr(last)
+
+
+# ---- helpers: fetch ----------------------------------------------------------------------------
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+  return tmp_path / "xdg" / "tinygrad" / "downloads"
+
+
+def test_fetch_local_paths_and_file_urls(cache, tmp_path):
+  src = tmp_path / "data.bin"
+  src.write_bytes(b"weights")
+  assert helpers.fetch(str(src)) == src and isinstance(helpers.fetch(str(src)), pathlib.Path)
+  url = src.as_uri()
+  p = helpers.fetch(url)
+  assert p == cache / hashlib.md5(url.encode()).hexdigest() and p.read_bytes() == b"weights"
+  p2 = helpers.fetch(url, name="w.bin", subdir="models", sha256=hashlib.sha256(b"weights").hexdigest())
+  assert p2 == cache / "models" / "w.bin" and p2.read_bytes() == b"weights"
+  gz = tmp_path / "d.gz"
+  gz.write_bytes(gzip.compress(b"unzipped"))
+  p3 = helpers.fetch(gz.as_uri(), gunzip=True)
+  assert p3.name.endswith(".gunzip") and p3.read_bytes() == b"unzipped"
+  with pytest.raises(RuntimeError, match=r"\[fetch\] sha256 mismatch"): helpers.fetch(url, name="bad", sha256="0" * 64)
+  assert not (cache / "bad").exists()
+
+
+def test_fetch_extracts_tars(cache, tmp_path):
+  tar = tmp_path / "a.tar"
+  with tarfile.open(tar, "w") as t:
+    info = tarfile.TarInfo("sub/x.txt")
+    info.size = 3
+    t.addfile(info, io.BytesIO(b"abc"))
+  out = helpers.fetch(tar.as_uri(), name="a.tar", extract=True)
+  assert out == cache / "a.tar.extract" and (out / "sub" / "x.txt").read_bytes() == b"abc"
+
+
+def test_fetch_http_uses_the_cache_or_says_there_is_no_network(cache):
+  url = "https://example.com/model.safetensors"
+  with pytest.raises(urllib.error.URLError, match=r"\[fetch\] baregrad has no network access .*example.com/model"):
+    helpers.fetch(url)
+  placed = cache / hashlib.md5(url.encode()).hexdigest()
+  placed.parent.mkdir(parents=True)
+  placed.write_bytes(b"cached")
+  assert helpers.fetch(url) == placed
+  with pytest.raises(urllib.error.URLError, match=r"does not match sha256"): helpers.fetch(url, sha256="1" * 64)
+
+
+def test_fetch_misuse(cache):
+  with pytest.raises(ValueError, match=r"\[fetch\] 'data/x.bin' is neither a URL nor a path"): helpers.fetch("data/x.bin")
