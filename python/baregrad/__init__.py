@@ -14,15 +14,10 @@ _baregrad.option_value("DEBUG")
 
 from baregrad.tensor import Tensor  # noqa: F401
 from baregrad.engine.jit import TinyJit  # noqa: F401
-from baregrad.engine import function as _function_module
-from baregrad.engine.function import function  # noqa: F401
+from baregrad.function import function  # noqa: F401
 from baregrad.dtype import dtypes  # noqa: F401
 from baregrad.helpers import GlobalCounters, fetch, Context, getenv  # noqa: F401
 from baregrad.device import Device  # noqa: F401
 from baregrad import nn  # noqa: F401
-
-# tinygrad's module path for the decorator: `from tinygrad.function import function` (the module lives in engine/).
-import sys as _sys
-_sys.modules.setdefault(__name__ + ".function", _function_module)
 
 __all__ = ["Tensor", "TinyJit", "function", "dtypes", "GlobalCounters", "fetch", "Context", "getenv", "Device", "nn"]
