@@ -172,8 +172,15 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
 Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
   if (m < 0) m = n;
   if (n < 0) fail("eye", "negative size " + str(n), ErrorKind::kValue);
-  Tensor i = arange(0, static_cast<double>(n)).reshape({n, 1});
-  return i.eq(arange(0, static_cast<double>(m)).reshape({1, m})).cast(dtype);
+  numel_of("eye", {n, m});  // n * m past int64 is a ValueError naming eye
+  // Row and column indices; int64 where int32 would wrap.
+  DType idx = std::max(n, m) > INT32_MAX ? dtypes::kInt64 : dtypes::kInt32;
+  try {
+    Tensor i = arange(0, static_cast<double>(n), 1, idx).reshape({n, 1});
+    return i.eq(arange(0, static_cast<double>(m), 1, idx).reshape({1, m})).cast(dtype);
+  } catch (const Error& e) {
+    throw Error("eye", e.message(), e.kind());  // a MemoryError names eye, not its arange
+  }
 }
 
 Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype) {

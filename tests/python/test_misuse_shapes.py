@@ -68,13 +68,15 @@ def test_empty_2p62_floats_is_a_memory_error():
                 "(4611686018427387904,) of 4-byte elements needs more than 2**63-1 bytes")
 
 
-@pytest.mark.parametrize("code,nbytes", [("Tensor.arange(2**40).realize()", 4 * 2**40), ("Tensor.rand(2**33).realize()", 4 * 2**33)],
-                         ids=["arange", "rand"])
+@pytest.mark.parametrize("code,nbytes", [("Tensor.arange(2**40).realize()", 4 * 2**40), ("Tensor.rand(2**33).realize()", 4 * 2**33),
+                                         ("Tensor.eye(2**40, 1).realize()", 8 * 2**40)],
+                         ids=["arange", "rand", "eye"])
 def test_allocation_too_large_for_memory_names_the_bytes(code, nbytes):
   # a bare std::bad_alloc before; now the op and the bytes asked. The host allocator (CPU) also
   # says how many bytes are available; a fake GPU may accept the buffer and fail the host
   # staging vector instead (8-byte values: twice the bytes).
-  if (os.environ.get("DEV") or "CPU").startswith("CPU"): _expect_error(code, "MemoryError", f"{nbytes} bytes", "available")
+  op = code.split("(")[0].split(".")[1]  # the op the error must name: eye, not the arange inside it
+  if (os.environ.get("DEV") or "CPU").startswith("CPU"): _expect_error(code, "MemoryError", f"[{op}]", f"{nbytes} bytes", "available")
   else:
     rc, last, _ = _run(code)
     assert rc == 1 and last.startswith("MemoryError: [") and (f"{nbytes} bytes" in last or f"{2 * nbytes} bytes" in last), (rc, last)
