@@ -147,9 +147,11 @@ def sample(logits: Tensor, temperature: float, top_k: int) -> Tensor:
   if temperature == 0: return logits.argmax(-1).cast(dtypes.int32)
   logits = logits / temperature
   if 0 < top_k < logits.shape[-1]:
-    kth = logits.topk(top_k, dim=-1)[0][:, -1:]
-    logits = (logits < kth).where(-math.inf, logits)
-  return logits.softmax(-1).multinomial(1)[:, 0].cast(dtypes.int32)
+    # a draw among the k candidates only: multinomial's cumsum is quadratic in its length
+    values, indices = logits.topk(top_k, dim=-1)
+    return indices.gather(-1, values.softmax(-1).multinomial(1))[:, 0].cast(dtypes.int32)
+  # the whole vocabulary: Gumbel-max, argmax(logits + Gumbel noise), an exact softmax draw in one pass
+  return (logits - (-Tensor.rand(*logits.shape).clamp(1e-20, 1).log()).log()).argmax(-1).cast(dtypes.int32)
 
 class Generator:
   """Token-by-token decoding: one jitted step (token, position) -> next token, captured once for every position."""

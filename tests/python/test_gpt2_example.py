@@ -155,11 +155,17 @@ def test_topk_temperature_sampling(ckpt, model):
   assert greedy_picks < len(a), "at temperature 2 some pick must not be the argmax"
 
 def test_sample_function():
-  logits = Tensor([[0.0, 5.0, 1.0, 4.0, -2.0]] * 64)
-  assert gpt2.sample(logits, 0, 0).tolist() == [1] * 64
+  row = np.log(np.array([1.0, 3.0, 6.0, 0.5, 2.0], np.float32))
+  logits = Tensor(np.tile(row, (4000, 1)))
+  assert gpt2.sample(logits, 0, 0).tolist() == [2] * 4000
   Tensor.manual_seed(3)
-  picks = gpt2.sample(logits, 10.0, 2).numpy()
-  assert set(picks.tolist()) == {1, 3}, "top_k=2 at a high temperature draws both of the top two and nothing else"
+  for top_k, probs in ((2, np.array([0, 3, 6, 0, 0]) / 9), (0, np.exp(row) / np.exp(row).sum())):
+    picks = gpt2.sample(logits, 1.0, top_k).numpy()
+    freq = np.bincount(picks, minlength=5) / len(picks)
+    np.testing.assert_allclose(freq, probs, atol=0.03, err_msg=f"top_k={top_k}: draws do not follow softmax(logits)")
+    if top_k: assert set(picks.tolist()) == {1, 2}
+  # a high temperature flattens the draw: the smallest logit's share rises toward 1/5
+  assert (gpt2.sample(logits, 50.0, 0).numpy() == 3).mean() > 0.15
   with pytest.raises(ValueError, match=r"\[sample\]"): gpt2.sample(logits, -1.0, 0)
 
 def test_misuse(ckpt, model, tmp_path):
