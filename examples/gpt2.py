@@ -118,8 +118,10 @@ class GPT2:
              "ffn_up": "mlp.c_fc", "ffn_down": "mlp.c_proj"}
     weights = {}
     for k, v in sd.items():   # llama.cpp stores the projections as Linear's (out, in) already
-      if m := re.match(r"blk\.(\d+)\.(\w+)\.(weight|bias)$", k): k = f"h.{m.group(1)}.{layer[m.group(2)]}.{m.group(3)}"
-      else: base, _, kind = k.rpartition("."); k = names[base] + ("" if base == "output" else "." + kind)
+      if (m := re.match(r"blk\.(\d+)\.(\w+)\.(weight|bias)$", k)) and m.group(2) in layer:
+        k = f"h.{m.group(1)}.{layer[m.group(2)]}.{m.group(3)}"
+      elif (base := k.rpartition(".")[0]) in names: k = names[base] + ("" if base == "output" else k[len(base):])
+      # anything else stays as named and load() reports it as unexpected
       weights[k] = v.float()
     model.load(weights, path)
     return model, kv

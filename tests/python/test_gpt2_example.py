@@ -175,6 +175,9 @@ def test_misuse(ckpt, model, tmp_path):
   with pytest.raises(ValueError, match=r"\[generate\]"): gen.generate([], 2)
   write_gguf(tmp_path / "llama.gguf", {"general.architecture": "llama"}, {"x": np.zeros(2, np.float32)})
   with pytest.raises(ValueError, match=r"\[gpt2\].*'llama'"): gpt2.GPT2.from_gguf(str(tmp_path / "llama.gguf"))
+  kv = {"general.architecture": "gpt2", "gpt2.block_count": LAYERS, "gpt2.context_length": CTX, "gpt2.attention.head_count": HEADS}
+  write_gguf(tmp_path / "extra.gguf", kv, {**gguf_tensors(ckpt["w"]), "blk.0.attn_gate.weight": np.zeros(DIM, np.float32)})
+  with pytest.raises(KeyError, match=r"\[gpt2\].*unexpected.*blk\.0\.attn_gate\.weight"): gpt2.GPT2.from_gguf(str(tmp_path / "extra.gguf"))
   bad = dict(ckpt["w"]); del bad["h.1.mlp.c_fc.bias"]
   write_safetensors(tmp_path / "bad.safetensors", bad)
   with pytest.raises(KeyError, match=r"h\.1\.mlp\.c_fc\.bias"): gpt2.GPT2.from_safetensors(str(tmp_path / "bad.safetensors"), HEADS)
