@@ -190,6 +190,19 @@ def test_command_line(ckpt):
   lines = out.getvalue().splitlines()
   assert lines[0] == "ids: " + ",".join(map(str, torch_greedy(ckpt["w"], PROMPT[:3], 6)))
   assert "tokens/s" in lines[-1]
+  # a GGUF file that carries its tokenizer: --prompt text is BPE-encoded and the output decoded
+  b2u = gpt2.bytes_to_unicode()
+  tokens = [b2u[b] for b in range(ord("0"), ord("0") + VOCAB - 1)] + ["AB"]  # "0".."n" and one merged token
+  kv = {"general.architecture": "gpt2", "gpt2.block_count": LAYERS, "gpt2.context_length": CTX, "gpt2.attention.head_count": HEADS,
+        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.merges": ["A B"]}
+  write_gguf(ckpt["dir"] / "tok.gguf", kv, gguf_tensors(ckpt["w"]))
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    gpt2.main(["--weights", str(ckpt["dir"] / "tok.gguf"), "--prompt", "ABC", "--max-new", "4"])
+  ids, text = out.getvalue().splitlines()[:2]
+  want = torch_greedy(ckpt["w16"], [VOCAB - 1, ord("C") - ord("0")], 4)  # "AB" merged, then "C"
+  assert ids == "ids: " + ",".join(map(str, want))
+  assert text == "text: " + repr("".join(tokens[i] for i in want))
 
 def test_bpe_tokenizer():
   b2u = gpt2.bytes_to_unicode()
