@@ -1,7 +1,6 @@
 // Token-by-token GPT-2 decoding through the tensor front-end, as examples/gpt2.py does it: a
 // fixed-size KV cache written through a position mask, so one TinyJit capture replays every step.
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,7 +13,6 @@
 
 namespace baregrad::bench {
 namespace {
-using tensor::Shape;
 using tensor::Tensor;
 namespace nn = tensor::nn;
 
@@ -30,7 +28,7 @@ Tensor rows_of(const Tensor& table, const Tensor& idx) {
 }
 
 struct Block {
-  Block(const Config& c)
+  explicit Block(const Config& c)
       : ln_1(c.dim),
         ln_2(c.dim),
         c_attn(c.dim, 3 * c.dim),
