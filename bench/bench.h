@@ -70,6 +70,8 @@ void register_kernel_benches();
 void register_train_benches();
 // Defined in bench/bench_gpt2.cc (with the kernel benches).
 void register_gpt2_benches();
+// Defined in bench/bench_llm.cc (with the kernel benches).
+void register_llm_benches();
 // Defined in bench/bench_hcq.cc (with the kernel benches).
 void register_hcq_benches();
 // Defined in bench/bench_gpu.cc (with the kernel benches).

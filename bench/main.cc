@@ -193,6 +193,7 @@ int bench_main(int argc, char** argv) {
   register_kernel_benches();
   register_train_benches();
   register_gpt2_benches();
+  register_llm_benches();
   register_hcq_benches();
   register_gpu_benches();
 #endif
