@@ -131,10 +131,54 @@ Tensor Tensor::logsumexp(std::vector<int> axes, bool keepdim) const {
   return r + m.reshape(r.shape());
 }
 
+namespace {
+// A scan along more elements than this runs in blocks (see blocked_scan): the masked scan below
+// costs n^2 per row, which over GPT-2's 50257 logits was seconds per multinomial draw.
+constexpr int64_t kScanBlock = 256;
+
+// cumsum (or cumprod) along the last axis of `x` in O(n * kScanBlock): a scan within blocks of
+// kScanBlock, then a scan of the block totals (recursively, for very long axes), combined in.
+// Padding at the end cannot change an earlier prefix, so zeros do for both.
+Tensor blocked_scan(const Tensor& x, bool prod) {
+  const Shape& s = x.shape();
+  const size_t nd = s.size();
+  int64_t n = s.back(), m = (n + kScanBlock - 1) / kScanBlock;
+  auto whole = [&](size_t dims) {  // ranges keeping the first `dims` dims of s whole
+    std::vector<std::pair<int64_t, int64_t>> r;
+    for (size_t d = 0; d < dims; d++) r.push_back({0, s[d]});
+    return r;
+  };
+  auto shape_with = [&](std::initializer_list<int64_t> tail) {  // s without its last dim, + tail
+    Shape r(s.begin(), s.end() - 1);
+    r.insert(r.end(), tail);
+    return r;
+  };
+  std::vector<std::pair<int64_t, int64_t>> pads(nd, {0, 0});
+  pads.back() = {0, m * kScanBlock - n};
+  Tensor xb = x.pad(pads).reshape(shape_with({m, kScanBlock}));
+  Tensor local = prod ? xb.cumprod(-1) : xb.cumsum(-1);  // within each block
+  auto last_of_block = whole(nd - 1);
+  last_of_block.push_back({0, m});
+  last_of_block.push_back({kScanBlock - 1, kScanBlock});
+  Tensor totals = local.shrink(last_of_block).reshape(shape_with({m}));
+  // The exclusive scan of the totals: the identity, then the scan of all but the last block.
+  auto all_but_last = whole(nd - 1);
+  all_but_last.push_back({0, m - 1});
+  Tensor first = Tensor::full(shape_with({1}), prod ? 1 : 0, totals.dtype(), totals.device());
+  Tensor before = Tensor::cat({first, totals.shrink(all_but_last)}, -1);
+  Tensor offsets = (prod ? before.cumprod(-1) : before.cumsum(-1)).unsqueeze(-1);
+  Tensor out = prod ? local * offsets : local + offsets;
+  auto keep = whole(nd - 1);
+  keep.push_back({0, n});
+  return out.reshape(shape_with({m * kScanBlock})).shrink(keep);
+}
+}  // namespace
+
 Tensor Tensor::cumsum(int axis) const {
   if (ndim() == 0) return reshape({1}).cumsum(0).reshape({});
   int ax = norm_axis("cumsum", axis, ndim());
   int64_t n = shape()[ax];
+  if (n > kScanBlock) return blocked_scan(transpose(ax, -1), false).transpose(ax, -1);
   // out[i] = sum over j of (j <= i ? x[j] : 0): a lower-triangular mask on a new axis.
   Tensor i = arange_on(*this, n).reshape({n, 1}), j = arange_on(*this, n).reshape({1, n});
   Tensor x = transpose(ax, -1).unsqueeze(-2);
@@ -146,6 +190,7 @@ Tensor Tensor::cumprod(int axis) const {
   if (ndim() == 0) return reshape({1}).cumprod(0).reshape({});
   int ax = norm_axis("cumprod", axis, ndim());
   int64_t n = shape()[ax];
+  if (n > kScanBlock) return blocked_scan(transpose(ax, -1), true).transpose(ax, -1);
   // out[i] = prod over j of (j <= i ? x[j] : 1): a lower-triangular mask on a new axis.
   Tensor i = arange_on(*this, n).reshape({n, 1}), j = arange_on(*this, n).reshape({1, n});
   Tensor x = transpose(ax, -1).unsqueeze(-2);

@@ -252,6 +252,19 @@ def test_cumsum_noncontiguous():
   helper_test_op([(3, 4)], lambda x: x.T.cumsum(dim=1), lambda x: x.T.cumsum(axis=1))
 
 
+# Past 256 elements the scan runs in blocks (a scan of block totals added in; recursive past 256 blocks).
+@pytest.mark.parametrize("shape,axis", [((2, 257), 1), ((700, 2), 0), ((1, 66000), 1)], ids=str)
+def test_cumsum_long_axes_blocked(shape, axis):
+  helper_test_op([shape], lambda x: x.cumsum(dim=axis), lambda x: x.cumsum(axis=axis), atol=2e-4, grad_atol=2e-3)
+
+
+def test_cumsum_and_cumprod_long_int_exact():
+  x = np.random.default_rng(1).integers(-9, 9, (3, 1000)).astype(np.int32)
+  np.testing.assert_array_equal(Tensor(x).cumsum(1).numpy(), np.cumsum(x, 1))
+  p = np.random.default_rng(2).choice([-1, 1], (2, 600)).astype(np.int32)
+  np.testing.assert_array_equal(Tensor(p).cumprod(1).numpy(), np.cumprod(p, 1))
+
+
 @pytest.mark.parametrize("shape,axis", [((6,), 0), ((3, 4), 1), ((2, 3, 4), -2)], ids=str)
 def test_cumprod(shape, axis):
   helper_test_op([shape], lambda x: x.cumprod(dim=axis), lambda x: x.cumprod(axis), low=0.5, high=1.5)
