@@ -101,3 +101,19 @@ def test_missing_tinygrad_module_fails_at_its_import_naming_it(tmp_path):
   assert "before" in r.stdout and "after" not in r.stdout
   assert "ModuleNotFoundError: [as_tinygrad] no module named 'tinygrad.uop'" in r.stderr, r.stderr  # the first missing package
   assert "uses_internals.py\", line 3" in r.stderr, r.stderr
+
+
+def test_is_param_separates_parameters_from_buffers():
+  # tinygrad's gradaccum_mnist.py: partition(get_parameters(model), lambda x: x.is_param)
+  from baregrad import Tensor, nn
+  bn, lin = nn.BatchNorm(3), nn.Linear(2, 2)
+  assert [t.is_param for t in (bn.weight, bn.running_mean, bn.running_var, bn.num_batches_tracked, lin.weight)] == \
+    [True, False, False, False, True]
+  assert Tensor([1.0]).is_param and not Tensor([1.0]).detach().is_param
+  w, b = Tensor([1.0, 2.0]), Tensor([3.0]).is_param_(False)
+  assert b.requires_grad is False and b.is_param is False
+  opt = nn.optim.SGD([w, b], lr=0.5)
+  assert len(opt.params) == 1 and opt.params[0] is w and len(opt.buffers) == 1
+  assert w.is_param_(True) is w and w.requires_grad is True  # an optimizer's parameter stays True
+  b.is_param = True
+  assert b.requires_grad is None and b.is_param
