@@ -12,7 +12,8 @@ MNIST downloads (tinygrad/downloads/<md5(url)>.gunzip), which both tinygrad and 
 Each digit is a few strokes (lines and elliptic arcs) in a unit box; every image jitters the
 control points, draws with a random affine map (rotation, shear, scale, shift), stroke width and
 ink level, adds a stray stroke now and then and pixel noise. Same seed and sizes, same bytes.
-A small CNN reaches about 98-99% on it, a linear model clearly less: learnable, not trivial.
+About as hard as the real MNIST: a linear softmax classifier reaches 92.6% (20000 training images), the
+CNN of tinygrad's examples/beautiful_mnist.py 98.4-98.6% after 50 steps of 64 (bench/results/tinygrad-programs-*).
 """
 from __future__ import annotations
 
