@@ -1,13 +1,9 @@
 #!/usr/bin/env python3
-# tinygrad code running unchanged on baregrad: after the preamble, every import is a tinygrad
-# import path. Trains a small MLP with a jitted Adam step, saves it as safetensors, reloads it into
-# a fresh model and checks that the outputs are identical.
-# ---- preamble: the only baregrad-specific lines; they make `tinygrad` resolve to baregrad ----
-import baregrad as tinygrad
-import sys, baregrad.nn, baregrad.nn.optim, baregrad.nn.state, baregrad.helpers
-sys.modules.update({"tinygrad": tinygrad, "tinygrad.nn": baregrad.nn, "tinygrad.nn.optim": baregrad.nn.optim})
-sys.modules.update({"tinygrad.nn.state": baregrad.nn.state, "tinygrad.helpers": baregrad.helpers})
-# ---- end of preamble: plain tinygrad from here on ----
+# tinygrad code running unchanged on baregrad. Trains a small MLP with a jitted Adam step, saves it as
+# safetensors, reloads it into a fresh model and checks that the outputs are identical.
+# The one baregrad line: importing baregrad.as_tinygrad makes every `tinygrad` import below resolve to
+# baregrad. Without it, `python3 -m baregrad.as_tinygrad examples/tinygrad_style.py` does the same.
+import baregrad.as_tinygrad  # noqa: F401
 import os, tempfile
 import numpy as np
 from tinygrad import Tensor, TinyJit, dtypes

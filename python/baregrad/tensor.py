@@ -148,6 +148,22 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return self
 
   @property
+  def is_param(self) -> bool:
+    """tinygrad's successor of requires_grad: False for a buffer (requires_grad False, as BatchNorm's
+    running statistics), else True."""
+    return self.requires_grad is not False
+
+  @is_param.setter
+  def is_param(self, value: bool):
+    if not value: self.requires_grad = False
+    elif self.requires_grad is False: self.requires_grad = None
+
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Sets is_param (False makes the tensor a buffer: requires_grad False) and returns the tensor."""
+    self.is_param = is_param
+    return self
+
+  @property
   def grad(self) -> Tensor | None:
     g = self._c.grad
     return None if g is None else Tensor._wrap(g)
