@@ -44,6 +44,11 @@ constexpr Field kFields[] = {
     {{"KERNEL_CACHE_MB", "int", "256",
       "MiB of compiled kernel objects kept in memory in front of the on-disk cache (LRU)"},
      &Options::kernel_cache_mb},
+    {{"HANG_TIMEOUT_MS", "int", "30000",
+      "how long a wait on a device may see no progress (no signal advanced, no CPU work item "
+      "finished) before the device is reported hung; at most a day, below 100 counts as 100"},
+     &Options::hang_timeout_ms,
+     86'400'000},
     {{"THREADS", "int", "0", "CPU worker threads, at most 1024; 0 uses all cores"},
      &Options::threads,
      kMaxThreads},

@@ -26,6 +26,10 @@ struct Options {
   // In-memory caches, least recently used out first.
   int program_cache_size = 1024;  // PROGRAM_CACHE_SIZE: loaded programs kept per device.
   int kernel_cache_mb = 256;      // KERNEL_CACHE_MB: compiled objects kept in memory (MiB).
+
+  // HANG_TIMEOUT_MS: how long a wait on a device may see no progress before the device is
+  // reported hung (hcq::default_timeout()).
+  int hang_timeout_ms = 30000;
 };
 
 // The options, read from the environment on first use (thread-safe). Throws baregrad::Error

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <thread>
 
+#include "base/options.h"
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
@@ -38,10 +39,15 @@ Signal::Signal(Device& dev, SignalSlot* slot, uint64_t va, std::string name)
 
 Signal::~Signal() { dev_.release_slot(slot_, va_); }
 
+std::chrono::milliseconds default_timeout() {
+  return std::chrono::milliseconds(std::max(100, options().hang_timeout_ms));
+}
+
 Status Signal::wait(uint64_t v, std::chrono::milliseconds timeout) const {
   using Clock = std::chrono::steady_clock;
   uint64_t seen = value();
   if (seen >= v) return Status();
+  uint64_t work = dev_.work_done();
   auto last_progress = Clock::now();
   auto start = Clock::now();
   for (uint32_t round = 0;; round++) {
@@ -64,14 +70,16 @@ Status Signal::wait(uint64_t v, std::chrono::milliseconds timeout) const {
     uint64_t now_seen = value();
     if (now_seen >= v) return Status();
     auto now = Clock::now();
-    if (now_seen != seen) {
+    uint64_t now_work = dev_.work_done();
+    if (now_seen != seen || now_work != work) {
       seen = now_seen;
+      work = now_work;
       last_progress = now;
     } else if (now - last_progress > timeout) {
       return deadline_exceeded("host wait on signal '" + name_ + "' of " + dev_.name() +
                                ": expected >= " + std::to_string(v) + ", saw " +
                                std::to_string(seen) + " for " + std::to_string(timeout.count()) +
-                               " ms without progress");
+                               " ms without progress (HANG_TIMEOUT_MS)");
     }
   }
 }

@@ -30,7 +30,8 @@ namespace baregrad::hcq {
 
 class Device;
 
-constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+// How long a wait may see no progress before it reports a hang: HANG_TIMEOUT_MS (30 s).
+std::chrono::milliseconds default_timeout();
 // Past this timeline value Device::synchronize() swaps to the shadow signal and restarts at 1:
 // devices compare 32-bit payloads.
 constexpr uint64_t kTimelineWrap = 1ull << 31;
@@ -160,7 +161,7 @@ class Signal {
   // futex 1 ms at a time, calling the device's progress() between sleeps. The timeout restarts
   // whenever the value changes. DeadlineExceeded names the signal, the expected and the seen
   // value; a device in the error state returns its error at once.
-  Status wait(uint64_t v, std::chrono::milliseconds timeout = kDefaultTimeout) const;
+  Status wait(uint64_t v, std::chrono::milliseconds timeout = default_timeout()) const;
   // Wakes CPU threads sleeping in wait() on `slot` (software devices call it after a write).
   static void wake_waiters(const SignalSlot* slot);
 
@@ -327,13 +328,18 @@ class Device {
   uint64_t timeline_epoch() const { return epoch_.load(std::memory_order_acquire); }
   // Waits until the device finished everything submitted. Past 2^31 the timeline swaps to its
   // shadow signal and restarts at 1, since devices compare 32-bit payloads.
-  Status synchronize(std::chrono::milliseconds timeout = kDefaultTimeout);
+  Status synchronize(std::chrono::milliseconds timeout = default_timeout());
 
   // The sticky error: OK until a fault or hang, then that error forever.
   Status error() const;
   // Records a fault (the first one wins) and wakes every waiter.
   void set_error(Status s);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Counts work items a software engine finished (the CPU device's kernels report each chunk):
+  // waits take a change as progress, so a long kernel is not mistaken for a hang while a
+  // kernel stuck in one item still is.
+  void note_work_done() { work_done_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t work_done() const { return work_done_.load(std::memory_order_relaxed); }
   // Whether a CPU thread may be sleeping in Signal::wait (so a software queue must wake it).
   bool has_waiters() const { return waiters_.load(std::memory_order_seq_cst) > 0; }
 
@@ -391,6 +397,7 @@ class Device {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> failed_{false};
   std::atomic<int> waiters_{0};
+  std::atomic<uint64_t> work_done_{0};
   std::atomic<bool> profiling_{false};
   struct PendingEvent {
     std::string name;

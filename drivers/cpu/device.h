@@ -50,7 +50,7 @@ class Device final : public hcq::Device {
 
   std::unique_ptr<hcq::Allocator> allocator_;
   std::unique_ptr<ThreadPool> pool_;
-  std::atomic<std::chrono::milliseconds> queue_timeout_{hcq::kDefaultTimeout};
+  std::atomic<std::chrono::milliseconds> queue_timeout_{hcq::default_timeout()};
   std::unique_ptr<Engine> compute_, copy_;
   ObjectLoader loader_;
 };

@@ -127,6 +127,7 @@ bool Engine::mapped(uint64_t va, uint64_t bytes, std::optional<hcq::Buffer>* own
 bool Engine::wait(const uint32_t* p) {
   auto* slot = reinterpret_cast<const hcq::SignalSlot*>(u64(p));
   uint64_t want = u64(p + 2), seen = slot->value.load(std::memory_order_acquire);
+  uint64_t work = dev_.work_done();
   auto last = std::chrono::steady_clock::now();
   for (uint32_t spins = 0; seen < want; spins++) {
     if (dev_.failed() || stop_.load()) return false;
@@ -137,8 +138,10 @@ bool Engine::wait(const uint32_t* p) {
     }
     uint64_t now_seen = slot->value.load(std::memory_order_acquire);
     auto now = std::chrono::steady_clock::now();
-    if (now_seen != seen) {
+    uint64_t now_work = dev_.work_done();
+    if (now_seen != seen || now_work != work) {  // a long kernel elsewhere is progress too
       seen = now_seen;
+      work = now_work;
       last = now;
     } else if (now - last > dev_.queue_timeout()) {
       return fault(deadline_exceeded(name_ + ": wait on signal '" + dev_.signal_name(u64(p)) +
@@ -169,10 +172,21 @@ bool Engine::exec(const uint32_t* p) {
   }
   uint32_t items = p[4];
   Program::Fn fn = prg->fn();  // the program object is not touched once the kernel runs
+  // Each thread runs its share in up to 64 chunks and reports each one done, so that waits
+  // see a long kernel progress (see hcq::Device::note_work_done); an item that never ends
+  // still stops the reports and is reported as a hang.
+  auto run = [&](int64_t lo, int64_t hi) {
+    int64_t step = std::max<int64_t>(1, (hi - lo + 63) / 64);
+    for (int64_t s = lo; s < hi; s += step) {
+      fn(bufs, vars, s, std::min(hi, s + step));
+      dev_.note_work_done();
+    }
+  };
   if (items <= 1) {
     fn(bufs, vars, 0, items);
+    dev_.note_work_done();
   } else {
-    dev_.pool().parallel_for(items, [&](int64_t lo, int64_t hi) { fn(bufs, vars, lo, hi); });
+    dev_.pool().parallel_for(items, run);
   }
   return true;
 }

@@ -32,7 +32,7 @@ struct DeviceOptions {
   std::string peer_group = "";
   size_t pushbuf_ring_bytes = 4 << 20;  // per channel, for unbound submissions (a multiple of 4)
   // How long a submission waits for pushbuffer ring or GPFIFO space that the GPU does not free.
-  std::chrono::milliseconds timeout = hcq::kDefaultTimeout;
+  std::chrono::milliseconds timeout = hcq::default_timeout();
 };
 
 class Device : public hcq::Device {

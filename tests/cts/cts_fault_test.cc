@@ -118,6 +118,37 @@ void spin_forever(void* const* bufs, const int64_t*, int64_t, int64_t) {
   for (;;) p[0] = p[0] + 1;
 }
 
+// A kernel whose items each take 20 ms: slow, but every finished item is progress.
+void slow_items(void* const* bufs, const int64_t*, int64_t lo, int64_t hi) {
+  auto* p = static_cast<volatile uint64_t*>(bufs[0]);
+  for (int64_t i = lo; i < hi; i++) {
+    std::this_thread::sleep_for(20ms);
+    p[0] = p[0] + 1;
+  }
+}
+
+// A kernel running longer than the wait's timeout is not a hang while its items finish
+// (HANG_TIMEOUT_MS counts time without progress): 40 items of 20 ms under a 200 ms timeout.
+TEST(CpuHang, ALongKernelWhoseItemsFinishIsNotAHang) {
+  auto dev = std::move(cpu::Device::create(1).value());
+  hcq::Buffer buf = dev->allocator().alloc(4096, {.nolru = true}).value();
+  auto prg = std::make_unique<cpu::Program>("slow_items", slow_items, std::vector<size_t>{4096}, 0);
+  hcq::Buffer mem =
+      dev->allocator().alloc(prg->args_prefix() + 8, {.host = true, .cpu_access = true}).value();
+  hcq::ArgsState args(mem, prg->args_prefix(), 1, 0);
+  args.set_buf(0, buf.va);
+  std::memset(reinterpret_cast<void*>(buf.va), 0, 8);
+  auto q = dev->compute_queue();
+  ASSERT_TRUE(dev->submit_on_timeline(
+                     *q, [&](hcq::HwQueue& hq) { hq.exec(*prg, args, {40, 1, 1}, {1, 1, 1}); })
+                  .ok());
+  Status s = dev->synchronize(200ms);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(*reinterpret_cast<const uint64_t*>(buf.va), 40u);
+  dev->allocator().free(buf);
+  dev->allocator().free(mem);
+}
+
 // When the host gives up on a kernel (a hang), the CPU device fails; freeing the buffer the
 // kernel still writes and destroying the device must neither crash the kernel nor wait for it: what
 // the hung work uses is left to the process's exit. Run in a child process (the kernel spins until
