@@ -313,6 +313,10 @@ class ElementwiseMixin:
     if dtypes.is_int(self.dtype):  # an int bound beyond the dtype's range binds nothing
       if isinstance(min_, int) and min_ < dtypes.min(self.dtype): min_ = dtypes.min(self.dtype)
       if isinstance(max_, int) and max_ > dtypes.max(self.dtype): max_ = dtypes.max(self.dtype)
+    if dtypes.is_float(self.dtype):  # selects, not maximum/minimum: the gradient is 1 on the bounds, as torch's
+      ret = (self < min_).where(min_, self) if min_ is not None else self
+      ret = (ret > max_).where(max_, ret) if max_ is not None else ret
+      return self.isnan().where(self.detach(), ret)  # NaN stays NaN, with no gradient (torch)
     ret = self.maximum(min_) if min_ is not None else self
     return ret.minimum(max_) if max_ is not None else ret
 

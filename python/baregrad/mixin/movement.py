@@ -382,7 +382,7 @@ class MovementMixin:
     if d1 == d2: raise ShapeError(f"[diagonal] dim1 and dim2 are both dim {d1}")
     x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2])
     r, c = x.shape[-2:]
-    lo, hi = (0, offset) if offset >= 0 else (-offset, 0)
+    lo, hi = (0, min(offset, c)) if offset >= 0 else (min(-offset, r), 0)
     n = max(0, min(r - lo, c - hi))
     x = x.shrink(tuple((0, s) for s in x.shape[:-2]) + ((lo, lo + n), (hi, hi + n)))
     return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(x, self._zero()).sum(-1, dtype=self.dtype)
