@@ -32,13 +32,12 @@ def getenv(key: str, default: Any = 0):
     raise ValueError(f"[getenv] {key}={raw}: must be {'an' if type(default) is int else 'a'} {type(default).__name__}") from None
 
 
-class DTypeError(TypeError, RuntimeError):
-  """A dtype an op does not take: baregrad's TypeError, and the RuntimeError torch and tinygrad raise (as numpy's
-  AxisError is both ValueError and IndexError), so code catching either kind catches it."""
-
-
-class ShapeError(ValueError, RuntimeError):
-  """Shapes an op cannot combine: baregrad's ValueError, and the RuntimeError torch and tinygrad raise."""
+# Errors of two kinds at once (as numpy's AxisError is a ValueError and an IndexError), so code catching either
+# catches them. Their class names are their baregrad kind: they print, and are caught, as that kind.
+DTypeError = type("TypeError", (TypeError, RuntimeError), {"__module__": __name__, "__doc__":
+  "A dtype an op does not take: baregrad's TypeError, also the RuntimeError torch and tinygrad raise."})
+ShapeError = type("ValueError", (ValueError, RuntimeError), {"__module__": __name__, "__doc__":
+  "Shapes an op cannot combine: baregrad's ValueError, also the RuntimeError torch and tinygrad raise."})
 
 
 def op_name() -> str:
