@@ -146,3 +146,11 @@ def test_helpers_flags_and_mv_address():
   buf = bytearray(b"abc")
   import ctypes
   assert ctypes.string_at(mv_address(memoryview(buf)), 3) == b"abc"
+
+
+def test_pad_to_value_and_shrink_to():
+  np.testing.assert_array_equal(Tensor([[1, 2]]).pad_to(2, 3, value=-1).numpy(), np.pad([[1, 2]], ((0, 1), (0, 1)), constant_values=-1))
+  np.testing.assert_array_equal(Tensor([1, 2]).pad_to(None, value=5).numpy(), [1, 2])
+  t = Tensor(np.arange(32).reshape(4, 8))
+  np.testing.assert_array_equal(t.shrink_to(None, 3).numpy(), np.arange(32).reshape(4, 8)[:, :3])
+  with pytest.raises(ValueError, match=r"\[shrink_to\]"): t.shrink_to(2)

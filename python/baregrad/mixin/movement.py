@@ -81,10 +81,19 @@ class MovementMixin:
     check_int64("pad", pads)
     return self._wrap(self._c.pad_mode(pads, mode, float(value)))
 
-  def pad_to(self, shape, *args):
+  def pad_to(self, shape, *args, value: float = 0.0):
+    """Pads at the end of each dim up to `shape` (None keeps a dim) with `value`."""
     new_shape = argfix(shape, *args)
     if len(new_shape) != self.ndim: raise ValueError(f"[pad_to] cannot pad {self.shape} to {new_shape}: the ranks differ")
-    return self.pad(tuple(None if ns is None else (0, ns - s) for s, ns in zip(self.shape, new_shape)))
+    pads = tuple(None if ns is None else (0, ns - s) for s, ns in zip(self.shape, new_shape))
+    if all(p is None or p == (0, 0) for p in pads): return self
+    return self.pad(pads, value=value)
+
+  def shrink_to(self, shape, *args):
+    """The leading `shape` elements of each dim (None keeps a dim)."""
+    new_shape = argfix(shape, *args)
+    if len(new_shape) != self.ndim: raise ValueError(f"[shrink_to] cannot shrink {self.shape} to {new_shape}: the ranks differ")
+    return self.shrink(tuple(None if ns is None else (0, ns) for ns in new_shape))
 
   def transpose(self, dim0: int = 1, dim1: int = 0): return self._m("transpose", dim0, dim1)
 
