@@ -18,6 +18,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 OSX, WIN = sys.platform == "darwin", sys.platform == "win32"
+CI = os.getenv("CI", "") != ""
 
 
 @functools.cache
@@ -29,6 +30,14 @@ def getenv(key: str, default: Any = 0):
     return type(default)(raw)
   except (TypeError, ValueError):
     raise ValueError(f"[getenv] {key}={raw}: must be {'an' if type(default) is int else 'a'} {type(default).__name__}") from None
+
+
+# Errors of two kinds at once (as numpy's AxisError is a ValueError and an IndexError), so code catching either
+# catches them. Their class names are their baregrad kind: they print, and are caught, as that kind.
+DTypeError = type("TypeError", (TypeError, RuntimeError), {"__module__": __name__, "__doc__":
+  "A dtype an op does not take: baregrad's TypeError, also the RuntimeError torch and tinygrad raise."})
+ShapeError = type("ValueError", (ValueError, RuntimeError), {"__module__": __name__, "__doc__":
+  "Shapes an op cannot combine: baregrad's ValueError, also the RuntimeError torch and tinygrad raise."})
 
 
 def op_name() -> str:
@@ -97,6 +106,11 @@ def temp(x: str, append_user: bool = False) -> str:
 def to_mv(ptr: int, sz: int) -> memoryview:
   """A writable byte memoryview of `sz` bytes at address `ptr` (no copy: it aliases that memory)."""
   return memoryview((ctypes.c_uint8 * sz).from_address(ptr)).cast("B")
+
+
+def mv_address(mv) -> int:
+  """The address of a writable buffer's first byte (a memoryview, bytearray or numpy array)."""
+  return ctypes.addressof(ctypes.c_char.from_buffer(mv))
 
 
 def argfix(*x):
@@ -188,6 +202,8 @@ class _TrainingVar(ContextVar):
 
 DEBUG, BEAM, NOOPT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0)
 DEV, TRAINING, NO_COLOR = _DevVar("DEV", ""), _TrainingVar("TRAINING", 0), ContextVar("NO_COLOR", 0)
+# tinygrad's image-dtype switches: read by tinygrad programs; baregrad has no image dtypes, so setting them changes nothing
+IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
 
 
 def _option_default(key: str):

@@ -7,7 +7,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
-from baregrad.helpers import op_name
+from baregrad.helpers import DTypeError, op_name
 
 _CONST = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -146,22 +146,32 @@ class ElementwiseMixin:
     return self._wrap(self._c.bitwise_not())
 
   def _shift_amount(self, x):
+    op = op_name()
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"[{op}] needs an int tensor, got {self.dtype}")
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, type(self))) or \
        (isinstance(x, type(self)) and not dtypes.is_int(x.dtype)):
-      raise TypeError(f"[{op_name()}] shift amounts must be ints, got {type(x).__name__}")
+      raise DTypeError(f"[{op}] shift amounts must be ints, got {x.dtype if isinstance(x, type(self)) else type(x).__name__}")
     return x
 
+  def _shift_by_tensor(self, n, left: bool):
+    """self shifted by the per-element amounts n: one constant shift per bit of n (no 2**n, which overflows)."""
+    a, n = self._broadcasted(n)
+    for b in range(max(1, (a.dtype.itemsize * 8 - 1).bit_length())):
+      shifted = a._wrap(a._c.lshift(1 << b) if left else a._c.rshift(1 << b))
+      a = ((n // (1 << b)) % 2 == 1).where(shifted, a)
+    return a
+
   def lshift(self, x, reverse: bool = False):
-    """x << n for int tensors (a tensor shift multiplies by 2 ** n)."""
+    """x << n for int tensors; n an int or an int tensor (amounts past the bit width are undefined, as in C)."""
     if reverse: return self._to_tensor(x).lshift(self)
     if isinstance(self._shift_amount(x), (int, np.integer)): return self._wrap(self._c.lshift(int(x)))
-    return self * (2 ** x)
+    return self._shift_by_tensor(x, True)
 
   def rshift(self, x, reverse: bool = False):
-    """x >> n for int tensors, arithmetic for signed ones (a tensor shift floor-divides)."""
+    """x >> n for int tensors, arithmetic for signed ones; n an int or an int tensor."""
     if reverse: return self._to_tensor(x).rshift(self)
     if isinstance(self._shift_amount(x), (int, np.integer)): return self._wrap(self._c.rshift(int(x)))
-    return self // (2 ** x)
+    return self._shift_by_tensor(x, False)
 
   # ---- operators -----------------------------------------------------------------------------
 
@@ -303,6 +313,10 @@ class ElementwiseMixin:
     if dtypes.is_int(self.dtype):  # an int bound beyond the dtype's range binds nothing
       if isinstance(min_, int) and min_ < dtypes.min(self.dtype): min_ = dtypes.min(self.dtype)
       if isinstance(max_, int) and max_ > dtypes.max(self.dtype): max_ = dtypes.max(self.dtype)
+    if dtypes.is_float(self.dtype):  # selects, not maximum/minimum: the gradient is 1 on the bounds, as torch's
+      ret = (self < min_).where(min_, self) if min_ is not None else self
+      ret = (ret > max_).where(max_, ret) if max_ is not None else ret
+      return self.isnan().where(self.detach(), ret)  # NaN stays NaN, with no gradient (torch)
     ret = self.maximum(min_) if min_ is not None else self
     return ret.minimum(max_) if max_ is not None else ret
 
@@ -314,9 +328,12 @@ class ElementwiseMixin:
     return self + (end - self) * weight
 
   def copysign(self, other):
+    """|self| with the sign of other (-0.0 counts as negative, as torch); other gets a zero gradient, as torch's."""
     x = self._float()
     other = x._broadcasted(other)[1]
-    return (other < 0).where(-x.abs(), x.abs())
+    negative = (other < 0) | ((other == 0) & (other.reciprocal() < 0))
+    # other.sign() * 0 (0 for NaN) adds nothing but keeps other in the graph with a zero gradient, as in torch
+    return negative.where(-x.abs(), x.abs()) + other.isnan().where(0, other.sign()) * 0
 
   def logaddexp(self, other):
     x = self._float()

@@ -7,7 +7,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
-from baregrad.helpers import argfix, check_int64, fully_flatten, make_tuple, prod, op_name
+from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -74,14 +74,26 @@ class MovementMixin:
     else: pads = tuple((0, 0) if p is None else tuple(p) for p in padding)
     if len(pads) != self.ndim: raise ValueError(f"[pad] padding {padding} does not fit the {self.ndim} dims of {self.shape}")
     pads = [(int(b), int(a)) for b, a in pads]
+    if mode in ("reflect", "replicate") and any(b < 0 or a < 0 for b, a in pads):  # torch: pad the input, then crop
+      x = self.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode=mode)
+      return x.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pads, x.shape)))
     if mode == "constant" and value == 0 and all(b >= 0 and a >= 0 for b, a in pads): return self._m("pad", pads)
     check_int64("pad", pads)
     return self._wrap(self._c.pad_mode(pads, mode, float(value)))
 
-  def pad_to(self, shape, *args):
+  def pad_to(self, shape, *args, value: float = 0.0):
+    """Pads at the end of each dim up to `shape` (None keeps a dim) with `value`."""
     new_shape = argfix(shape, *args)
     if len(new_shape) != self.ndim: raise ValueError(f"[pad_to] cannot pad {self.shape} to {new_shape}: the ranks differ")
-    return self.pad(tuple(None if ns is None else (0, ns - s) for s, ns in zip(self.shape, new_shape)))
+    pads = tuple(None if ns is None else (0, ns - s) for s, ns in zip(self.shape, new_shape))
+    if all(p is None or p == (0, 0) for p in pads): return self
+    return self.pad(pads, value=value)
+
+  def shrink_to(self, shape, *args):
+    """The leading `shape` elements of each dim (None keeps a dim)."""
+    new_shape = argfix(shape, *args)
+    if len(new_shape) != self.ndim: raise ValueError(f"[shrink_to] cannot shrink {self.shape} to {new_shape}: the ranks differ")
+    return self.shrink(tuple(None if ns is None else (0, ns) for ns in new_shape))
 
   def transpose(self, dim0: int = 1, dim1: int = 0): return self._m("transpose", dim0, dim1)
 
@@ -111,9 +123,14 @@ class MovementMixin:
     return x.reshape(*shp[:dim + 1], 1, *shp[dim + 1:]).expand(*shp[:dim + 1], repeats, *shp[dim + 1:]).flatten(dim, dim + 1)
 
   def roll(self, shifts, dims=None):
-    if dims is None: return self._wrap(self._c.roll(int(shifts), None))
-    ret = self
-    for shift, dim in zip(make_tuple(shifts, 1), make_tuple(dims, 1)):
+    """Elements shifted along dims, wrapping around; without dims, over the flattened tensor (one shift only)."""
+    if dims is None:
+      shifts = make_tuple(shifts, 1)
+      if len(shifts) != 1: raise ShapeError(f"[roll] {len(shifts)} shifts {shifts} need as many dims, got none")
+      return self._wrap(self._c.roll(int(shifts[0]), None))
+    ret, shifts, dims = self, make_tuple(shifts, 1), make_tuple(dims, 1)
+    if len(shifts) != len(dims): raise ShapeError(f"[roll] {len(shifts)} shifts {shifts} for {len(dims)} dims {dims}")
+    for shift, dim in zip(shifts, dims):
       ret = ret._wrap(ret._c.roll(int(shift), ret._resolve_dim(dim)))
     return ret
 
@@ -192,7 +209,9 @@ class MovementMixin:
     return ts[0]._wrap(_C.Tensor.cat([t._c for t in ts], dim))
 
   def stack(self, *args, dim: int = 0):
-    ts = [self._tensor_arg(t, "every argument") for t in argfix(self, *args)]
+    """Joins tensors of one shape along a new axis `dim`; `Tensor.stack(a, b)` or `Tensor.stack((a, b))`."""
+    ts = argfix(self, *args)  # ValueError for a tuple followed by more tensors
+    ts = [ts[0]._tensor_arg(t, "every argument") for t in ts]
     return ts[0]._wrap(_C.Tensor.stack([t._c for t in ts], dim))
 
   def split(self, sizes, dim: int = 0) -> tuple:
@@ -203,8 +222,19 @@ class MovementMixin:
   def chunk(self, chunks: int, dim: int = 0) -> list:
     return [self._wrap(p) for p in self._c.chunk(int(chunks), self._resolve_dim(dim))]
 
+  def _check_index_shape(self, dim: int, index, src=None) -> None:
+    """torch's rule for gather and scatter: index has self's ndim and fits self beside dim (and src everywhere)."""
+    op = op_name()
+    if index.ndim != self.ndim: raise ShapeError(f"[{op}] index of shape {index.shape} for a tensor of shape {self.shape}: ndims differ")
+    if any(i > n for d, (i, n) in enumerate(zip(index.shape, self.shape)) if d != dim) or \
+       (src is not None and (src.ndim != index.ndim or any(i > s for i, s in zip(index.shape, src.shape)))):
+      raise ShapeError(f"[{op}] index {index.shape} exceeds {'src ' + str(src.shape) + ' or ' if src is not None else ''}"
+                       f"(beside dim {dim}) self {self.shape}")
+
   def gather(self, dim: int, index):
+    """out[i][j] = self[index[i][j]][j] along `dim` (torch.gather); index fits self beside dim."""
     self._tensor_arg(index, "index")
+    self._check_index_shape(self._resolve_dim(dim), index)
     return self._wrap(self._c.gather(self._resolve_dim(dim), index.to(self.device)._c))
 
   def scatter(self, dim: int, index, src, reduce: str | None = None):
@@ -214,6 +244,8 @@ class MovementMixin:
     self._tensor_arg(index, "index")
     if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    self._check_index_shape(self._resolve_dim(dim), index, src)
+    if src.dtype != self.dtype: raise DTypeError(f"[scatter] src dtype {src.dtype} differs from {self.dtype}")
     return self._wrap(self._c.scatter(self._resolve_dim(dim), index._c, src._c))
 
   def scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
@@ -225,7 +257,7 @@ class MovementMixin:
     self._tensor_arg(src, "src")
     dim = self._resolve_dim(dim)
     if not dtypes.is_int(index.dtype): raise TypeError(f"[scatter_reduce] index must be an integer tensor, got {index.dtype}")
-    if src.dtype != self.dtype: raise TypeError(f"[scatter_reduce] src dtype {src.dtype} differs from {self.dtype}")
+    if src.dtype != self.dtype: raise DTypeError(f"[scatter_reduce] src dtype {src.dtype} differs from {self.dtype}")
     if index.device != self.device or src.device != self.device:
       raise RuntimeError(f"[scatter_reduce] index on {index.device} and src on {src.device} for a tensor on {self.device}")
     if not index.ndim == src.ndim == self.ndim:
@@ -321,7 +353,6 @@ class MovementMixin:
     if indexing == "xy": tensors = (tensors[1], tensors[0]) + tensors[2:]
     shape = tuple(t.numel() for t in tensors)
     out = [t.reshape([-1 if i == j else 1 for j in range(len(shape))]).expand(shape) for i, t in enumerate(tensors)]
-    if indexing == "xy": out = [o.transpose(0, 1) for o in out]
     return out[1:2] + out[0:1] + out[2:] if indexing == "xy" else out
 
   # ---- triangles and diagonals ---------------------------------------------------------------
@@ -337,17 +368,33 @@ class MovementMixin:
     j = type(self).arange(c, device=self.device).reshape(1, c)
     return (j - i >= diagonal) if upper else (j - i <= diagonal)
 
-  def triu(self, diagonal: int = 0): return self._tri_mask(diagonal, True).where(self, 0)
-  def tril(self, diagonal: int = 0): return self._tri_mask(diagonal, False).where(self, 0)
+  def _zero(self): return False if self.dtype is dtypes.bool else 0
+
+  def triu(self, diagonal: int = 0):
+    """The elements on and above diagonal `diagonal` of the last two dims, zeros (False) below; dtype kept."""
+    return self._tri_mask(diagonal, True).where(self, self._zero())
+
+  def tril(self, diagonal: int = 0):
+    """The elements on and below diagonal `diagonal` of the last two dims, zeros (False) above; dtype kept."""
+    return self._tri_mask(diagonal, False).where(self, self._zero())
 
   def diag(self):
     if self.ndim != 1: raise ValueError(f"[diag] diag needs a 1-D tensor, got shape {self.shape}")
     n = self.shape[0]
     return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(self.reshape(1, n).expand(n, n), 0)
 
-  def diagonal(self):
-    if self.ndim != 2 or self.shape[0] != self.shape[1]: raise ValueError(f"[diagonal] diagonal needs a square matrix, got {self.shape}")
-    return type(self).eye(self.shape[0], dtype=dtypes.bool, device=self.device).where(self, 0).sum(-1, dtype=self.dtype)
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """The diagonal `offset` (> 0 above the main one) of the planes spanned by dim1 and dim2, as a new last axis
+    (torch.diagonal); rectangular planes and batches too."""
+    if self.ndim < 2: raise ValueError(f"[diagonal] needs a tensor of at least 2 dims, got shape {self.shape}")
+    d1, d2 = self._resolve_dim(dim1), self._resolve_dim(dim2)
+    if d1 == d2: raise ShapeError(f"[diagonal] dim1 and dim2 are both dim {d1}")
+    x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2])
+    r, c = x.shape[-2:]
+    lo, hi = (0, min(offset, c)) if offset >= 0 else (min(-offset, r), 0)
+    n = max(0, min(r - lo, c - hi))
+    x = x.shrink(tuple((0, s) for s in x.shape[:-2]) + ((lo, lo + n), (hi, hi + n)))
+    return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(x, self._zero()).sum(-1, dtype=self.dtype)
 
   # ---- indexing ------------------------------------------------------------------------------
 

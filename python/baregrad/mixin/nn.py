@@ -8,7 +8,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
-from baregrad.helpers import argfix, make_tuple, op_name
+from baregrad.helpers import ShapeError, argfix, make_tuple, op_name
 
 
 def _resolve_pool_pads(padding, dims: int) -> list[int]:
@@ -124,6 +124,7 @@ class NNMixin:
     return bits[0].cat(*bits[1:]) if bits else counter[0:0]
 
   def one_hot(self, num_classes: int = -1):
+    """int32 one-hot vectors of `num_classes` on a new last axis; -1 infers max + 1 (torch; tinygrad raises)."""
     if num_classes < -1: raise ValueError(f"[one_hot] num_classes={num_classes} must be >= 0, or -1 to infer it")
     return self._wrap(self._c.one_hot(int(num_classes)))
 
@@ -134,13 +135,16 @@ class NNMixin:
     self._tensor_arg(weight, "weight")
     if bias is not None: self._tensor_arg(bias, "bias")
     (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
-    if groups * cin != cin_: raise ValueError(f"[conv2d] input {self.shape} has {cin_} channels, the weight {weight.shape} with groups={groups} takes {groups * cin}")
-    if len(self.shape) != len(weight.shape): raise ValueError(f"[conv2d] input {self.shape} and weight {weight.shape} differ in rank")
+    if groups * cin != cin_: raise ShapeError(f"[conv2d] input {self.shape} has {cin_} channels, the weight {weight.shape} with groups={groups} takes {groups * cin}")
+    if len(self.shape) != len(weight.shape): raise ShapeError(f"[conv2d] input {self.shape} and weight {weight.shape} differ in rank")
     x, w = (self, weight) if dtype is None else (self.cast(to_dtype(dtype)), weight.cast(to_dtype(dtype)))
     nd = len(hw)
     if isinstance(padding, str): raise ValueError(f"[conv2d] padding={padding!r} is not supported")
     pads, stride, dilation = _resolve_pool_pads(padding, nd), make_tuple(stride, nd), make_tuple(dilation, nd)
     _check_window_args("conv2d", self.shape, stride, dilation, pads)
+    padded = [n + b + a for n, b, a in zip(self.shape[-nd:], pads[-2::-2], pads[::-2])]
+    if any((k - 1) * d + 1 > n for k, d, n in zip(hw, dilation, padded)):
+      raise ShapeError(f"[conv2d] kernel {hw} (dilation {dilation}) is larger than the padded input {tuple(padded)}")
     if cout == 0: raise ValueError(f"[conv2d] weight {weight.shape} has 0 output channels (torch rejects it too)")
     if nd == 1:
       return x.unsqueeze(2).conv2d(w.unsqueeze(2), bias, groups, (1, stride[0]), (1, dilation[0]), pads + [0, 0]).squeeze(2)
@@ -303,11 +307,20 @@ class NNMixin:
     return -(unreduced.sum() if reduction == "sum" else unreduced)
 
   def cross_entropy(self, Y, reduction: str = "mean", label_smoothing: float = 0.0):
+    """Cross entropy of logits (classes on dim 1, or dim 0 of a 1-D input) with class indices (self's shape without
+    the class dim) or class probabilities (self's shape), as torch's."""
     self._tensor_arg(Y, "Y")
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"[cross_entropy] label_smoothing={label_smoothing} is outside [0, 1]")
-    Y = Y.one_hot(num_classes=self.shape[1]) if Y.ndim < 2 else Y
-    Y = (1 - label_smoothing) * Y + label_smoothing / Y.shape[1]
-    return (-self.log_softmax(axis=1).mul(Y).sum(axis=1))._do_reduction(reduction)
+    cdim = 1 if self.ndim >= 2 else 0
+    n = self.shape[cdim]
+    if Y.shape == self.shape[:cdim] + self.shape[cdim + 1:]:  # class indices: one-hot on a new last axis, moved to cdim
+      Y = Y.one_hot(num_classes=n)
+      if Y.ndim > 2: Y = Y.permute(0, Y.ndim - 1, *range(1, Y.ndim - 1))
+    elif Y.shape != self.shape:
+      raise ShapeError(f"[cross_entropy] target {Y.shape} for logits {self.shape}: give class indices of shape "
+                       f"{self.shape[:cdim] + self.shape[cdim + 1:]} or probabilities of shape {self.shape}")
+    Y = (1 - label_smoothing) * Y + label_smoothing / n
+    return (-self.log_softmax(axis=cdim).mul(Y).sum(axis=cdim))._do_reduction(reduction)
 
   def nll_loss(self, Y, weight=None, ignore_index: int | None = None, reduction: str = "mean"):
     self._tensor_arg(Y, "Y")

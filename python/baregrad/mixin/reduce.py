@@ -7,7 +7,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes, least_upper_dtype, sum_acc_dtype, to_dtype
-from baregrad.helpers import argfix
+from baregrad.helpers import ShapeError, argfix
 
 
 class ReduceMixin:
@@ -70,8 +70,8 @@ class ReduceMixin:
     """(values, int32 indices) of the running max or min along `axis`, as torch's: the index is the
     last position holding the running value, NaN wins and stays (the last NaN's index). O(n^2)
     work along the axis (masks of (n, n)), as tinygrad's; the gradient goes to those indices."""
-    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
     axis = self._resolve_dim(axis)
+    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
     n = self.shape[axis]
     if n == 0: return self, type(self).zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
     x = self.transpose(axis, -1)
@@ -200,6 +200,9 @@ class ReduceMixin:
     return v.shrink(box), idx.shrink(box)
 
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|self - other| <= atol + rtol * |other| elementwise (infinities equal themselves; NaNs with equal_nan); other a
+    Tensor or a Python number."""
+    if not isinstance(other, type(self)): other = self._to_tensor(other)
     is_finite_close = self.isfinite() & other.isfinite() & ((self - other).abs() <= atol + rtol * other.abs())
     is_infinite_close = (self.isinf() | other.isinf()) & (self == other)
     is_nan_close = (self.isnan() & other.isnan()) & equal_nan
@@ -219,12 +222,38 @@ class ReduceMixin:
     elif a.dtype != b.dtype:
       out = least_upper_dtype(a.dtype, b.dtype)
       a, b = a.cast(out), b.cast(out)
+    if a.ndim == 0 or b.ndim == 0: raise ShapeError(f"[matmul] both operands need a dim, got shapes {a.shape} @ {b.shape}")
+    if a.shape[-1] != b.shape[-min(b.ndim, 2)]:
+      raise ShapeError(f"[matmul] inner dims differ: {a.shape} @ {b.shape} ({a.shape[-1]} vs {b.shape[-min(b.ndim, 2)]})")
     return a._wrap(a._c.matmul(b._c))
 
   def dot(self, w, dtype=None): return self.matmul(w, dtype=dtype)
 
   @staticmethod
   def einsum(formula: str, *operands, dtype=None):
-    ops = argfix(*operands)
-    ret = ops[0]._wrap(_C.Tensor.einsum(formula, [o._c for o in ops]))
+    """Einstein summation ("ij,jk->ik", "...ij->...ji", implicit outputs); an index repeated within one operand
+    ("ii->i", "ii->") takes that operand's diagonal. Bad formulas and shapes raise ValueError, also a RuntimeError."""
+    ops = list(argfix(*operands))
+    lhs, arrow, rhs = formula.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) == len(ops):
+      for k, (term, op) in enumerate(zip(terms, ops)):
+        terms[k], ops[k] = ReduceMixin._einsum_diagonals(term, op)
+    try:
+      ret = ops[0]._wrap(_C.Tensor.einsum(",".join(terms) + arrow + rhs, [o._c for o in ops]))
+    except ValueError as e:
+      raise ShapeError(str(e)) from None
     return ret if dtype is None else ret.cast(to_dtype(dtype))
+
+  @staticmethod
+  def _einsum_diagonals(term: str, op):
+    """(term, op) with every letter repeated in term replaced by op's diagonal over those dims, as a last dim."""
+    if term.count("...") > 1: return term, op  # the C++ parser names this error
+    while (rep := next((c for c in term if c.isalpha() and term.count(c) > 1), None)) is not None:
+      head, ell, tail = term.partition("...")
+      width = op.ndim - len(head) - len(tail) if ell else 0
+      dims = [i if i < len(head) else len(head) + width + (i - len(head)) for i in [j for j, c in enumerate(head + tail) if c == rep]]
+      if width < 0 or op.ndim <= max(dims): raise ShapeError(f"[einsum] term {term!r} does not fit operand of shape {op.shape}")
+      op = op.diagonal(dim1=dims[0], dim2=dims[1])
+      term = (head + ell + tail).replace(rep, "", 2) + rep
+    return term, op
