@@ -7,6 +7,7 @@
 #include "compiler/codegen/linearize.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/codegen/reduce.h"
+#include "compiler/passes/lower_fp8.h"
 #include "compiler/passes/transcendental.h"
 #include "compiler/spec.h"
 #include "compiler/symbolic.h"
@@ -42,8 +43,11 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   ScopedTimer timer("lower_kernel");
   verify_kernel_ast(ast).throw_if_error("lower_kernel");
 
+  // fp8 is storage only: bytes in memory, float32 in registers.
+  UOpPtr kernel_ast = run_pass("lower_fp8", ast, lower_fp8);
+
   // Shape level: analyse the AST, then choose loop order, tiles and vector lanes.
-  Kernel k(ast);
+  Kernel k(kernel_ast);
   for (const Opt& o : opts ? *opts : hand_coded_optimizations(k, target)) k.apply(o);
   BG_LOG(2) << "kernel " << k.str() << " opts:" << [&] {
     std::string s;
