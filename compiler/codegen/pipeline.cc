@@ -15,14 +15,16 @@
 namespace baregrad::compiler {
 namespace {
 
-// Runs one pass: timed and logged at DEBUG>=2, IR printed at DEBUG>=3, verified under SPEC=1.
+// Runs one pass: timed and logged at DEBUG>=2, IR printed at DEBUG>=3, verified under SPEC=1
+// (as lowered IR, or as a kernel AST for the passes before lowering).
 template <class F>
-UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass) {
+UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass, bool kernel_ast = false) {
   double t0 = now_ms();
   UOpPtr out = pass(in);
   BG_LOG(2) << "  pass " << name << ": " << now_ms() - t0 << " ms, " << out->size() << " nodes";
   BG_LOG(3) << out->str();
-  if (options().spec) verify_lowered(out).throw_if_error(name);
+  if (options().spec)
+    (kernel_ast ? verify_kernel_ast(out) : verify_lowered(out)).throw_if_error(name);
   return out;
 }
 
@@ -44,7 +46,7 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   verify_kernel_ast(ast).throw_if_error("lower_kernel");
 
   // fp8 is storage only: bytes in memory, float32 in registers.
-  UOpPtr kernel_ast = run_pass("lower_fp8", ast, lower_fp8);
+  UOpPtr kernel_ast = run_pass("lower_fp8", ast, lower_fp8, /*kernel_ast=*/true);
 
   // Shape level: analyse the AST, then choose loop order, tiles and vector lanes.
   Kernel k(kernel_ast);
