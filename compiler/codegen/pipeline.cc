@@ -49,8 +49,9 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   UOpPtr kernel_ast = run_pass("lower_fp8", ast, lower_fp8, /*kernel_ast=*/true);
 
   // Shape level: analyse the AST, then choose loop order, tiles and vector lanes.
+  // The heuristics see the fp8 AST (its views give the compute width); the opts fit both ASTs.
   Kernel k(kernel_ast);
-  for (const Opt& o : opts ? *opts : hand_coded_optimizations(k, target)) k.apply(o);
+  for (const Opt& o : opts ? *opts : hand_coded_optimizations(Kernel(ast), target)) k.apply(o);
   BG_LOG(2) << "kernel " << k.str() << " opts:" << [&] {
     std::string s;
     for (auto& o : k.applied()) s += " " + o.str();
