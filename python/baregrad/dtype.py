@@ -175,8 +175,8 @@ def _fits(x, dtype: DType) -> bool:
 def least_upper_dtype(*ds: DType) -> DType:
   """The narrowest dtype every one of `ds` promotes to."""
   # tinygrad reaches the fp8s from the ints through its weak float: ints and bools with one fp8 give it
-  if len(f8 := {d for d in ds if d in dtypes.fp8s}) == 1 and all(d in f8 or dtypes.is_int(d) or d is dtypes.bool for d in ds):
-    return next(iter(f8))
+  f8 = {d for d in ds if d in dtypes.fp8s}
+  if len(f8) == 1 and all(d in f8 or dtypes.is_int(d) or d is dtypes.bool for d in ds): return next(iter(f8))
   return min(frozenset.intersection(*[_parents(d) for d in ds]))
 
 
