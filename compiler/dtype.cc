@@ -17,7 +17,8 @@ struct ScalarInfo {
 constexpr uint32_t bit(Scalar s) { return 1u << static_cast<int>(s); }
 
 // NOTE: the lattice is tinygrad's: ints climb to int64/uint64, which both promote to the
-// half floats, and every float climbs to float64.
+// half floats, and every float climbs to float64. The fp8s climb to the half floats; an int with
+// an fp8 gives the fp8 (tinygrad's path through its weak float), see least_upper_dtype.
 constexpr ScalarInfo kInfo[kNumScalars] = {
     {"void", 0, 0},
     {"bool", 1, bit(Scalar::kInt8) | bit(Scalar::kUint8)},
@@ -29,6 +30,8 @@ constexpr ScalarInfo kInfo[kNumScalars] = {
     {"uint32", 4, bit(Scalar::kInt64) | bit(Scalar::kUint64)},
     {"int64", 8, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
     {"uint64", 8, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
+    {"fp8e4m3", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
+    {"fp8e5m2", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
     {"float16", 2, bit(Scalar::kFloat32)},
     {"bfloat16", 2, bit(Scalar::kFloat32)},
     {"float32", 4, bit(Scalar::kFloat64)},
@@ -56,7 +59,7 @@ std::string DType::name() const {
 }
 
 namespace dtypes {
-bool is_float(DType t) { return t.scalar >= Scalar::kFloat16; }
+bool is_float(DType t) { return t.scalar >= Scalar::kFp8e4m3; }
 bool is_int(DType t) { return t.scalar >= Scalar::kInt8 && t.scalar <= Scalar::kUint64; }
 bool is_unsigned(DType t) {
   return t.scalar == Scalar::kUint8 || t.scalar == Scalar::kUint16 || t.scalar == Scalar::kUint32 ||
@@ -65,8 +68,9 @@ bool is_unsigned(DType t) {
 bool is_bool(DType t) { return t.scalar == Scalar::kBool; }
 
 const DType* all(int* n) {
-  static const DType kAll[] = {kBool,  kInt8,   kUint8,   kInt16,    kUint16,  kInt32,  kUint32,
-                               kInt64, kUint64, kFloat16, kBFloat16, kFloat32, kFloat64};
+  static const DType kAll[] = {kBool,    kInt8,    kUint8,    kInt16,   kUint16,
+                               kInt32,   kUint32,  kInt64,    kUint64,  kFp8e4m3,
+                               kFp8e5m2, kFloat16, kBFloat16, kFloat32, kFloat64};
   *n = sizeof(kAll) / sizeof(kAll[0]);
   return kAll;
 }
@@ -89,6 +93,10 @@ double min_value(DType t) {
       return -2147483648.0;
     case Scalar::kInt64:
       return -9223372036854775808.0;
+    case Scalar::kFp8e4m3:
+      return -448.0;
+    case Scalar::kFp8e5m2:
+      return -57344.0;
     case Scalar::kFloat16:
       return -65504.0;
     case Scalar::kBFloat16:
@@ -122,6 +130,10 @@ double max_value(DType t) {
       return 9223372036854775807.0;
     case Scalar::kUint64:
       return 18446744073709551615.0;
+    case Scalar::kFp8e4m3:
+      return 448.0;
+    case Scalar::kFp8e5m2:
+      return 57344.0;
     case Scalar::kFloat16:
       return 65504.0;
     case Scalar::kBFloat16:
@@ -139,6 +151,8 @@ double max_value(DType t) {
 DType least_upper_dtype(DType a, DType b) {
   CHECK(!a.ptr && !b.ptr && a.count == 1 && b.count == 1) << a.name() << ", " << b.name();
   if (a.scalar == b.scalar) return a;
+  if (dtypes::is_fp8(a) && (dtypes::is_int(b) || dtypes::is_bool(b))) return a;
+  if (dtypes::is_fp8(b) && (dtypes::is_int(a) || dtypes::is_bool(a))) return b;
   uint32_t common = ancestors(a.scalar) & ancestors(b.scalar);
   for (int i = 0; i < kNumScalars; i++)
     if (common & (1u << i)) return DType{static_cast<Scalar>(i)};

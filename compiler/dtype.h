@@ -18,12 +18,14 @@ enum class Scalar : uint8_t {
   kUint32,
   kInt64,
   kUint64,
+  kFp8e4m3,  // OCP float8 E4M3FN: no infinity, one NaN per sign (0x7f/0xff), max 448
+  kFp8e5m2,  // OCP float8 E5M2: IEEE-like, with infinities and NaNs, max 57344
   kFloat16,
   kBFloat16,
   kFloat32,
   kFloat64,
 };
-constexpr int kNumScalars = 14;
+constexpr int kNumScalars = 16;
 
 // Where a pointer points; GPU targets add shared memory later.
 enum class AddrSpace : uint8_t { kGlobal, kLocal, kReg };
@@ -62,6 +64,8 @@ constexpr DType kInt32{Scalar::kInt32};
 constexpr DType kUint32{Scalar::kUint32};
 constexpr DType kInt64{Scalar::kInt64};
 constexpr DType kUint64{Scalar::kUint64};
+constexpr DType kFp8e4m3{Scalar::kFp8e4m3};
+constexpr DType kFp8e5m2{Scalar::kFp8e5m2};
 constexpr DType kFloat16{Scalar::kFloat16};
 constexpr DType kBFloat16{Scalar::kBFloat16};
 constexpr DType kFloat32{Scalar::kFloat32};
@@ -73,6 +77,10 @@ bool is_float(DType t);
 bool is_int(DType t);  // signed or unsigned integer, not bool
 bool is_unsigned(DType t);
 bool is_bool(DType t);
+// The 8-bit floats: stored as bytes, computed in float32 (compiler/fp8.h has the conversions).
+constexpr bool is_fp8(DType t) {
+  return t.scalar == Scalar::kFp8e4m3 || t.scalar == Scalar::kFp8e5m2;
+}
 // Every scalar dtype except void, in priority order.
 const DType* all(int* n);
 // Parses "float32", "int8", ... ; returns kVoid when unknown.

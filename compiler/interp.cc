@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "compiler/fp8.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -56,6 +57,9 @@ uint64_t to_bits(const Value& v) {
       return std::bit_cast<uint16_t>(static_cast<_Float16>(v.f));
     case Scalar::kBFloat16:
       return std::bit_cast<uint32_t>(static_cast<float>(v.f)) >> 16;
+    case Scalar::kFp8e4m3:
+    case Scalar::kFp8e5m2:
+      return fp8_encode(v.dtype, v.f);
     default: {
       int bits = v.dtype.scalar_size() * 8;
       uint64_t u = static_cast<uint64_t>(v.i);
@@ -74,6 +78,9 @@ Value from_bits(DType to, uint64_t b) {
       return make_value(to, static_cast<double>(std::bit_cast<_Float16>(static_cast<uint16_t>(b))));
     case Scalar::kBFloat16:
       return make_value(to, std::bit_cast<float>(static_cast<uint32_t>(b << 16)));
+    case Scalar::kFp8e4m3:
+    case Scalar::kFp8e5m2:
+      return make_value(to, fp8_decode(to, static_cast<uint8_t>(b)));
     default:
       return make_int_value(to, static_cast<int64_t>(b));
   }

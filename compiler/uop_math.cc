@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "compiler/fp8.h"
 #include "compiler/uop.h"
 
 namespace baregrad::compiler {
@@ -212,6 +213,9 @@ double round_to(DType t, double v) {
       return static_cast<float>(static_cast<_Float16>(v));  // one rounding (__truncdfhf2)
     case Scalar::kBFloat16:
       return round_half(round_to_odd(v), true);
+    case Scalar::kFp8e4m3:
+    case Scalar::kFp8e5m2:
+      return fp8_round(t, v);  // one rounding of the exact value
     default:
       return v;
   }

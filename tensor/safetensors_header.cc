@@ -16,11 +16,11 @@ using compiler::DType;
 namespace dtypes = compiler::dtypes;
 
 constexpr std::pair<const char*, DType> kCodes[] = {
-    {"F64", dtypes::kFloat64},   {"F32", dtypes::kFloat32}, {"F16", dtypes::kFloat16},
-    {"BF16", dtypes::kBFloat16}, {"I64", dtypes::kInt64},   {"I32", dtypes::kInt32},
-    {"I16", dtypes::kInt16},     {"I8", dtypes::kInt8},     {"U64", dtypes::kUint64},
-    {"U32", dtypes::kUint32},    {"U16", dtypes::kUint16},  {"U8", dtypes::kUint8},
-    {"BOOL", dtypes::kBool},
+    {"F64", dtypes::kFloat64},   {"F32", dtypes::kFloat32},     {"F16", dtypes::kFloat16},
+    {"BF16", dtypes::kBFloat16}, {"I64", dtypes::kInt64},       {"I32", dtypes::kInt32},
+    {"I16", dtypes::kInt16},     {"I8", dtypes::kInt8},         {"U64", dtypes::kUint64},
+    {"U32", dtypes::kUint32},    {"U16", dtypes::kUint16},      {"U8", dtypes::kUint8},
+    {"BOOL", dtypes::kBool},     {"F8_E4M3", dtypes::kFp8e4m3}, {"F8_E5M2", dtypes::kFp8e5m2},
 };
 constexpr size_t kMaxDepth = 64;  // JSON nesting; the header needs 3
 constexpr char kHex[] = "0123456789abcdef";

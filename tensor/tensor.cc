@@ -10,6 +10,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/format.h"
+#include "compiler/fp8.h"
 #include "compiler/view_ops.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
@@ -55,6 +56,10 @@ void store_elem(DType t, double x, uint8_t* p) {
       std::memcpy(p, &h, 2);
       break;
     }
+    case compiler::Scalar::kFp8e4m3:
+    case compiler::Scalar::kFp8e5m2:
+      *p = compiler::fp8_encode(t, x);
+      break;
     case compiler::Scalar::kBool:
       *p = x != 0;
       break;
@@ -89,6 +94,9 @@ double load_elem(DType t, const uint8_t* p) {
       std::memcpy(&h, p, 2);
       return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
     }
+    case compiler::Scalar::kFp8e4m3:
+    case compiler::Scalar::kFp8e5m2:
+      return compiler::fp8_decode(t, *p);
     case compiler::Scalar::kBool:
       return *p != 0;
     default: {

@@ -12,14 +12,15 @@ namespace baregrad::tensor {
 namespace {
 using Grads = std::vector<std::optional<Tensor>>;
 
-// tinygrad's accumulation dtype for sums and products: small ints in (u)int32, half floats in
-// float32.
+// tinygrad's accumulation dtype for sums and products: small ints in (u)int32, half floats and
+// fp8s in float32.
 DType acc_dtype(DType t) {
   using compiler::Scalar;
   if (dtypes::is_bool(t) || t.scalar == Scalar::kInt8 || t.scalar == Scalar::kInt16)
     return dtypes::kInt32;
   if (t.scalar == Scalar::kUint8 || t.scalar == Scalar::kUint16) return dtypes::kUint32;
-  if (t.scalar == Scalar::kFloat16 || t.scalar == Scalar::kBFloat16) return dtypes::kFloat32;
+  if (t.scalar == Scalar::kFloat16 || t.scalar == Scalar::kBFloat16 || dtypes::is_fp8(t))
+    return dtypes::kFloat32;
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include "compiler/codegen/linearize.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/codegen/reduce.h"
+#include "compiler/passes/lower_fp8.h"
 #include "compiler/passes/transcendental.h"
 #include "compiler/spec.h"
 #include "compiler/symbolic.h"
@@ -14,14 +15,16 @@
 namespace baregrad::compiler {
 namespace {
 
-// Runs one pass: timed and logged at DEBUG>=2, IR printed at DEBUG>=3, verified under SPEC=1.
+// Runs one pass: timed and logged at DEBUG>=2, IR printed at DEBUG>=3, verified under SPEC=1
+// (as lowered IR, or as a kernel AST for the passes before lowering).
 template <class F>
-UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass) {
+UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass, bool kernel_ast = false) {
   double t0 = now_ms();
   UOpPtr out = pass(in);
   BG_LOG(2) << "  pass " << name << ": " << now_ms() - t0 << " ms, " << out->size() << " nodes";
   BG_LOG(3) << out->str();
-  if (options().spec) verify_lowered(out).throw_if_error(name);
+  if (options().spec)
+    (kernel_ast ? verify_kernel_ast(out) : verify_lowered(out)).throw_if_error(name);
   return out;
 }
 
@@ -42,9 +45,13 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   ScopedTimer timer("lower_kernel");
   verify_kernel_ast(ast).throw_if_error("lower_kernel");
 
+  // fp8 is storage only: bytes in memory, float32 in registers.
+  UOpPtr kernel_ast = run_pass("lower_fp8", ast, lower_fp8, /*kernel_ast=*/true);
+
   // Shape level: analyse the AST, then choose loop order, tiles and vector lanes.
-  Kernel k(ast);
-  for (const Opt& o : opts ? *opts : hand_coded_optimizations(k, target)) k.apply(o);
+  // The heuristics see the fp8 AST (its views give the compute width); the opts fit both ASTs.
+  Kernel k(kernel_ast);
+  for (const Opt& o : opts ? *opts : hand_coded_optimizations(Kernel(ast), target)) k.apply(o);
   BG_LOG(2) << "kernel " << k.str() << " opts:" << [&] {
     std::string s;
     for (auto& o : k.applied()) s += " " + o.str();

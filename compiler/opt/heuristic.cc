@@ -37,7 +37,8 @@ bool vectorizable(const Kernel& k, int axis) {
 int widest_element(const Kernel& k) {
   int w = 1;
   for (const UOp* n : k.ast()->toposort())
-    if (n->op() == Op::VIEW) w = std::max(w, n->dtype().base().itemsize());
+    if (n->op() == Op::VIEW)  // fp8 elements are computed as float32: 4 bytes of work each
+      w = std::max(w, dtypes::is_fp8(n->dtype()) ? 4 : n->dtype().base().itemsize());
   return w;
 }
 

@@ -17,6 +17,8 @@ std::string scalar_type(Scalar s, bool memory) {
       return memory ? "i8" : "i1";
     case Scalar::kInt8:
     case Scalar::kUint8:
+    case Scalar::kFp8e4m3:  // bytes only: lower_fp8 computes in float32
+    case Scalar::kFp8e5m2:
       return "i8";
     case Scalar::kInt16:
     case Scalar::kUint16:

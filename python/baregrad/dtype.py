@@ -72,7 +72,8 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   def finfo(dtype: DType) -> tuple[int, int]:
     """(exponent bits, mantissa bits) of a float dtype."""
     if not dtypes.is_float(dtype): raise ValueError(f"[finfo] {dtype} is not a floating point type")
-    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[dtype]
+    return {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7),
+            dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[dtype]
 
   @staticmethod
   def fields() -> dict[str, DType]: return dict(_FIELDS)
@@ -86,6 +87,9 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   uint32 = DType(6, 32, "unsigned int", "I", "uint32")
   int64 = DType(7, 64, "long", "q", "int64")
   uint64 = DType(8, 64, "unsigned long", "Q", "uint64")
+  # OCP 8-bit floats, storage only (computed in float32); numpy has no fp8, numpy() gives float32.
+  fp8e4m3 = DType(9, 8, "float8_e4m3", None, "fp8e4m3")
+  fp8e5m2 = DType(10, 8, "float8_e5m2", None, "fp8e5m2")
   float16 = DType(11, 16, "half", "e", "float16")
   bfloat16 = DType(12, 16, "__bf16", None, "bfloat16")
   float32 = DType(13, 32, "float", "f", "float32")
@@ -98,7 +102,9 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   default_float: DType = float32
   default_int: DType = int32
 
-  floats = (float16, bfloat16, float32, float64)
+  fp8_ocp = (fp8e4m3, fp8e5m2)
+  fp8s = fp8_ocp  # tinygrad's fnuz fp8s (AMD) are not implemented
+  floats = fp8s + (float16, bfloat16, float32, float64)
   uints = (uint8, uint16, uint32, uint64)
   sints = (int8, int16, int32, int64)
   ints = uints + sints
@@ -141,6 +147,7 @@ _LATTICE = {
   dtypes.int32: [dtypes.int64], dtypes.int64: [dtypes.float16, dtypes.bfloat16],
   dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
   dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
+  dtypes.fp8e4m3: [dtypes.float16, dtypes.bfloat16], dtypes.fp8e5m2: [dtypes.float16, dtypes.bfloat16],
   dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64],
   dtypes.float64: [],
 }
@@ -167,6 +174,9 @@ def _fits(x, dtype: DType) -> bool:
 @functools.cache
 def least_upper_dtype(*ds: DType) -> DType:
   """The narrowest dtype every one of `ds` promotes to."""
+  # tinygrad reaches the fp8s from the ints through its weak float: ints and bools with one fp8 give it
+  f8 = {d for d in ds if d in dtypes.fp8s}
+  if len(f8) == 1 and all(d in f8 or dtypes.is_int(d) or d is dtypes.bool for d in ds): return next(iter(f8))
   return min(frozenset.intersection(*[_parents(d) for d in ds]))
 
 
@@ -187,7 +197,7 @@ _FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
 
 
 def _to_np_dtype(dtype: DType):
-  """The numpy dtype of `dtype`; None for bfloat16, which numpy lacks."""
+  """The numpy dtype of `dtype`; None for bfloat16 and the fp8s, which numpy lacks."""
   return _NP.get(dtype)
 
 

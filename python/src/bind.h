@@ -19,7 +19,7 @@ using tensor::Tensor;
 
 // The dtype called `name` ("float32", "int8", ...); TypeError when there is none.
 DType dtype_of(const std::string& name);
-// The numpy dtype holding `t` element for element; None for bfloat16 (numpy has none).
+// The numpy dtype holding `t` element for element; None for bfloat16 and the fp8s (numpy has none).
 py::object numpy_dtype(DType t);
 
 // Each binder adds its part of the module.

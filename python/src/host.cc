@@ -1,6 +1,8 @@
 // Host data of _baregrad.Tensor: exact byte copies in and out, numpy arrays, in-place views.
 #include <cstring>
+#include <vector>
 
+#include "compiler/fp8.h"
 #include "python/src/bind.h"
 
 namespace baregrad::python {
@@ -31,7 +33,15 @@ Tensor from_buffer(const py::buffer& data,
     expect *= info.shape[d];
   }
   size_t bytes = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
-  return Tensor::from_bytes(info.ptr, bytes, std::move(shape), dtype_of(dtype), device);
+  DType t = dtype_of(dtype);
+  if (compiler::dtypes::is_fp8(t) && py::isinstance<py::array>(data)) {
+    // numpy has no fp8: an array's values are encoded (one rounding each); bytes stay codes.
+    auto values = py::array_t < double, py::array::c_style | py::array::forcecast > ::ensure(data);
+    std::vector<uint8_t> codes(static_cast<size_t>(values.size()));
+    for (size_t i = 0; i < codes.size(); i++) codes[i] = compiler::fp8_encode(t, values.data()[i]);
+    return Tensor::from_bytes(codes.data(), codes.size(), std::move(shape), t, device);
+  }
+  return Tensor::from_bytes(info.ptr, bytes, std::move(shape), t, device);
 }
 
 // The tensor's elements in place as a read-only numpy array whose base keeps the device
@@ -50,9 +60,11 @@ py::object host_view(const Tensor& t) {
   return arr;
 }
 
-// A new, writable numpy array holding a copy of the elements (bfloat16 widens to float32).
+// A new, writable numpy array holding a copy of the elements (bfloat16 and the fp8s widen to
+// float32, as tinygrad's numpy()).
 py::array to_numpy(const Tensor& t) {
-  Tensor src = t.dtype() == tensor::dtypes::kBFloat16 ? t.cast(tensor::dtypes::kFloat32) : t;
+  bool widen = t.dtype() == tensor::dtypes::kBFloat16 || compiler::dtypes::is_fp8(t.dtype());
+  Tensor src = widen ? t.cast(tensor::dtypes::kFloat32) : t;
   std::vector<py::ssize_t> shape(src.shape().begin(), src.shape().end());
   py::array out(py::dtype::from_args(numpy_dtype(src.dtype())), shape);
   auto bytes = static_cast<size_t>(out.nbytes());

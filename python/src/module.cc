@@ -11,7 +11,7 @@ DType dtype_of(const std::string& name) {
 }
 
 py::object numpy_dtype(DType t) {
-  if (t == tensor::dtypes::kBFloat16) return py::none();
+  if (t == tensor::dtypes::kBFloat16 || compiler::dtypes::is_fp8(t)) return py::none();
   return py::dtype(t.name());
 }
 

@@ -191,7 +191,8 @@ TEST_P(KernelTest, ElementwiseBroadcast) {
   const DType* all = dtypes::all(&n);
   for (int di = 0; di < n; di++) {
     DType t = all[di];
-    if (dtypes::is_bool(t)) continue;
+    // fp8 rounds every op to its grid: tests/python/test_fp8.py checks it byte for byte.
+    if (dtypes::is_bool(t) || dtypes::is_fp8(t)) continue;
     for (auto [r, c] : {std::pair<int64_t, int64_t>{37, 53}, {64, 48}, {8, 256}}) {
       SCOPED_TRACE(t.name() + " " + std::to_string(r) + "x" + std::to_string(c));
       auto a = global(0, t), b = global(1, t), cc = global(2, t), out = global(3, t);

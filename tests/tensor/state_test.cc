@@ -216,8 +216,10 @@ TEST_F(SafetensorsTest, CorruptHeadersNameTheProblem) {
   EXPECT_TRUE(has(err("{} x"), "after the top-level value"));
   EXPECT_TRUE(has(err(std::string(10000, '[')), "nesting deeper than 64"));
   EXPECT_TRUE(has(err("[]"), "header must be an object, got an array"));
-  EXPECT_TRUE(has(err(R"({"a":)" + entry("F8_E4M3", "[16]", 0, 16) + "}"),
-                  "tensor \"a\": unknown dtype \"F8_E4M3\""));
+  EXPECT_TRUE(has(err(R"({"a":)" + entry("F8_E8M0", "[16]", 0, 16) + "}"),
+                  "tensor \"a\": unknown dtype \"F8_E8M0\""));
+  EXPECT_TRUE(has(err(R"({"a":)" + entry("F8_E4M3", "[2,3]", 0, 16) + "}"),
+                  "shape (2, 3) of F8_E4M3 needs 6 bytes but data_offsets [0, 16] span 16"));
   EXPECT_TRUE(has(err(R"({"a":)" + entry("F32", "[2,3]", 0, 16) + "}"),
                   "shape (2, 3) of F32 needs 24 bytes but data_offsets [0, 16] span 16"));
   EXPECT_TRUE(has(err(R"({"a":)" + entry("U8", "[20]", 0, 20) + "}"),

@@ -68,7 +68,10 @@ TEST(DType, LeastUpperDtypeMatchesHandTable) {
       {kInt16, kUint32, kInt64},       {kUint16, kUint64, kUint64},
       {kInt8, kInt64, kInt64},         {kBFloat16, kInt8, kBFloat16},
       {kFloat16, kFloat64, kFloat64},  {kUint8, kFloat32, kFloat32},
-      {kUint64, kBFloat16, kBFloat16},
+      {kUint64, kBFloat16, kBFloat16}, {kFp8e4m3, kFp8e5m2, kFloat16},
+      {kFp8e4m3, kFloat16, kFloat16},  {kFp8e5m2, kBFloat16, kBFloat16},
+      {kFp8e4m3, kFloat32, kFloat32},  {kInt32, kFp8e5m2, kFp8e5m2},
+      {kBool, kFp8e4m3, kFp8e4m3},     {kUint64, kFp8e4m3, kFp8e4m3},
   };
   for (const Case& c : cases)
     EXPECT_EQ(least_upper_dtype(c.a, c.b), c.want) << c.a.name() << " + " << c.b.name();
@@ -84,7 +87,7 @@ TEST(DType, LeastUpperDtypeIsLowestCommonAncestorForEveryPair) {
 TEST(DType, LeastUpperDtypeIsSymmetricAndIdempotent) {
   int n;
   const DType* all_types = all(&n);
-  ASSERT_EQ(n, 13);
+  ASSERT_EQ(n, 15);
   for (int i = 0; i < n; i++) {
     EXPECT_EQ(least_upper_dtype(all_types[i], all_types[i]), all_types[i]);
     for (int j = 0; j < n; j++)
@@ -95,9 +98,9 @@ TEST(DType, LeastUpperDtypeIsSymmetricAndIdempotent) {
 
 TEST(DType, ItemsizeOfScalarsVectorsAndPointers) {
   const std::map<std::string, int> sizes = {
-      {"bool", 1},     {"int8", 1},    {"uint8", 1},  {"int16", 2},  {"uint16", 2},
-      {"int32", 4},    {"uint32", 4},  {"int64", 8},  {"uint64", 8}, {"float16", 2},
-      {"bfloat16", 2}, {"float32", 4}, {"float64", 8}};
+      {"bool", 1},     {"int8", 1},    {"uint8", 1},   {"int16", 2},   {"uint16", 2},
+      {"int32", 4},    {"uint32", 4},  {"int64", 8},   {"uint64", 8},  {"float16", 2},
+      {"bfloat16", 2}, {"float32", 4}, {"float64", 8}, {"fp8e4m3", 1}, {"fp8e5m2", 1}};
   for (const auto& [name, size] : sizes) EXPECT_EQ(from_name(name).itemsize(), size) << name;
   EXPECT_EQ(kFloat32.vec(4).itemsize(), 16);
   EXPECT_EQ(kFloat32.vec(4).scalar_size(), 4);
@@ -125,6 +128,9 @@ TEST(DType, KindPredicatesAndLimits) {
   EXPECT_EQ(min_value(kInt8), -128);
   EXPECT_EQ(max_value(kUint16), 65535);
   EXPECT_EQ(max_value(kFloat16), 65504);
+  EXPECT_TRUE(is_float(kFp8e4m3) && is_fp8(kFp8e5m2) && !is_fp8(kFloat16));
+  EXPECT_EQ(max_value(kFp8e4m3), 448);
+  EXPECT_EQ(min_value(kFp8e5m2), -57344);
   EXPECT_EQ(kFloat32.vec(4).base(), kFloat32);
 }
 
