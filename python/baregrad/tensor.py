@@ -241,7 +241,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return self.numpy().reshape(()).item()
 
   def data(self) -> memoryview:
-    if self.dtype is dtypes.bfloat16: raise TypeError(f"[data] bfloat16 has no memoryview format")
+    if self.dtype is dtypes.bfloat16 or self.dtype in dtypes.fp8s:
+      raise TypeError(f"[data] {self.dtype} has no memoryview format: numpy() gives float32, bitcast(dtypes.uint8) the codes")
     return memoryview(self.numpy())
 
   def to(self, device: str | None) -> Tensor:

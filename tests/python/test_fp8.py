@@ -171,3 +171,18 @@ def test_matmul_and_arithmetic_in_float32(fmt):
        for x, y in zip(q_all(a[:, :4], fmt), q_all(b[:3, :], fmt))]
   np.testing.assert_array_equal(s.ravel(), w)
   assert ta.sum().dtype is dt and ta.sum().item() == q(float(a.sum()), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_safetensors_round_trip_keeps_codes(fmt, tmp_path):
+  from baregrad.nn.state import safe_load, safe_save
+  dt = FMTS[fmt][0]
+  codes = np.arange(256, dtype=np.uint8)
+  t = Tensor(codes.tobytes(), dtype=dt)
+  safe_save({"w": t}, str(tmp_path / "f8.safetensors"))
+  header = (tmp_path / "f8.safetensors").read_bytes()
+  assert {"e4m3": b'"F8_E4M3"', "e5m2": b'"F8_E5M2"'}[fmt] in header
+  r = safe_load(str(tmp_path / "f8.safetensors"))["w"]
+  assert r.dtype is dt
+  np.testing.assert_array_equal(r.bitcast(dtypes.uint8).numpy(), codes)
+  with pytest.raises(TypeError, match=r"\[data\]"): r.data()

@@ -271,3 +271,13 @@ def test_error_is_not_a_crash():
 def test_error_names_the_op_and_values(fn, kind, text):
   with pytest.raises(kind) as e: fn().realize()
   assert str(e.value).startswith(text), str(e.value)
+
+
+@pytest.mark.parametrize("call,msg", [(lambda t: t.permute("a"), r"\[permute\] an axis must be an int, got str"),
+                                      (lambda t: t.sum("a"), r"\[sum\] axis must be an int or a tuple of ints, got str"),
+                                      (lambda t: t.max(axis=1.5), r"\[max\] axis must be an int or a tuple of ints, got float"),
+                                      (lambda t: t.transpose("a", 1), r"\[transpose\] an axis must be an int, got str")],
+                         ids=["permute", "sum", "max", "transpose"])
+def test_axis_of_a_wrong_type_names_the_op(call, msg):
+  # a bare "'<=' not supported between int and str" before (issue 16); torch raises TypeError too
+  with pytest.raises(TypeError, match=msg): call(Tensor.ones(2, 3))

@@ -19,6 +19,9 @@ class MovementMixin:
   __slots__ = ()
 
   def _resolve_dim(self, dim: int, *, extra: bool = False) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+      raise TypeError(f"[{op_name()}] an axis must be an int, got {type(dim).__name__} {dim!r}")
+    dim = int(dim)
     total = self.ndim + int(extra)
     if not -max(1, total) <= dim <= max(1, total) - 1:
       raise IndexError(f"[{op_name()}] axis {dim} is out of range for {self.shape} (valid: {-max(1, total)} to {max(1, total) - 1})")
@@ -95,7 +98,7 @@ class MovementMixin:
     if len(new_shape) != self.ndim: raise ValueError(f"[shrink_to] cannot shrink {self.shape} to {new_shape}: the ranks differ")
     return self.shrink(tuple(None if ns is None else (0, ns) for ns in new_shape))
 
-  def transpose(self, dim0: int = 1, dim1: int = 0): return self._m("transpose", dim0, dim1)
+  def transpose(self, dim0: int = 1, dim1: int = 0): return self._m("transpose", self._resolve_dim(dim0), self._resolve_dim(dim1))
 
   @property
   def T(self): return self.transpose()  # noqa: N802

@@ -7,7 +7,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad.dtype import dtypes, least_upper_dtype, sum_acc_dtype, to_dtype
-from baregrad.helpers import ShapeError, argfix
+from baregrad.helpers import ShapeError, argfix, op_name
 
 
 class ReduceMixin:
@@ -16,7 +16,9 @@ class ReduceMixin:
   def _axes(self, axis) -> list[int] | None:
     """C++ axes for tinygrad's axis: None -> [] (all), int -> [axis]; None for an empty tuple."""
     if axis is None: return []
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    if not isinstance(axis, (int, np.integer, tuple, list)):
+      raise TypeError(f"[{op_name()}] axis must be an int or a tuple of ints, got {type(axis).__name__} {axis!r}")
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
     if not axes: return None
     axes = [self._resolve_dim(a) for a in axes]
     return axes if self.ndim else []  # a 0-d tensor takes axis 0 (or -1) and reduces nothing

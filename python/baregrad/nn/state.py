@@ -103,8 +103,8 @@ def safe_load_metadata(fn: str | pathlib.Path) -> dict[str, str]:
   return _C.safe_load_metadata(str(fn))
 
 
-# safetensors dtype names (no F8_*: baregrad has no fp8 dtypes)
-safe_dtypes = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16, "I32": dtypes.int32,
+# safetensors dtype names
+safe_dtypes = {"F8_E4M3": dtypes.fp8e4m3, "F8_E5M2": dtypes.fp8e5m2, "BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16, "I32": dtypes.int32,
                "U32": dtypes.uint32, "I64": dtypes.int64, "U64": dtypes.uint64, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
                "F32": dtypes.float32, "F64": dtypes.float64}
 inverse_safe_dtypes = {v: k for k, v in safe_dtypes.items()}
