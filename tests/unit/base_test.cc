@@ -214,17 +214,31 @@ TEST_F(OptionsTest, BadValueThrowsNamingVariableAndValue) {
   EXPECT_THROW(set_option_for_test("NO_SUCH_OPTION", "1"), Error);
 }
 
+TEST_F(OptionsTest, HangTimeoutIsBoundedAndRestorable) {
+  EXPECT_EQ(options().hang_timeout_ms, 30000);
+  set_option_for_test("HANG_TIMEOUT_MS", "5000");
+  EXPECT_EQ(options().hang_timeout_ms, 5000);
+  try {
+    set_option_for_test("HANG_TIMEOUT_MS", "86400001");
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "HANG_TIMEOUT_MS=86400001: must be an integer in [0, 86400000]");
+  }
+  set_option_for_test("HANG_TIMEOUT_MS", "");  // the default again
+  EXPECT_EQ(options().hang_timeout_ms, 30000);
+}
+
 TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
   std::vector<std::string> names;
   for (const OptionInfo& info : option_table()) {
     names.emplace_back(info.name);
     EXPECT_FALSE(info.help.empty()) << info.name;
   }
-  EXPECT_THAT(
-      names, ::testing::UnorderedElementsAre(
-                 "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "PROGRAM_CACHE_SIZE",
-                 "KERNEL_CACHE_MB", "THREADS", "CPU_CC", "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS",
-                 "CUDA_PATH", "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS"));
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre(
+                  "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "PROGRAM_CACHE_SIZE",
+                  "KERNEL_CACHE_MB", "HANG_TIMEOUT_MS", "THREADS", "CPU_CC", "SPEC", "PROFILE",
+                  "PROFILE_PATH", "PTXAS", "CUDA_PATH", "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
   EXPECT_EQ(options().profile_path, "profile.json");

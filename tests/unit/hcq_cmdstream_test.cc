@@ -4,8 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/options.h"
 #include "drivers/cpu/packets.h"
 #include "hcq/cmdstream.h"
+#include "hcq/hcq.h"
 
 namespace baregrad::hcq {
 namespace {
@@ -13,6 +15,17 @@ namespace {
 using Words = std::vector<uint32_t>;
 
 Words words(const CmdStream& cs) { return Words(cs.words().begin(), cs.words().end()); }
+
+// The no-progress deadline of every wait is HANG_TIMEOUT_MS, at least 100 ms.
+TEST(HcqTimeout, DefaultTimeoutFollowsTheOption) {
+  EXPECT_EQ(default_timeout(), std::chrono::milliseconds(30000));
+  set_option_for_test("HANG_TIMEOUT_MS", "1500");
+  EXPECT_EQ(default_timeout(), std::chrono::milliseconds(1500));
+  set_option_for_test("HANG_TIMEOUT_MS", "0");
+  EXPECT_EQ(default_timeout(), std::chrono::milliseconds(100));
+  set_option_for_test("HANG_TIMEOUT_MS", "");
+  EXPECT_EQ(default_timeout(), std::chrono::milliseconds(30000));
+}
 
 TEST(HcqCmdStream, EmitsWordsLowHalfFirst) {
   CmdStream cs("test", 16);
