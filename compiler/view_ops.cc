@@ -87,6 +87,13 @@ View canonical(View v) {
   return v;
 }
 
+// An all-padding tracker of `shape`. A 0-d view has no dim to carry the empty mask, so a 0-d
+// one keeps it on a (1,) view read through a () view (a 0-d invalid_view would read element 0).
+ShapeTracker invalid_tracker(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return ShapeTracker{{invalid_view({1}), View::contiguous({})}};
+  return ShapeTracker{{canonical(invalid_view(shape))}};
+}
+
 // `v` grown by (before, after) >= 0 per dim; the new positions are masked out. Throws
 // Error("[pad] ...") when a size, the element count or the offset leaves int64.
 View pad_view(View v, const Ranges& before_after) {
@@ -247,7 +254,10 @@ std::optional<View> project(const View& p, const View& l) {
   }
   for (const Group& g : groups) {
     if (g.first >= g.lo && g.last < g.hi) continue;  // the mask of `p` never binds here
-    if (g.terms.empty()) return invalid_view(l.shape);
+    if (g.terms.empty()) {
+      if (l.shape.empty()) return std::nullopt;  // see invalid_tracker
+      return invalid_view(l.shape);
+    }
     if (g.terms.size() > 1) return std::nullopt;
     auto [d, c] = g.terms[0];  // g.lo <= origin + c * x < g.hi
     int64_t a = g.lo - g.origin, b = g.hi - 1 - g.origin;
@@ -262,7 +272,10 @@ std::optional<View> project(const View& p, const View& l) {
 // into [0, numel(p)), which every op keeps (and `project` checks).
 std::optional<View> merge(const View& p, const View& l) {
   if (numel(l.shape) == 0 || is_invalid(l)) return l;
-  if (is_invalid(p)) return invalid_view(l.shape);
+  if (is_invalid(p)) {
+    if (l.shape.empty()) return std::nullopt;  // see invalid_tracker
+    return invalid_view(l.shape);
+  }
   if (l.mask) {  // merge the unmasked box, then pad it back out
     View inner = l;
     inner.mask.reset();
@@ -314,7 +327,7 @@ ShapeTracker reshape(const ShapeTracker& st, const std::vector<int64_t>& shape) 
   if (st.shape() == shape) return st;
   const View& v = st.views.back();
   if (numel(shape) == 0) return ShapeTracker::contiguous(shape);
-  if (is_invalid(v)) return ShapeTracker{{invalid_view(shape)}};
+  if (is_invalid(v)) return invalid_tracker(shape);
   if (std::optional<View> r = reshape_view(v, shape)) return with_last(st, *r);
   ShapeTracker out = st;
   out.views.push_back(View::contiguous(shape));
@@ -415,14 +428,14 @@ ShapeTracker simplify(const ShapeTracker& st) {
   CHECK(!st.views.empty()) << "a ShapeTracker without views";
   // Any all-padding view hides every position; a zero-size tracker reads nothing.
   if (numel(st.shape()) == 0 || std::any_of(st.views.begin(), st.views.end(), is_invalid))
-    return ShapeTracker{{canonical(invalid_view(st.shape()))}};
+    return invalid_tracker(st.shape());
   ShapeTracker out = st;
   for (size_t i = out.views.size() - 1; i > 0; i--) {
     std::optional<View> m = merge(out.views[i - 1], out.views[i]);
     if (!m) continue;
     out.views[i - 1] = canonical(std::move(*m));
     out.views.erase(out.views.begin() + i);
-    if (is_invalid(out.views[i - 1])) return ShapeTracker{{invalid_view(st.shape())}};
+    if (is_invalid(out.views[i - 1])) return invalid_tracker(st.shape());
     i = out.views.size();  // start over from the last view
   }
   return out;

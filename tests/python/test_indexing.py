@@ -146,3 +146,14 @@ def test_setitem_visible_to_views_read_later():
   x[0, 1] = 5.0
   x[1] = Tensor([1.0, 2.0, 3.0])
   compare_np("after setitem", x.sum(axis=0), np.array([1.0, 7.0, 3.0], np.float32), dtypes.float32)
+
+
+def test_int_index_of_a_padded_tensor_reads_the_padding():
+  # t[1, 0] of a padded tensor read the buffer's element 0 (a 0-d view lost the mask): 1.0, not 0
+  x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+  t = Tensor(x).pad(((0, 0), (3, 0)))
+  ref = np.pad(x, ((0, 0), (3, 0)))
+  for i in range(2):
+    for j in range(5): assert t[i, j].item() == ref[i, j], (i, j)
+  assert t[1:2, 0:1].reshape(()).item() == 0.0
+  assert (t[1, 0] + 5).item() == 5.0

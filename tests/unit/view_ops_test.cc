@@ -430,6 +430,19 @@ TEST(ViewOpsTest, ScalarsReshapeAndBroadcast) {
   EXPECT_EQ(reshape(ShapeTracker::contiguous({1, 1}), {}), ShapeTracker::contiguous({}));
 }
 
+// A padding element taken as a 0-d tensor (t[1, 0] of a padded t) stays padding: a 0-d view has
+// no dim for the mask, and it read the buffer's element 0 before.
+TEST(ViewOpsTest, AScalarOfPaddingStaysPadding) {
+  ShapeTracker padded = pad(ShapeTracker::contiguous({2, 2}), {{0, 0}, {3, 0}});
+  ShapeTracker pad_elem = reshape(shrink(padded, {{1, 2}, {0, 1}}), {});
+  EXPECT_EQ(index_of(pad_elem, {}), -1);
+  EXPECT_EQ(index_of(reshape(pad_elem, {1, 1}), {0, 0}), -1);
+  EXPECT_EQ(index_of(expand(reshape(pad_elem, {1}), {4}), {3}), -1);
+  EXPECT_EQ(index_of(simplify(pad_elem), {}), -1);
+  ShapeTracker data_elem = reshape(shrink(padded, {{1, 2}, {3, 4}}), {});
+  EXPECT_EQ(index_of(data_elem, {}), 2);  // element (1, 0) of the 2x2 buffer
+}
+
 TEST(ViewOpsTest, ZeroSizeShapesReshapeAndPad) {
   ShapeTracker st = reshape(ShapeTracker::contiguous({2, 0, 3}), {0, 5});
   EXPECT_EQ(st.shape(), (Shape{0, 5}));
