@@ -239,3 +239,15 @@ def test_requires_grad_flag():
 def test_repr_mentions_shape_or_dtype():
   r = repr(Tensor([1.0, 2.0]))
   assert "Tensor" in r
+
+
+def test_arange_int_ranges_never_wrap():
+  # arange(2**31, 2**31 + 3) was int32 [-2147483648, ...]: silently wrapped
+  t = Tensor.arange(2**31, 2**31 + 3)
+  assert t.dtype == dtypes.int64
+  np.testing.assert_array_equal(t.numpy(), np.arange(2**31, 2**31 + 3))
+  np.testing.assert_array_equal(Tensor.arange(127, -129, -1, dtype=dtypes.int8).numpy(), np.arange(127, -129, -1, dtype=np.int8))
+  for args, dt in [((2**33,), dtypes.int32), ((129,), dtypes.int8), ((-129, 128), dtypes.int8), ((128, 0, -1), dtypes.int8),
+                   ((127, -130, -1), dtypes.int8)]:
+    with pytest.raises(OverflowError, match=r"\[arange\] arange\("): Tensor.arange(*args, dtype=dt)
+  assert Tensor.arange(10, 0).shape == (0,) and Tensor.arange(10, 0).dtype == dtypes.int32
