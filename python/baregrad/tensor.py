@@ -341,18 +341,19 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   @staticmethod
   def arange(start, stop=None, step=1, **kwargs) -> Tensor:
     if stop is None: stop, start = start, 0
-    ints = not any(isinstance(x, float) for x in (start, stop, step))
     if step == 0: raise ValueError(f"[arange] step 0")
-    # integer ranges never wrap: the first and last values must fit (tinygrad raises OverflowError;
-    # torch wraps), and without a dtype a range past int32 is int64, as Tensor([2**40])
-    last = start + (max(0, -((start - stop) // step)) - 1) * step if ints and all(isinstance(x, int) for x in (start, stop, step)) else None
+    ints = not any(isinstance(x, float) for x in (start, stop, step))
     explicit = kwargs.pop("dtype", None)
-    dtype = explicit or (dtypes.default_int if ints else dtypes.default_float)
-    dt = to_dtype(dtype)
-    if last is not None and dtypes.is_int(dt) and (last - start) * (1 if step > 0 else -1) >= 0:
-      lo, hi = min(start, last), max(start, last)
-      if explicit is None and dt is dtypes.default_int and not (dtypes.int32.min <= lo and hi <= dtypes.int32.max): dt = dtypes.int64
-      if not (dt.min <= lo and hi <= dt.max):
+    dt = to_dtype(explicit or (dtypes.default_int if ints else dtypes.default_float))
+    exact = all(isinstance(x, (int, np.integer)) for x in (start, stop, step))
+    if exact: start, stop, step = int(start), int(stop), int(step)
+    n = max(0, -((start - stop) // step)) if exact else 0
+    if n and dtypes.is_int(dt):
+      # integer ranges never wrap: without a dtype the first and last values pick it as Tensor([...])
+      # does (int64 past int32); past an explicit one they raise (tinygrad's OverflowError; torch wraps)
+      last = start + (n - 1) * step
+      if explicit is None: dt = dtypes.from_py([start, last])
+      if not (dt.min <= min(start, last) and max(start, last) <= dt.max):
         raise OverflowError(f"[arange] arange({start}, {stop}, {step}) runs from {start} to {last}, outside {dt} [{dt.min}, {dt.max}]")
     c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key)
     return Tensor._finish(c, kwargs.pop("device", None), kwargs.pop("requires_grad", None))
