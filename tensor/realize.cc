@@ -1,8 +1,10 @@
-// Runs a schedule: allocate each output, compile its kernel (cached), launch.
+// Runs a schedule: allocate each output, compile its kernel (cached; constants that change
+// between calls travel as launch scalars, tensor/const_args.h), launch.
 #include "base/check.h"
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "tensor/const_args.h"
 #include "tensor/counters.h"
 #include "tensor/jit.h"
 #include "tensor/schedule.h"
@@ -21,7 +23,9 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       realized = std::make_shared<DeviceBuffer>(dev, *buf);
     }
     if (out->numel() > 0) {
-      auto prg = dev->compile(item.ast);
+      auto* capture = detail::jit_capture();
+      KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/capture != nullptr);
+      auto prg = dev->compile(plan.ast);
       if (!prg.ok()) prg.status().throw_if_error("realize");
       std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};
       std::vector<runtime::Buffer> bufs{realized->buffer};
@@ -30,9 +34,9 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         owners.push_back(item.bufs[i]->realized);
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
-      dev->launch(**prg, bufs).throw_if_error("realize");
+      dev->launch(**prg, bufs, launch_vars((*prg)->spec, plan)).throw_if_error("realize");
       counters().count_kernel((*prg)->spec);
-      if (auto* capture = detail::jit_capture()) capture->record_kernel(*prg, std::move(owners));
+      if (capture) capture->record_kernel(*prg, std::move(owners));
     }
     out->realized = std::move(realized);
     out->write_into.reset();

@@ -33,25 +33,43 @@ def child_numbers(code: str, env: dict | None = None) -> dict:
 
 # ---- bounded kernel caches -----------------------------------------------------------------------
 
-def test_program_cache_bounded_with_a_new_scalar_every_call():
-  """`a * float(i)` in a loop: the device keeps at most PROGRAM_CACHE_SIZE programs loaded and
-  the process stops growing once the cache is full."""
+def test_program_cache_bounded_with_a_new_kernel_every_call():
+  """A new kernel every call (here a new length): the device keeps at most PROGRAM_CACHE_SIZE
+  programs loaded and the process stops growing once the cache is full."""
   got = child_numbers("""
     import _baregrad as C
     from baregrad import Tensor
-    a = Tensor.ones(16, device="CPU").contiguous().realize()
     def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4
     for i in range(400):
-      assert (a * float(i)).numpy()[3] == float(i)
+      assert (Tensor.ones(i + 2, device="CPU").contiguous() * 3.0).numpy()[1] == 3.0
       if i == 199: r0, s0 = rss(), C.program_cache_stats("CPU")
     s = C.program_cache_stats("CPU")
     print(dict(size=s["size"], built=s["built"] - s0["built"], evicted=s["evicted"], grew_kb=rss() - r0))
   """, {"PROGRAM_CACHE_SIZE": "64", "KERNEL_CACHE_MB": "1", "DISABLE_COMPILER_CACHE": "1"})
   assert got["size"] <= 64, got
-  assert got["built"] >= 200, got  # every value is still a new kernel (a constant of its AST)
+  assert got["built"] >= 200, got  # every length is a new kernel
   assert got["evicted"] >= 400 - 64 - 10, got
   # 200 more kernels after the caches filled: unbounded, this was ~40-60 KB each (8+ MB)
   assert got["grew_kb"] < 3072, got
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_a_new_scalar_every_call_builds_at_most_two_kernels(dev):
+  """`a * float(i)` in a loop: the first value compiles with the constant inlined, the second
+  lifts it into a launch scalar, and every later value reuses that program; memory stays flat."""
+  got = child_numbers(f"""
+    import _baregrad as C
+    from baregrad import Tensor
+    a = Tensor.ones(16, device="{dev}").contiguous().realize()
+    def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4
+    b0 = C.program_cache_stats("{dev}")["built"]
+    for i in range(400):
+      assert (a * float(i)).numpy()[3] == float(i), i
+      if i == 199: r0 = rss()
+    print(dict(built=C.program_cache_stats("{dev}")["built"] - b0, grew_kb=rss() - r0))
+  """, {"DISABLE_COMPILER_CACHE": "1"})
+  assert got["built"] == 2, got
+  assert got["grew_kb"] < 1024, got
 
 
 def test_program_cache_option_is_documented_and_checked():

@@ -226,8 +226,10 @@ TEST(ProgramCache, StaysBoundedAndJitKeepsEvictedProgramsAlive) {
   auto& dev = *f64({1}).lazy().base->device;
   runtime::ProgramCacheStats before = dev.program_cache_stats();
   Tensor x = f64({1, 2, 3});
-  for (int i = 0; i < 20; i++)  // 20 kernels no other call makes: a new constant each
-    EXPECT_EQ((x * (1000.5 + i)).to_vector()[2], 3 * (1000.5 + i));
+  for (int i = 0; i < 20; i++) {  // 20 kernels no other call makes: a new length each
+    Vec v(static_cast<size_t>(i + 4), 2.0);
+    EXPECT_EQ((f64(v) * 1000.5).to_vector()[3], 2001);
+  }
   runtime::ProgramCacheStats after = dev.program_cache_stats();
   set_option_for_test("PROGRAM_CACHE_SIZE", "");
   if (after.built == 0) GTEST_SKIP() << dev.name() << " has no program cache";

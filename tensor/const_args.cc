@@ -1,0 +1,133 @@
+#include "tensor/const_args.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "base/error.h"
+#include "base/options.h"
+#include "compiler/passes/lift_consts.h"
+
+namespace baregrad::tensor {
+namespace {
+
+using compiler::UOp;
+using compiler::UOpPtr;
+
+struct Template {
+  UOpPtr key;                   // keeps the template AST (the map's key) alive
+  std::vector<int64_t> first;   // the values it was first compiled with
+  std::vector<size_t> varying;  // constants seen with another value, ascending
+  uint64_t version = 0;         // bumped when `varying` grows
+};
+
+struct Seen {
+  UOpPtr ast;  // keeps the key alive, so the address is not reused
+  std::vector<UOpPtr> consts;
+  std::vector<int64_t> bits;
+  std::shared_ptr<Template> tpl;  // null: no liftable constant
+  uint64_t version = 0;
+  UOpPtr use;
+};
+
+struct State {
+  std::mutex mu;
+  std::unordered_map<const UOp*, std::shared_ptr<Template>> templates;
+  std::unordered_map<const UOp*, Seen> seen;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: realizes can run during static teardown
+  return *s;
+}
+
+// Marks the constants whose value differs from the template's first values.
+void note_values(Template& t, const std::vector<int64_t>& bits) {
+  bool grew = false;
+  for (size_t i = 0; i < bits.size(); i++) {
+    if (bits[i] == t.first[i]) continue;
+    auto it = std::lower_bound(t.varying.begin(), t.varying.end(), i);
+    if (it != t.varying.end() && *it == i) continue;
+    t.varying.insert(it, i);
+    grew = true;
+  }
+  if (grew) t.version++;
+}
+
+}  // namespace
+
+size_t max_records() { return static_cast<size_t>(std::max(16, options().program_cache_size)); }
+
+KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
+  if (inline_all) return {ast, {}};
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.seen.find(ast.get());
+  if (it == s.seen.end()) {
+    if (s.seen.size() >= max_records()) s.seen.clear();
+    Seen e;
+    e.ast = ast;
+    e.consts = compiler::liftable_consts(ast);
+    e.use = ast;
+    if (!e.consts.empty()) {
+      e.bits.reserve(e.consts.size());
+      for (const UOpPtr& c : e.consts) e.bits.push_back(compiler::const_bits(*c));
+      std::vector<size_t> all(e.consts.size());
+      for (size_t i = 0; i < all.size(); i++) all[i] = i;
+      UOpPtr key = compiler::lift_consts(ast, e.consts, all);
+      auto t = s.templates.find(key.get());
+      if (t == s.templates.end()) {
+        if (s.templates.size() >= max_records()) s.templates.clear();
+        auto tpl = std::make_shared<Template>();
+        tpl->key = key;
+        tpl->first = e.bits;
+        t = s.templates.emplace(key.get(), std::move(tpl)).first;
+      } else {
+        note_values(*t->second, e.bits);
+      }
+      e.tpl = t->second;
+      e.version = e.tpl->version - 1;  // computed below
+    }
+    it = s.seen.emplace(ast.get(), std::move(e)).first;
+  }
+  Seen& e = it->second;
+  if (e.tpl && e.version != e.tpl->version) {
+    e.use = compiler::lift_consts(e.ast, e.consts, e.tpl->varying);
+    e.version = e.tpl->version;
+  }
+  return {e.use, e.bits};
+}
+
+std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec, const KernelPlan& plan) {
+  std::vector<int64_t> vars;
+  vars.reserve(spec.vars.size());
+  for (const compiler::VarArg& v : spec.vars) {
+    int i = compiler::lifted_index(v.name);
+    if (i < 0 || static_cast<size_t>(i) >= plan.bits.size())
+      fail("realize", "kernel " + spec.name + " has a scalar argument '" + v.name +
+                          "' that no constant of its AST provides");
+    vars.push_back(plan.bits[i]);
+  }
+  return vars;
+}
+
+ConstArgStats const_arg_stats() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  ConstArgStats st;
+  st.templates = s.templates.size();
+  for (const auto& [k, t] : s.templates) st.lifted += !t->varying.empty();
+  return st;
+}
+
+void clear_const_args() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.seen.clear();
+  s.templates.clear();
+}
+
+}  // namespace baregrad::tensor
