@@ -128,9 +128,41 @@ std::vector<Row> cnn_rows(const Context& ctx) {
   return {r};
 }
 
+// Per-op time of `(x * s + 1).realize()` on 16 floats when s is new on every call (a decayed
+// rate, `a * float(i)` in a loop), beside the same op with a fixed s: with the constant lifted
+// into a launch scalar (tensor/const_args.h) the two should cost the same.
+std::vector<Row> scalar_sweep_rows(const Context& ctx) {
+  Tensor x = Tensor::rand({16}).realize();
+  const int n = ctx.quick ? 500 : 2000;
+  auto per_op_us = [&](bool changing) {
+    double s = 1.0;
+    (x * s + 1).realize();  // warm: the program for a fixed s
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; i++) {
+      if (changing) s = 1.0 + 1e-3 * i;
+      (x * s + 1).realize();
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+  };
+  double fixed = per_op_us(false), changing = per_op_us(true);
+  Row r;
+  r.name = "tensor x*s+1, s new every call";
+  r.device = "CPU";
+  r.metric = "time";
+  r.unit = "us";
+  r.value = changing;
+  r.ref = "same op, fixed s";
+  r.ref_value = fixed;
+  r.note = "16 floats, mean of " + std::to_string(n) + " realizes, compiles included";
+  return {r};
+}
+
 }  // namespace
 
 void register_train_benches() {
+  register_bench("scalar sweep", scalar_sweep_rows,
+                 "x*s+1 on 16 floats with s new on every call, beside a fixed s (per op, us)");
   register_bench("cnn step", cnn_rows, "one Adam training step of the digits CNN, batch 64");
   register_bench("mlp step", mlp_rows,
                  "one Adam training step of an MLP 784-512-512-10, batch 128, no JIT yet");
