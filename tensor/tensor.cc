@@ -389,7 +389,7 @@ Tensor Tensor::unary(Op op) const {
       fn = [y](const Tensor& g) { return Grads{g / (y * 2.0)}; };
       break;
     case Op::SIN:
-      fn = [x](const Tensor& g) { return Grads{g * (x + std::numbers::pi / 2).sin()}; };
+      fn = [x](const Tensor& g) { return Grads{g * (-x + std::numbers::pi / 2).sin()}; };
       break;
     case Op::RECIP:
       fn = [y](const Tensor& g) { return Grads{-(g * y * y)}; };

@@ -140,8 +140,10 @@ Tensor Tensor::round() const {
 // ---- trig and classification -------------------------------------------------------------------
 
 Tensor Tensor::cos() const {
+  // sin(pi/2 - x), as tinygrad: the gradient, sin(pi/2 - (pi/2 - x)), then rounds back to
+  // exactly x where x is large (|x| >= 1e4 in float32), where sin(x + pi/2) twice would not.
   Tensor x = cast(least_upper_float(dtype()));
-  return (x + std::numbers::pi / 2).sin();
+  return (-x + std::numbers::pi / 2).sin();
 }
 Tensor Tensor::tan() const { return sin() / cos(); }
 

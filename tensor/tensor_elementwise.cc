@@ -1,9 +1,11 @@
 // Elementwise ops composed from the primitive ALU ops of tensor.cc (tinygrad's names and
 // semantics): sign, abs, pow, clamp, lerp, comparisons, logic and activations. Autograd covers
-// them without backward rules of their own.
+// them without backward rules of their own, except pow (its rule is torch's, below).
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
+#include <vector>
 
 #include "tensor/tensor.h"
 #include "tensor/tensor_internal.h"
@@ -12,6 +14,7 @@ namespace baregrad::tensor {
 namespace {
 using compiler::least_upper_dtype;
 using compiler::least_upper_float;
+using Grads = std::vector<std::optional<Tensor>>;
 }  // namespace
 
 // ---- elementwise -------------------------------------------------------------------------------
@@ -29,23 +32,67 @@ Tensor Tensor::abs() const {
   return *this * sign();
 }
 
-Tensor Tensor::pow(double e) const {
-  if (e < 0) return reciprocal().pow(-e).cast(dtype());
-  if (e == 0)  // 1 everywhere (also for inf and NaN), with a zero gradient
-    return where(Tensor::full(shape(), 1, dtypes::kBool, device()), scalar_like(1), *this * 0.0);
-  if (e > 1 << 30) return pow(const_like(*this, e, least_upper_float(dtype())));
+namespace {
+
+// x ** e with no history (x is detached): IEEE pow, integer exponents by repeated squaring.
+Tensor pow_scalar_value(const Tensor& x, double e) {
+  if (e < 0) return x.reciprocal().pow(-e).cast(x.dtype());
+  if (e == 0)  // 1 everywhere (also for inf and NaN)
+    return Tensor::where(Tensor::full(x.shape(), 1, dtypes::kBool, x.device()),
+                         const_like(x, 1, x.dtype()), x);
+  if (e > 1 << 30) return x.pow(const_like(x, e, least_upper_float(x.dtype())));
   double whole = std::floor(e);
   if (e - whole == 0.5) {
     // IEEE pow, unlike sqrt, is +inf at -inf and +0 at -0 for these exponents.
-    Tensor r = pow(whole) * sqrt(), xd = detach();
+    Tensor r = x.pow(whole) * x.sqrt();
     Tensor zero = const_like(r, 0, r.dtype()), inf = const_like(r, INFINITY, r.dtype());
-    Tensor neg_zero = xd.eq(xd.scalar_like(0)).logical_and(xd.reciprocal().lt(xd.scalar_like(0)));
-    return where(xd.eq(xd.scalar_like(-INFINITY)), inf, where(neg_zero, zero, r));
+    Tensor neg_zero = x.eq(const_like(x, 0, x.dtype()))
+                          .logical_and(x.reciprocal().lt(const_like(x, 0, x.dtype())));
+    return Tensor::where(x.eq(const_like(x, -INFINITY, x.dtype())), inf,
+                         Tensor::where(neg_zero, zero, r));
   }
-  if (e != whole) return pow(const_like(*this, e, least_upper_float(dtype())));
+  if (e != whole) return x.pow(const_like(x, e, least_upper_float(x.dtype())));
   auto n = static_cast<int64_t>(e);
-  Tensor half = pow(static_cast<double>(n / 2)).square();
-  return n % 2 ? half * *this : half;
+  Tensor half = x.pow(static_cast<double>(n / 2)).square();
+  return n % 2 ? half * x : half;
+}
+
+// b ** e in float dtype f with no history (b and e detached, both of dtype f): IEEE pow.
+Tensor pow_tensor_value(const Tensor& b, const Tensor& e, DType f) {
+  Tensor ret = (e * b.abs().log2()).exp2();
+  // Integer exponents: |e| >= 2**52 always is one; below, compare with its truncation.
+  Tensor big = e.abs().lt(const_like(e, 4503599627370496.0, f)).logical_not();
+  Tensor small = Tensor::where(big, const_like(e, 0, f), e);
+  Tensor is_int = big.logical_or(small.eq(small.cast(dtypes::kInt64).cast(f)));
+  Tensor half = small * 0.5;
+  Tensor odd =
+      is_int.logical_and(big.logical_not()).logical_and(half.ne(half.cast(dtypes::kInt64).cast(f)));
+  // IEEE pow: the sign bit of b (-0 included) flips odd powers; only finite b < 0 gives NaN
+  // for a non-integer e; 1 ** e = 1 and (-1) ** +-inf = 1 (for NaN e too); x ** 0 = 1.
+  Tensor zero_f = const_like(b, 0, f), one = const_like(ret, 1, f);
+  Tensor neg = b.lt(zero_f), finite_neg = neg.logical_and(b.isinf().logical_not());
+  Tensor sign_bit = neg.logical_or(b.eq(zero_f).logical_and(b.reciprocal().lt(zero_f)));
+  ret = Tensor::where(sign_bit.logical_and(odd), -ret, ret);
+  ret = Tensor::where(finite_neg.logical_and(is_int.logical_not()), const_like(ret, NAN, f), ret);
+  Tensor unit = b.eq(const_like(b, 1, f)).logical_or(b.abs().eq(one).logical_and(e.isinf()));
+  return Tensor::where(unit.logical_or(e.eq(const_like(e, 0, f))), one, ret);
+}
+
+}  // namespace
+
+// The gradients are torch's (and tinygrad's POW rule), recorded directly rather than derived
+// from the composition above, whose selects would turn NaN and infinite derivatives into 0:
+//   d/db = e * b ** (e - 1), and 0 where e == 0;
+//   d/de = b ** e * log(b) (NaN for b < 0), and 0 where b == 0 and e >= 0 (at b == +-0 and
+//   e < 0 that is +-inf; tinygrad gives -inf for both signs of zero).
+Tensor Tensor::pow(double e) const {
+  Tensor xd = detach();
+  Tensor y = pow_scalar_value(xd, e);
+  if (!dtypes::is_float(y.dtype())) return y;
+  return record(y.lazy(), "pow", {*this}, [xd, e, y](const Tensor& g) {
+    if (e == 0) return Grads{Tensor::full(g.shape(), 0, g.dtype(), g.device())};
+    return Grads{g * (xd.cast(y.dtype()).pow(e - 1) * e)};
+  });
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {
@@ -53,28 +100,19 @@ Tensor Tensor::pow(const Tensor& exponent) const {
   DType t = least_upper_dtype(dtype(), exponent.dtype());
   bool ints = !dtypes::is_float(t);
   DType f = ints ? dtypes::kFloat64 : least_upper_float(t);  // int ** int exact up to 2**53
-  Tensor b = b0.cast(f), e = e0.cast(f);
-  Tensor ret = (e * b.abs().log2()).exp2();
-  // Integer exponents: |e| >= 2**52 always is one; below, compare with its truncation.
-  Tensor ed = e.detach(), big = ed.abs().lt(const_like(ed, 4503599627370496.0, f)).logical_not();
-  Tensor small = where(big, const_like(ed, 0, f), ed);
-  Tensor is_int = big.logical_or(small.eq(small.cast(dtypes::kInt64).cast(f)));
-  Tensor half = small * 0.5;
-  Tensor odd =
-      is_int.logical_and(big.logical_not()).logical_and(half.ne(half.cast(dtypes::kInt64).cast(f)));
-  // IEEE pow: the sign bit of b (-0 included) flips odd powers; only finite b < 0 gives NaN
-  // for a non-integer e; 1 ** e = 1 and (-1) ** +-inf = 1 (for NaN e too); x ** 0 = 1.
-  Tensor bd = b.detach(), zero_f = const_like(bd, 0, f), one = const_like(ret, 1, f);
-  Tensor neg = bd.lt(zero_f), finite_neg = neg.logical_and(bd.isinf().logical_not());
-  Tensor sign_bit = neg.logical_or(bd.eq(zero_f).logical_and(bd.reciprocal().lt(zero_f)));
-  ret = where(sign_bit.logical_and(odd), -ret, ret);
-  ret = where(finite_neg.logical_and(is_int.logical_not()), const_like(ret, NAN, f), ret);
-  Tensor unit = bd.eq(const_like(bd, 1, f)).logical_or(bd.abs().eq(one).logical_and(ed.isinf()));
-  ret = where(unit.logical_or(ed.eq(const_like(ed, 0, f))), one, ret);
-  if (!ints) return ret;
-  // Back to int: round to nearest; |x| < 1 (int ** negative int) truncates to 0.
-  Tensor zero = const_like(ret, 0, f);
-  return where(ret.abs().lt(const_like(ret, 1, f)), zero, ret + ret.sign() * 0.5).cast(t);
+  Tensor b = b0.cast(f), e = e0.cast(f), bd = b.detach(), ed = e.detach();
+  Tensor ret = pow_tensor_value(bd, ed, f);
+  if (ints) {  // back to int: round to nearest; |x| < 1 (int ** negative int) truncates to 0
+    Tensor zero = const_like(ret, 0, f);
+    return where(ret.abs().lt(const_like(ret, 1, f)), zero, ret + ret.sign() * 0.5).cast(t);
+  }
+  return record(ret.lazy(), "pow", {b, e}, [bd, ed, ret, f](const Tensor& g) {
+    Tensor zero = const_like(bd, 0, f);
+    Tensor db = where(ed.eq(zero), zero, ed * pow_tensor_value(bd, ed - 1.0, f));
+    Tensor de = where(bd.eq(zero).logical_and(ed.lt(zero).logical_not().logical_and(ed.eq(ed))),
+                      zero, ret * bd.log());
+    return Grads{g * db, g * de};
+  });
 }
 
 Tensor Tensor::clamp(double lo, double hi) const {

@@ -137,7 +137,13 @@ TEST(MoreGrad, Elementwise) {
   check_grad("abs", [](auto& t) { return t[0].abs(); }, {{6}});
   check_grad("sign", [](auto& t) { return t[0].sign() + t[0]; }, {{6}});
   check_grad("pow tensor", [](auto& t) { return t[0].pow(t[1]); }, {{2, 3}, {3}}, 0.5, 2);
-  check_grad("pow int tensor", [](auto& t) { return t[0].pow(t[1] * 0.0 + 3.0); }, {{5}, {5}});
+  // An integer-valued tensor exponent on negative bases: d/dbase is finite (d/dexp is NaN there, as
+  // torch's log(base), so the exponent is a constant here).
+  check_grad("pow int tensor",
+             [](auto& t) {
+               return t[0].pow(Tensor::full(t[0].shape(), 3.0, t[0].dtype(), t[0].device()));
+             },
+             {{5}});
   for (double p : {2.0, 3.0, 2.5, -1.5, 0.7})
     check_grad("pow double", [p](auto& t) { return t[0].pow(p); }, {{5}}, 0.5, 2);
   check_grad("clamp", [](auto& t) { return t[0].clamp(-1, 0.5); }, {{8}});
