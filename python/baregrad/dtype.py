@@ -122,12 +122,17 @@ if (_env_float := getenv("DEFAULT_FLOAT", "")):
 DTypeLike = Union[str, DType]
 
 
+class UnknownDTypeError(TypeError, AttributeError):
+  """An unknown dtype (a name or object): a TypeError, and an AttributeError as tinygrad's
+  getattr(dtypes, name) raises."""
+
+
 def to_dtype(dtype: DTypeLike) -> DType:
   """A DType from a DType, a name ("float32", "half", "long") or a numpy/torch-like dtype."""
   if isinstance(dtype, DType): return dtype
   if dtype is None: raise TypeError(f"[to_dtype] dtype None is not a dtype")
   if isinstance(dtype, str):
-    if (d := _FIELDS.get(dtype.lower())) is None: raise TypeError(f"[to_dtype] unknown dtype {dtype!r}")
+    if (d := _FIELDS.get(dtype.lower())) is None: raise UnknownDTypeError(f"[to_dtype] unknown dtype {dtype!r}")
     return d
   if dtype is bool: return dtypes.bool
   if dtype is int: return dtypes.default_int
@@ -135,7 +140,7 @@ def to_dtype(dtype: DTypeLike) -> DType:
   try:
     return _from_np_dtype(np.dtype(dtype))
   except TypeError: pass
-  raise TypeError(f"[to_dtype] cannot interpret {dtype!r} as a dtype")
+  raise UnknownDTypeError(f"[to_dtype] cannot interpret {dtype!r} as a dtype")
 
 
 def _key_dtype(key: str) -> DType: return _BY_KEY[key]

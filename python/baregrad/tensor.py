@@ -103,14 +103,37 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
       elif flat and all(isinstance(x, (int, np.integer)) for x in flat): dtype = _int_for(int(min(flat)), int(max(flat)))
       else: dtype = dtypes.default_float
     # Integers go through int64 (wrapping into narrower dtypes as a cast), floats through float64.
+    if dtypes.is_int(dtype):
+      flat = fully_flatten(data)
+      if flat and all(isinstance(x, (int, np.integer)) for x in flat) and not all(_fits(int(x), dtype) for x in flat):
+        # An explicit int dtype is a cast, as numpy's astype and tinygrad's: ints wrap to its width.
+        if min(flat) < -2**63 or max(flat) >= 2**64:
+          raise ValueError(f"[{op_name()}] values {min(flat)} .. {max(flat)} cannot be converted to {dtype} without overflow: they exceed 64 bits")
+        shape = np.array(data, dtype=object).shape
+        if len(flat) != math.prod(shape): raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged list {data!r}")
+        raw = np.array([int(x) % (1 << 64) for x in flat], dtype=np.uint64).reshape(shape)
+        return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
     raw = np.array(data)
-    if raw.dtype == object: raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged or mixed list {data!r}")
+    if raw.dtype == object:
+      flat = fully_flatten(data)
+      if flat and all(isinstance(x, (int, np.integer)) for x in flat):
+        raise ValueError(f"[{op_name()}] values {min(flat)} .. {max(flat)} cannot be converted to {dtype} without overflow: they exceed 64 bits")
+      raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged or mixed list {data!r}")
     if raw.dtype == np.float64 and dtypes.is_unsigned(dtype) and raw.size and raw.min() >= 0:
       # numpy makes [0, 2**64-1] float64, which rounds the large one: read the ints exactly
       with contextlib.suppress(OverflowError, TypeError): raw = np.array(data, dtype=np.uint64)
     if dtypes.is_int(dtype) and raw.size and raw.dtype.kind in "iuf" and \
        not (np.isfinite(raw).all() and _fits(raw.min(), dtype) and _fits(raw.max(), dtype)):
-      raise ValueError(f"[{op_name()}] values {raw.min()} .. {raw.max()} cannot be converted to {dtype} without overflow")
+      # Floats truncate toward zero, then wrap as ints do (above). NaN, inf and values beyond 64
+      # bits have no such value.
+      if raw.dtype.kind == "f" and not np.isfinite(raw).all():
+        raise ValueError(f"[{op_name()}] non-finite values cannot be converted to {dtype}")
+      raw = np.trunc(raw) if raw.dtype.kind == "f" else raw
+      lo, hi = raw.min(), raw.max()
+      if lo < -2**63 or hi >= 2**64:
+        raise ValueError(f"[{op_name()}] values {lo} .. {hi} cannot be converted to {dtype} without overflow: they exceed 64 bits")
+      raw = np.array([int(x) % (1 << 64) for x in raw.reshape(-1).tolist()], dtype=np.uint64).reshape(raw.shape)
+      return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
     if raw.dtype.kind in "iu" and dtypes.is_int(dtype) and not raw.dtype == np.uint64: raw = raw.astype(np.int64)
     if raw.dtype.kind in "US": raise TypeError(f"[{op_name()}] cannot make a Tensor of strings: {data!r}")
     return Tensor._from_numpy(raw, dtype, device)
@@ -270,10 +293,20 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     """The same values with no history and requires_grad=False."""
     return Tensor._wrap(self._c.detach())
 
-  def clone(self) -> Tensor:
-    ret = Tensor._wrap(self._c.contiguous().detach())
+  def clone(self, device: str | None = None) -> Tensor:
+    """A copy in a buffer of its own (on `device` if given) that keeps requires_grad, is_param and
+    .grad (cloned too), as tinygrad's. It is a new leaf: gradients stop at it."""
+    c = self._c.contiguous().detach()
+    if device is not None: c = c.to(canonicalize_device(device)).contiguous().detach()
+    ret = Tensor._wrap(c)
     ret._c.realize()
+    if self.requires_grad is not False: ret.requires_grad = self.requires_grad
+    if (g := self.grad) is not None: ret.grad = g.clone(device)
     return ret
+
+  def __reduce__(self):
+    """Pickling (and copy.deepcopy): the values, dtype, device and requires_grad."""
+    return (_unpickle_tensor, (self.numpy(), self.dtype.name, self.device, self.requires_grad))
 
   def contiguous(self, *args, **kwargs) -> Tensor: return Tensor._wrap(self._c.contiguous())
   def contiguous_backward(self) -> Tensor: return self
@@ -385,6 +418,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @staticmethod
   def rand(*shape, device: str | None = None, dtype: Any = None, contiguous: bool = True, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    if kwargs: raise TypeError(f"[rand] unexpected keyword arguments: {', '.join(sorted(kwargs))}")
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise ValueError(f"[rand] dtype {dt} is not a float dtype")
     shape = argfix(*shape)
@@ -467,3 +501,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
   def __ilshift__(self, x): return self.assign(self.lshift(x))
   def __irshift__(self, x): return self.assign(self.rshift(x))
+
+
+def _unpickle_tensor(values, dtype_name: str, device: str, requires_grad):
+  return Tensor(values, device=device, dtype=dtype_name, requires_grad=requires_grad)

@@ -125,10 +125,19 @@ def test_int_literal_too_wide(vals):
   with pytest.raises(ValueError, match="int64"): Tensor(vals)
 
 
-@pytest.mark.parametrize("vals,dt", [([2**40], dtypes.int32), ([1e20], dtypes.int32), ([NAN], dtypes.int32), ([300], dtypes.uint8),
-                                     ([-1], dtypes.uint8)], ids=str)
-def test_int_literal_explicit_dtype_overflow(vals, dt):
-  with pytest.raises(ValueError, match="overflow"): Tensor(vals, dtype=dt)
+@pytest.mark.parametrize("vals,dt,npdt", [([2**40], dtypes.int32, np.int32), ([300], dtypes.uint8, np.uint8), ([-1], dtypes.uint8, np.uint8),
+                                          ([-3.5, 2.5, 2**33 + 0.5], dtypes.int32, np.int32), ([2**64 - 1, -1], dtypes.uint64, np.uint64),
+                                          ([-2**63, 2**63 + 5], dtypes.int64, np.int64)], ids=str)
+def test_int_literal_explicit_dtype_is_a_cast(vals, dt, npdt):
+  """An explicit int dtype converts as numpy's astype (tinygrad's rule): ints wrap, floats truncate first."""
+  want = np.array([math.trunc(v) % 2**64 for v in vals], dtype=np.uint64).astype(npdt)
+  np.testing.assert_equal(Tensor(vals, dtype=dt).numpy(), want)
+
+
+@pytest.mark.parametrize("vals,dt,msg", [([1e20], dtypes.int32, "64 bits"), ([2**64], dtypes.uint8, "64 bits"), ([NAN], dtypes.int32, "non-finite"),
+                                         ([1.0, INF], dtypes.uint8, "non-finite")], ids=str)
+def test_int_literal_explicit_dtype_without_a_value(vals, dt, msg):
+  with pytest.raises(ValueError, match=rf"\[Tensor\].*{msg}"): Tensor(vals, dtype=dt)
 
 
 def test_int_literal_explicit_dtype_overflow_torch():

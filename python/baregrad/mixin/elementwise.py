@@ -129,17 +129,25 @@ class ElementwiseMixin:
   def _check_int_or_bool(self):
     if not (dtypes.is_int(self.dtype) or self.dtype is dtypes.bool): raise TypeError(f"[{op_name()}] {self.dtype} is not supported")
 
+  def _bit_pattern(self, x):
+    """A Python int mask for a bitwise op: one that fits the unsigned type of a signed tensor's
+    width is that bit pattern (`int32 | 0xFFFFFFFF` is `| -1`, as tinygrad); others are unchanged."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and dtypes.is_int(self.dtype) and not dtypes.is_unsigned(self.dtype):
+      bits = 8 * self.dtype.itemsize
+      if dtypes.max(self.dtype) < x < 1 << bits: return int(x) - (1 << bits)
+    return x
+
   def bitwise_and(self, x, reverse: bool = False):
     self._check_int_or_bool()
-    return self._binary("bitwise_and", x, reverse)
+    return self._binary("bitwise_and", self._bit_pattern(x), reverse)
 
   def bitwise_or(self, x, reverse: bool = False):
     self._check_int_or_bool()
-    return self._binary("bitwise_or", x, reverse)
+    return self._binary("bitwise_or", self._bit_pattern(x), reverse)
 
   def bitwise_xor(self, x, reverse: bool = False):
     self._check_int_or_bool()
-    return self._binary("bitwise_xor", x, reverse)
+    return self._binary("bitwise_xor", self._bit_pattern(x), reverse)
 
   def bitwise_not(self):
     self._check_int_or_bool()

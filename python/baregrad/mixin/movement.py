@@ -242,10 +242,11 @@ class MovementMixin:
 
   def scatter(self, dim: int, index, src, reduce: str | None = None):
     """A copy with self[index[i]][...] = src[i] along `dim` (the last duplicate wins); reduce='add' or 'multiply'
-    combines with self instead (as scatter_reduce 'sum' and 'prod')."""
+    combines a scalar src with self instead (as scatter_reduce 'sum' and 'prod'; a tensor src takes scatter_reduce)."""
     if reduce not in (None, "add", "multiply"): raise TypeError(f"[scatter] reduce={reduce!r} must be one of None, 'add', 'multiply'")
     self._tensor_arg(index, "index")
     if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+    elif reduce is not None: raise TypeError("[scatter] a tensor src with reduce= is not supported (tinygrad's rule): use scatter_reduce")
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
     self._check_index_shape(self._resolve_dim(dim), index, src)
     if src.dtype != self.dtype: raise DTypeError(f"[scatter] src dtype {src.dtype} differs from {self.dtype}")

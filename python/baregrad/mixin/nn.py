@@ -123,9 +123,10 @@ class NNMixin:
       bits.append(w0.cat(w1)[:n])
     return bits[0].cat(*bits[1:]) if bits else counter[0:0]
 
-  def one_hot(self, num_classes: int = -1):
-    """int32 one-hot vectors of `num_classes` on a new last axis; -1 infers max + 1 (torch; tinygrad raises)."""
-    if num_classes < -1: raise ValueError(f"[one_hot] num_classes={num_classes} must be >= 0, or -1 to infer it")
+  def one_hot(self, num_classes: int):
+    """int32 one-hot vectors of `num_classes` on a new last axis (tinygrad's: num_classes must be >= 0;
+    torch's -1, which infers max + 1, is a ValueError here as in tinygrad and jax)."""
+    if num_classes < 0: raise ValueError(f"[one_hot] num_classes={num_classes} must be non-negative")
     return self._wrap(self._c.one_hot(int(num_classes)))
 
   # ---- convolution ---------------------------------------------------------------------------
