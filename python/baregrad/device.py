@@ -103,6 +103,7 @@ class _Device:
     """"cpu" -> "CPU", "cpu:0" -> "CPU", "cpu:c" -> "CPU:C"; None is the default device."""
     if device is None: return Device.DEFAULT
     if not isinstance(device, str): raise TypeError(f"[canonicalize] a device is a string, not {type(device).__name__}")
+    if device[:5].upper() == "DISK:": return "DISK:" + device[5:]  # the path keeps its case
     name = device.upper()
     if name.endswith(":0"): name = name[:-2]
     return name

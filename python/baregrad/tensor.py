@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import pathlib
 from typing import Any, ClassVar
 
 import numpy as np
 
 import _baregrad as _C
 from baregrad.device import canonicalize_device
+from baregrad.disk import DiskTensorMixin, _compute_error, disk_device, is_disk
 from baregrad.dtype import DType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
@@ -35,7 +37,19 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
   __array_ufunc__ = None
 
+  def __new__(cls, data: Any = None, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
+    """A pathlib.Path is a DISK tensor (the file's bytes, memory-mapped: baregrad/disk.py); so is
+    data given a "disk:PATH" device (written into that file)."""
+    if cls is Tensor and isinstance(data, pathlib.PurePath):
+      t = DiskTensor.from_path(data)
+      t = t if dtype is None else t.bitcast(dtype)
+      return t if device is None or is_disk(device) else t.to(device)
+    if cls is Tensor and is_disk(device) and data is not None:
+      return Tensor(data, dtype=dtype, device="CPU").to(device)
+    return super().__new__(cls)
+
   def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
+    if isinstance(data, pathlib.PurePath) or (is_disk(device) and data is not None): return  # made by __new__
     _dtype = to_dtype(dtype) if dtype is not None else None
     _device = canonicalize_device(device)
     if isinstance(data, _C.Tensor): c = data
@@ -68,6 +82,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   @staticmethod
   def _const_c(value, dtype: DType, device: str):
     """A 0-d C++ tensor holding `value` as `dtype` (ints beyond 2**53 stay exact)."""
+    if is_disk(device): raise _compute_error(device)
     if isinstance(value, np.generic): value = value.item()
     value = dtypes.as_const(value, dtype)  # 3.7 as int32 is 3, 2 as bool is True
     if not _fits(value, dtype):  # torch: "value cannot be converted to type int32 without overflow"
@@ -269,7 +284,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return memoryview(self.numpy())
 
   def to(self, device: str | None) -> Tensor:
-    """A copy on `device` (this tensor when it is there); the gradient flows back."""
+    """A copy on `device` (this tensor when it is there); the gradient flows back. "disk:PATH"
+    writes the values into a new file and gives the DISK tensor mapping it."""
+    if is_disk(device): return DiskTensor.write_new(self, disk_device(device))
     device = canonicalize_device(device)
     if device == self.device: return self
     return Tensor._wrap(self._c.to(device))
@@ -314,6 +331,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def assign(self, x) -> Tensor:
     """Replaces this tensor's value in place (the buffer keeps its address); realizes it."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    if isinstance(x, DiskTensor): x = x.to(self.device)
     if x._c.same(self._c): return self
     if x.shape != self.shape: x = x._broadcast_to(self.shape)
     if x.dtype != self.dtype:
@@ -354,6 +372,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     check_int64("empty", argfix(*shape))
+    if is_disk(device): return DiskTensor.empty(argfix(*shape), dt, disk_device(device))
     return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
@@ -505,3 +524,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
 def _unpickle_tensor(values, dtype_name: str, device: str, requires_grad):
   return Tensor(values, device=device, dtype=dtype_name, requires_grad=requires_grad)
+
+
+class DiskTensor(DiskTensorMixin, Tensor):
+  """A view of a memory-mapped file (baregrad/disk.py): isinstance(t, Tensor) holds."""
+  __slots__ = ("_arr", "_dtype", "_path")

@@ -93,7 +93,10 @@ def safe_save(tensors: dict[str, Tensor], fn: str | pathlib.Path, metadata: dict
 
 def safe_load(fn: str | pathlib.Path, device: str | None = None) -> dict[str, Tensor]:
   """Every tensor of a .safetensors file, on `device` (the default device when None)."""
-  if isinstance(fn, Tensor): raise TypeError(f"[safe_load] safe_load reads a file path; loading from a Tensor of bytes is not supported")
+  from baregrad.tensor import DiskTensor
+  if isinstance(fn, DiskTensor) and fn.dtype == dtypes.uint8 and fn.shape == (pathlib.Path(fn._path).stat().st_size,): fn = fn._path
+  if isinstance(fn, Tensor):
+    raise TypeError(f"[safe_load] safe_load reads a file: a path or a whole-file DISK tensor (Tensor(pathlib.Path(...))), not a Tensor of bytes")
   from baregrad.device import canonicalize_device
   return {k: Tensor._wrap(c) for k, c in _C.safe_load(str(fn), canonicalize_device(device)).items()}
 
