@@ -66,7 +66,8 @@ Opened open_nv(const std::string& name, int index) {
 
 const std::vector<DeviceLine>& device_table() {
   static const std::vector<DeviceLine> table = {
-      {"CPU", false, [](auto& n, int) { return open_cpu(n, compiler::CpuCompiler::kLlvm); }},
+      // CPU:<n> (n > 0) are further CPU devices: their own queues, memory and engine threads.
+      {"CPU", true, [](auto& n, int) { return open_cpu(n, compiler::CpuCompiler::kLlvm); }},
       {"CPU:C", false, [](auto& n, int) { return open_cpu(n, compiler::CpuCompiler::kClang); }},
       {"NULL", false,
        [](auto& n, int) -> Opened {

@@ -89,7 +89,8 @@ void describe_cuda() {
 int usage() {
   std::printf(
       "usage: bare info [DEV...]\n\n"
-      "Without arguments: every device of this build (CPU, CPU:C, NULL, NV:<n>, CUDA:<n>) and\n"
+      "Without arguments: every device of this build (CPU, CPU:<n>, CPU:C, NULL, NV:<n>, CUDA:<n>) "
+      "and\n"
       "whether it opens. With names: those devices only (MOCK+NV, the fake NVIDIA GPU, only when "
       "named).\n");
   return 0;

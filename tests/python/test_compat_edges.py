@@ -96,3 +96,14 @@ def test_one_hot_and_scatter_follow_tinygrad():
   np.testing.assert_equal(Tensor([1, 2, 4]).one_hot(6).numpy(), torch.nn.functional.one_hot(torch.tensor([1, 2, 4]), 6).numpy())
   with pytest.raises(TypeError, match=r"scatter_reduce"):
     Tensor.ones(4).scatter(dim=1, index=Tensor([0]), src=Tensor.ones(4), reduce="add")
+
+
+def test_second_cpu_device():
+  """CPU:1 is another CPU device (its own memory and queues), as tinygrad's: copies between the two
+  and ops on either give numpy's values; CPU:0 is CPU."""
+  a = Tensor([1.0, 2.0, 3.0], device="CPU:1")
+  assert a.device == "CPU:1" and Tensor([1.0], device="cpu:0").device == "CPU"
+  b = (a * 2).to("CPU") + Tensor([1.0, 1.0, 1.0], device="CPU")
+  assert b.device == "CPU"
+  np.testing.assert_equal(b.numpy(), np.array([3.0, 5.0, 7.0]))
+  with pytest.raises(RuntimeError, match="CPU:1"): (a + Tensor([1.0, 1.0, 1.0], device="CPU")).numpy()

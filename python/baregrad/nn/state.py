@@ -68,7 +68,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
         raise TypeError(f"[load_state_dict] '{k}' must be a Tensor (or array-like), got {type(src).__name__}") from e
     if v.shape != src.shape:
       if {(), (1,)} == {src.shape, v.shape}: src = src.reshape(v.shape)
-      else: raise ValueError(f"[load_state_dict] '{k}' is {v.shape} in the model but {src.shape} in the state dict")
+      else: raise ValueError(f"[load_state_dict] Shape mismatch in layer `{k}`: Expected shape {v.shape}, but found {src.shape} in state dict.")
     src = src.to(v.device).cast(v.dtype)
     if not any(v._c.same(c) for _, c in entries):  # a tied tensor is loaded once
       entries.append((k, v._c))
