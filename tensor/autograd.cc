@@ -26,13 +26,23 @@ TensorImpl::~TensorImpl() {
 }
 
 namespace {
-thread_local int backward_depth = 0;  // > 0 while run_backward runs on this thread
+thread_local int backward_depth = 0;       // > 0 while run_backward runs on this thread
+thread_local bool building_graph = false;  // the innermost run_backward records its own graph
 
 struct InBackward {
-  InBackward() { backward_depth++; }
-  ~InBackward() { backward_depth--; }
+  explicit InBackward(bool graph) : saved_(building_graph) {
+    backward_depth++;
+    building_graph = graph;
+  }
+  ~InBackward() {
+    backward_depth--;
+    building_graph = saved_;
+  }
   InBackward(const InBackward&) = delete;
   InBackward& operator=(const InBackward&) = delete;
+
+ private:
+  bool saved_;
 };
 
 std::string describe(const TensorImpl& t) {
@@ -40,7 +50,8 @@ std::string describe(const TensorImpl& t) {
 }
 }  // namespace
 
-bool record_undecided() { return backward_depth == 0; }
+bool record_undecided() { return backward_depth == 0 || building_graph; }
+bool create_graph() { return building_graph; }
 
 Tensor& Tensor::requires_grad_(bool on) { return set_requires_grad(on); }
 
@@ -94,8 +105,9 @@ std::vector<Tensor> run_backward(const Tensor& root,
                                  const Tensor& seed,
                                  const std::vector<Tensor>* targets,
                                  bool materialize,
-                                 const char* op) {
-  InBackward guard;
+                                 const char* op,
+                                 bool graph) {
+  InBackward guard(graph);
   TensorImpl* r = root.impl_.get();
   if (!grad_capable(*r))
     fail(op, r->mode == GradMode::kOff
@@ -161,7 +173,7 @@ std::vector<Tensor> run_backward(const Tensor& root,
     for (size_t i = 0; i < pg.size(); i++) {
       TensorImpl* p = t->node->parents[i].get();
       if (!pg[i] || !useful.count(p) || !grad_capable(*p)) continue;
-      Tensor gi = pg[i]->detach();
+      Tensor gi = graph ? *pg[i] : pg[i]->detach();
       CHECK(gi.shape() == p->lazy.shape())
           << "backward of " << t->node->op << " gave " << shape_str(gi.shape()) << " for "
           << shape_str(p->lazy.shape());
@@ -218,12 +230,13 @@ Tensor seed_for(const Tensor& root, const std::optional<Tensor>& grad_out, const
 }  // namespace
 
 void Tensor::backward(std::optional<Tensor> grad_out) const {
-  run_backward(*this, seed_for(*this, grad_out, "backward"), nullptr, false, "backward");
+  run_backward(*this, seed_for(*this, grad_out, "backward"), nullptr, false, "backward",
+               /*graph=*/false);
 }
 
 std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, bool materialize) const {
   return run_backward(*this, seed_for(*this, std::nullopt, "gradient"), &targets, materialize,
-                      "gradient");
+                      "gradient", /*graph=*/true);
 }
 
 }  // namespace baregrad::tensor

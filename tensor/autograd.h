@@ -63,8 +63,12 @@ inline bool grad_capable(const TensorImpl& t) {
          (t.mode == GradMode::kUnset && compiler::dtypes::is_float(t.lazy.dtype()));
 }
 
-// False while backward() or gradient() runs: the ops of a backward pass record history only for
-// inputs that require grad (kOn), never for undecided ones (see Tensor::record).
+// False while backward() runs: the ops of its backward pass record history only for inputs that
+// require grad (kOn), never for undecided ones (see Tensor::record). gradient() records the
+// graph of the gradients it computes (create_graph() is true, and backward functions read
+// their inputs with history), so its results are differentiable as tinygrad's are: a second
+// gradient() of a gradient gives second derivatives.
 bool record_undecided();
+bool create_graph();
 
 }  // namespace baregrad::tensor

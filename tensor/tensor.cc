@@ -280,11 +280,11 @@ Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType o
       fn = [](const Tensor& g) { return Grads{g, -g}; };
       break;
     case Op::MUL:
-      fn = [x, y](const Tensor& g) { return Grads{g * y.detach(), g * x.detach()}; };
+      fn = [x, y](const Tensor& g) { return Grads{g * saved(y), g * saved(x)}; };
       break;
     case Op::FDIV:
       fn = [x, y](const Tensor& g) {
-        Tensor xd = x.detach(), yd = y.detach();
+        Tensor xd = saved(x), yd = saved(y);
         return Grads{g / yd, -(g * xd) / (yd * yd)};
       };
       break;
@@ -372,7 +372,11 @@ Tensor Tensor::cast(DType t) const {
 
 Tensor Tensor::unary(Op op) const {
   Lazy out = lazy_alu(op, {impl_->lazy}, dtype());
-  Tensor x = detach(), y(out);  // y: the result without history (no reference cycle)
+  // x: the input (with its history, for gradient()'s differentiable graph); y: the result
+  // without history (the node must not hold its own output: a reference cycle). Where the
+  // gradient reads y, gradient() recomputes it from x so that y's dependence on x is recorded.
+  Tensor x = *this, y(out);
+  auto result = [x, y, op]() { return create_graph() ? x.unary(op) : y; };
   BackwardFn fn;
   constexpr double kLn2 = std::numbers::ln2;
   switch (op) {
@@ -380,19 +384,22 @@ Tensor Tensor::unary(Op op) const {
       fn = [](const Tensor& g) { return Grads{-g}; };
       break;
     case Op::EXP2:
-      fn = [y](const Tensor& g) { return Grads{g * y * kLn2}; };
+      fn = [result](const Tensor& g) { return Grads{g * result() * kLn2}; };
       break;
     case Op::LOG2:
-      fn = [x](const Tensor& g) { return Grads{g / (x * kLn2)}; };
+      fn = [x](const Tensor& g) { return Grads{g / (saved(x) * kLn2)}; };
       break;
     case Op::SQRT:
-      fn = [y](const Tensor& g) { return Grads{g / (y * 2.0)}; };
+      fn = [result](const Tensor& g) { return Grads{g / (result() * 2.0)}; };
       break;
     case Op::SIN:
-      fn = [x](const Tensor& g) { return Grads{g * (-x + std::numbers::pi / 2).sin()}; };
+      fn = [x](const Tensor& g) { return Grads{g * (-saved(x) + std::numbers::pi / 2).sin()}; };
       break;
     case Op::RECIP:
-      fn = [y](const Tensor& g) { return Grads{-(g * y * y)}; };
+      fn = [result](const Tensor& g) {
+        Tensor r = result();
+        return Grads{-(g * r * r)};
+      };
       break;
     default:
       fn = [](const Tensor&) { return Grads{std::nullopt}; };
@@ -416,8 +423,10 @@ Tensor Tensor::sigmoid() const {
   // The gradient s * (1 - s) is recorded directly: through exp and reciprocal it is 0 * inf = NaN
   // where exp(-x) overflows (x < -88 in float32).
   Tensor x = as_float(*this), s = ((-x.detach()).exp() + 1.0).reciprocal();
-  return record(s.lazy(), "sigmoid", {x},
-                [s](const Tensor& g) { return Grads{g * s * (-s + 1.0)}; });
+  return record(s.lazy(), "sigmoid", {x}, [x, s](const Tensor& g) {
+    Tensor sv = create_graph() ? x.sigmoid() : s;  // with its dependence on x, for gradient()
+    return Grads{g * sv * (-sv + 1.0)};
+  });
 }
 
 // ---- data --------------------------------------------------------------------------------------

@@ -426,7 +426,8 @@ class Tensor {
                                           const Tensor& seed,
                                           const std::vector<Tensor>* targets,
                                           bool materialize,
-                                          const char* op);
+                                          const char* op,
+                                          bool graph);
   friend class TinyJit;
   friend Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType out);
   Tensor scalar_like(double v) const;

@@ -89,9 +89,9 @@ Tensor Tensor::pow(double e) const {
   Tensor xd = detach();
   Tensor y = pow_scalar_value(xd, e);
   if (!dtypes::is_float(y.dtype())) return y;
-  return record(y.lazy(), "pow", {*this}, [xd, e, y](const Tensor& g) {
+  return record(y.lazy(), "pow", {*this}, [x = *this, e, dt = y.dtype()](const Tensor& g) {
     if (e == 0) return Grads{Tensor::full(g.shape(), 0, g.dtype(), g.device())};
-    return Grads{g * (xd.cast(y.dtype()).pow(e - 1) * e)};
+    return Grads{g * (saved(x).cast(dt).pow(e - 1) * e)};
   });
 }
 
@@ -106,11 +106,15 @@ Tensor Tensor::pow(const Tensor& exponent) const {
     Tensor zero = const_like(ret, 0, f);
     return where(ret.abs().lt(const_like(ret, 1, f)), zero, ret + ret.sign() * 0.5).cast(t);
   }
-  return record(ret.lazy(), "pow", {b, e}, [bd, ed, ret, f](const Tensor& g) {
-    Tensor zero = const_like(bd, 0, f);
-    Tensor db = where(ed.eq(zero), zero, ed * pow_tensor_value(bd, ed - 1.0, f));
+  return record(ret.lazy(), "pow", {b, e}, [b, e, ret, f](const Tensor& g) {
+    // gradient() reads b and e with their history (its graph is differentiable), and then
+    // computes b ** e again from them rather than reading this node's own output.
+    Tensor bs = saved(b), es = saved(e), zero = const_like(bs, 0, f);
+    Tensor r = create_graph() ? bs.pow(es) : ret;
+    Tensor bd = b.detach(), ed = e.detach();
+    Tensor db = where(ed.eq(zero), zero, es * bs.pow(es - 1.0));
     Tensor de = where(bd.eq(zero).logical_and(ed.lt(zero).logical_not().logical_and(ed.eq(ed))),
-                      zero, ret * bd.log());
+                      zero, r * bs.log());
     return Grads{g * db, g * de};
   });
 }

@@ -14,6 +14,7 @@
 
 #include "base/checked.h"
 #include "base/error.h"
+#include "tensor/autograd.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -55,6 +56,11 @@ inline Tensor as_float(const Tensor& t) { return t.cast(compiler::least_upper_fl
 inline Tensor order_inverse(const Tensor& t) {
   return compiler::dtypes::is_float(t.dtype()) ? -t : t.bitwise_not();
 }
+
+// What a backward function reads of a forward input or output: the tensor itself while
+// gradient() builds a differentiable graph (create_graph(), autograd.h), else its value without
+// history.
+inline Tensor saved(const Tensor& t) { return create_graph() ? t : t.detach(); }
 
 // A scalar constant of dtype `dt` on `t`'s device.
 inline Tensor const_like(const Tensor& t, double v, DType dt) {

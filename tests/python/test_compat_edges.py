@@ -107,3 +107,37 @@ def test_second_cpu_device():
   assert b.device == "CPU"
   np.testing.assert_equal(b.numpy(), np.array([3.0, 5.0, 7.0]))
   with pytest.raises(RuntimeError, match="CPU:1"): (a + Tensor([1.0, 1.0, 1.0], device="CPU")).numpy()
+
+
+def _torch_second(fn, xs, ys):
+  x = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+  y = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+  gx, gy = torch.autograd.grad(fn(x, y).sum(), (x, y), create_graph=True)
+  return [g.detach().numpy() for g in (gx, gy, *torch.autograd.grad((gx * gx).sum() + gy.sum(), (x, y)))]
+
+
+@pytest.mark.parametrize("name,fn", [
+  ("poly", lambda x, y: x ** 3 * y + x * y * y),
+  ("transcendental", lambda x, y: x.sin() * y.exp() + (x * y).sigmoid() + (x * x + 1).log() / (y * y + 2).sqrt()),
+  ("pow", lambda x, y: (x * x + 1) ** (y * 0.5) + x.abs() ** 1.5),
+  ("reduce_matmul", lambda x, y: (x.reshape(2, 3) @ y.reshape(3, 2)).tanh().sum(1).max() + x.softmax(0).mul(y).sum()),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_gradient_is_differentiable(name, fn):
+  """gradient() returns a differentiable graph, as tinygrad's: the gradient of a function of
+  first gradients matches torch.autograd.grad(create_graph=True) in float64."""
+  xs, ys = [0.5, -1.25, 2.0, 0.75, -0.3, 1.1], [1.5, 0.25, -0.5, 2.0, 0.6, -1.2]
+  want = _torch_second(fn, xs, ys)
+  x, y = Tensor(xs, dtype=dtypes.float64), Tensor(ys, dtype=dtypes.float64)
+  gx, gy = fn(x, y).sum().gradient(x, y)
+  hx, hy = ((gx * gx).sum() + gy.sum()).gradient(x, y)
+  for got, w, what in zip((gx, gy, hx, hy), want, ("d/dx", "d/dy", "d2 x", "d2 y")):
+    np.testing.assert_allclose(got.numpy(), w, rtol=1e-9, atol=1e-12, err_msg=f"{name} {what}")
+
+
+def test_backward_grads_have_no_history():
+  """backward() fills .grad without a graph (torch's create_graph=False): training keeps no
+  activations alive through the gradients."""
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  (w ** 3).sum().backward()
+  np.testing.assert_equal(w.grad.numpy(), [3.0, 12.0])
+  with pytest.raises(RuntimeError, match=r"\[gradient\]"): w.grad.sum().gradient(w)

@@ -65,6 +65,34 @@ TEST(Autograd, CompositeOps) {
              {{4, 3}, {3, 5}, {5}});
 }
 
+// gradient() builds a differentiable graph (tinygrad's gradient is a graph too): the gradient of
+// a first gradient against central differences of that first gradient.
+TEST(Autograd, SecondOrderThroughGradient) {
+  auto d = [](std::function<Tensor(const Tensor&)> f) {
+    return [f](const std::vector<Tensor>& t) { return f(t[0]).sum().gradient({t[0]})[0]; };
+  };
+  check_grad("d2 cube", d([](const Tensor& x) { return x * x * x; }), {{5}});
+  check_grad("d2 exp", d([](const Tensor& x) { return x.exp(); }), {{5}});
+  check_grad("d2 sin", d([](const Tensor& x) { return x.sin() * x; }), {{5}});
+  check_grad("d2 cos", d([](const Tensor& x) { return x.cos(); }), {{5}});
+  check_grad("d2 log", d([](const Tensor& x) { return (x * x + 1.0).log(); }), {{5}});
+  check_grad("d2 sqrt recip", d([](const Tensor& x) { return (x * x + 1.0).sqrt().reciprocal(); }),
+             {{5}});
+  check_grad("d2 sigmoid", d([](const Tensor& x) { return x.sigmoid(); }), {{5}});
+  check_grad("d2 div", d([](const Tensor& x) { return x / (x * x + 2.0); }), {{5}});
+  check_grad("d2 pow", d([](const Tensor& x) { return (x * x + 1.0).pow(x * 0.5 + 1.0); }), {{5}});
+  check_grad("d2 pow scalar", d([](const Tensor& x) { return (x * x + 1.0).pow(2.5); }), {{5}});
+  check_grad("d2 matmul softmax", d([](const Tensor& x) {
+               return x.reshape({2, 3}).matmul(x.reshape({3, 2})).softmax(1);
+             }),
+             {{6}});
+  check_grad("mixed",
+             [](const std::vector<Tensor>& t) {
+               return (t[0] * t[1].exp()).sum().gradient({t[1]})[0] * t[0];
+             },
+             {{4}, {4}});
+}
+
 TEST(Autograd, GradientAccumulatesAndGradientApiLeavesGradAlone) {
   Tensor x = Tensor::from_data({1, 2, 3}, {3}, kF64);
   x.requires_grad_();
