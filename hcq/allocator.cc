@@ -2,6 +2,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/format.h"
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
@@ -66,6 +67,29 @@ Result<Buffer> Allocator::alloc(size_t bytes, BufferSpec spec) {
   return b;
 }
 
+Result<Buffer> Allocator::adopt(void* host, size_t bytes) {
+  if (!host || bytes == 0)
+    return invalid_argument("adopt of " + std::to_string(bytes) + " bytes at " +
+                            hex(reinterpret_cast<uintptr_t>(host)) + " on " + dev_.name());
+  auto va = reinterpret_cast<uint64_t>(host);
+  if (va + bytes < va)
+    return invalid_argument("adopt: " + std::to_string(bytes) + " bytes at " + hex(va) +
+                            " wrap the address space");
+  Buffer b{va, bytes, host, 0,
+           BufferSpec{.host = true, .cpu_access = true, .nolru = true, .external = true}};
+  std::lock_guard lock(mu_);
+  auto next = mapped_.lower_bound(va);
+  bool overlaps =
+      (next != mapped_.end() && next->first < va + bytes) ||
+      (next != mapped_.begin() && std::prev(next)->first + std::prev(next)->second.size > va);
+  if (overlaps)
+    return invalid_argument("adopt: host memory " + hex(va) + " + " + std::to_string(bytes) +
+                            " overlaps a buffer of " + dev_.name());
+  live_[va] = b;
+  mapped_[va] = b;
+  return b;
+}
+
 void Allocator::free(const Buffer& b) {
   if (b.size == 0) return;
   Buffer b_freed;
@@ -77,7 +101,7 @@ void Allocator::free(const Buffer& b) {
         << " that are not an allocation of " << dev_.name();
     Buffer stored = it->second;  // the caller's copy may lack the CPU mapping or the spec
     live_.erase(it);
-    used_bytes_ -= stored.size;
+    if (!stored.spec.external) used_bytes_ -= stored.size;
     if (!stored.spec.nolru) {
       cache_.emplace(std::make_pair(stored.size, stored.spec), stored);
       cached_bytes_ += stored.size;
@@ -91,7 +115,7 @@ void Allocator::free(const Buffer& b) {
     unmap_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   unmap_from_peers(b_freed.va);
-  raw_free(b_freed);
+  if (!b_freed.spec.external) raw_free(b_freed);
 }
 
 Status Allocator::clear_cache() {

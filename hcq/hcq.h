@@ -47,6 +47,7 @@ struct BufferSpec {
   bool cpu_access = false;  // mapped into the CPU
   bool uncached = false;    // uncached CPU and device access (signals)
   bool nolru = false;       // freed for real instead of cached for reuse
+  bool external = false;    // memory the allocator adopted (adopt()): never cached or released
   auto operator<=>(const BufferSpec&) const = default;
 };
 
@@ -77,6 +78,11 @@ class Allocator {
   // Returns a buffer from alloc() (not a view). It is cached for reuse unless spec.nolru; work
   // already submitted may still use it, since reuse is ordered by the queues.
   void free(const Buffer& b);
+  // `bytes` (> 0) of host memory at `host`, owned by the caller, as a buffer of this device
+  // (device address == host address): only for devices whose queues address host memory
+  // directly. free() forgets it without releasing it; the caller keeps the memory alive and
+  // unchanged in size until then. InvalidArgument when it overlaps a buffer of this allocator.
+  Result<Buffer> adopt(void* host, size_t bytes);
   // Frees every cached buffer, after the device is idle.
   Status clear_cache();
   // Frees the staging buffers (drivers call it, then clear_cache(), before tearing down).

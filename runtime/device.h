@@ -90,6 +90,15 @@ class Device {
   virtual Result<Buffer> alloc(size_t bytes) = 0;
   // Frees a buffer from alloc(); null buffers are ignored.
   virtual void free(Buffer b) = 0;
+  // `bytes` (> 0) of the caller's host memory at `host` as a buffer of this device, used in
+  // place (free() forgets it, the caller keeps it alive): Unimplemented unless the device's
+  // kernels address host memory directly (host_addressable()).
+  virtual Result<Buffer> adopt_host(void* host, size_t bytes) {
+    (void)host;
+    (void)bytes;
+    return unimplemented(
+        name() + " cannot use host memory in place (its kernels do not address host memory)");
+  }
   // Copies host memory into / out of a buffer; InvalidArgument when `bytes` exceeds it.
   virtual Status copy_in(Buffer dst, const void* src, size_t bytes) = 0;
   virtual Status copy_out(void* dst, Buffer src, size_t bytes) = 0;

@@ -92,6 +92,12 @@ Result<Buffer> HcqDevice::alloc(size_t bytes) {
   return Buffer{b.va, bytes};
 }
 
+Result<Buffer> HcqDevice::adopt_host(void* host, size_t bytes) {
+  if (!host_addressable()) return Device::adopt_host(host, bytes);
+  ASSIGN_OR_RETURN(hcq::Buffer b, hcq_->allocator().adopt(host, bytes));
+  return Buffer{b.va, bytes};
+}
+
 void HcqDevice::free(Buffer b) {
   if (!b.va) return;
   hcq_->allocator().free(hcq::Buffer{b.va, std::max<size_t>(b.bytes, 1), nullptr, 0, {}});

@@ -33,6 +33,7 @@ class HcqDevice final : public Device {
   bool host_addressable() const override { return hcq_->host_addressable(); }
   const compiler::TargetInfo& target_info() const override { return target_->info(); }
   Result<Buffer> alloc(size_t bytes) override;
+  Result<Buffer> adopt_host(void* host, size_t bytes) override;
   void free(Buffer b) override;
   Status copy_in(Buffer dst, const void* src, size_t bytes) override;
   // On a device that executes nothing (NULL), zeros: nothing was ever computed.

@@ -146,6 +146,21 @@ Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
 }
 
+Tensor Tensor::from_blob(void* data, Shape shape, DType dtype, std::string_view device) {
+  if (dtype.ptr || dtype.count != 1 || dtype == dtypes::kVoid)
+    fail("from_blob", "unsupported dtype " + dtype.name(), ErrorKind::kType);
+  int64_t n = numel_of("from_blob", shape);
+  int64_t bytes = bytes_or_fail("from_blob", shape, n, dtype.itemsize());
+  if (bytes == 0) return empty(std::move(shape), dtype, device);
+  if (!data)
+    fail("from_blob", "a null pointer for " + std::to_string(bytes) + " bytes", ErrorKind::kValue);
+  auto dev = device_or_throw(device);
+  auto buf = dev->adopt_host(data, static_cast<size_t>(bytes));
+  if (!buf.ok()) buf.status().throw_if_error("from_blob");
+  auto db = std::make_shared<DeviceBuffer>(dev, *buf);
+  return Tensor(lazy_buffer(std::move(db), dtype, std::move(shape)));
+}
+
 Tensor empty_for(std::string_view op, Shape shape, DType dtype, std::string_view device) {
   try {
     return Tensor::empty(std::move(shape), dtype, device);

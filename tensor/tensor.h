@@ -396,6 +396,11 @@ class Tensor {
   // `dtype` (exact for every dtype); `bytes` must equal numel(shape) * dtype.itemsize().
   static Tensor from_bytes(
       const void* data, size_t bytes, Shape shape, DType dtype, std::string_view device = {});
+  // The caller's memory at `data` used in place (no copy) as a realized tensor of `shape` and
+  // `dtype` on `device`, which must address host memory (the CPU devices; others throw): the
+  // tensor reads what the memory holds when a kernel runs, and writes into it. The caller
+  // keeps the memory alive while any tensor or view of it lives (tinygrad's from_blob).
+  static Tensor from_blob(void* data, Shape shape, DType dtype, std::string_view device = {});
   // The elements in row-major order as their exact raw bytes (realizes first).
   std::vector<uint8_t> to_bytes() const;
   // This tensor's elements read in place from host-addressable device memory.

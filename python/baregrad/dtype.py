@@ -112,6 +112,10 @@ class dtypes:  # noqa: N801 (tinygrad's name)
 
 
 _FIELDS = {k: v for k, v in vars(dtypes).items() if isinstance(v, DType) and not k.startswith("default")}
+# tinygrad.dtype's tables: every dtype by each of its names, and a dtype's name to its first one
+DTYPES_DICT = dict(_FIELDS)
+INVERSE_DTYPES_DICT = {}
+for _k, _v in DTYPES_DICT.items(): INVERSE_DTYPES_DICT.setdefault(_v.name, _k)
 _INVERSE = {v.key: k for k, v in _FIELDS.items()}  # the last alias names it, as tinygrad: dtypes.float
 _BY_KEY = {d.key: d for d in dtypes.all}
 

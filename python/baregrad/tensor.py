@@ -451,7 +451,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   @staticmethod
   def randn(*shape, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype or dtypes.default_float)
-    if not dtypes.is_float(dt): raise ValueError(f"[randn] dtype {dt} is not a float dtype")
+    if not dtypes.is_float(dt):  # tinygrad's: float32 normal samples cast to the dtype (ints truncate)
+      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key).cast(dt.key), device, requires_grad)
     return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key), device, requires_grad)
 
   def randn_like(self, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:

@@ -83,6 +83,13 @@ py::array to_numpy(const Tensor& t) {
 void bind_host(py::class_<Tensor>& cls) {
   cls.def_static("from_bytes", &from_buffer, py::arg("data"), py::arg("shape"), py::arg("dtype"),
                  py::arg("device") = "")
+      .def_static(
+          "from_blob",
+          [](uintptr_t ptr, Shape shape, const std::string& dtype, const std::string& device) {
+            return Tensor::from_blob(reinterpret_cast<void*>(ptr), std::move(shape),
+                                     dtype_of(dtype), device);
+          },
+          py::arg("ptr"), py::arg("shape"), py::arg("dtype"), py::arg("device") = "")
       .def("to_bytes",
            [](const Tensor& t) {
              std::vector<uint8_t> raw = t.to_bytes();

@@ -141,3 +141,16 @@ def test_backward_grads_have_no_history():
   (w ** 3).sum().backward()
   np.testing.assert_equal(w.grad.numpy(), [3.0, 12.0])
   with pytest.raises(RuntimeError, match=r"\[gradient\]"): w.grad.sum().gradient(w)
+
+
+def test_randn_of_any_dtype_and_dtype_tables():
+  """randn(dtype=) of a non-float dtype casts float32 normal samples (tinygrad's); DTYPES_DICT /
+  INVERSE_DTYPES_DICT are tinygrad.dtype's name tables."""
+  from baregrad.dtype import DTYPES_DICT, INVERSE_DTYPES_DICT
+  Tensor.manual_seed(3)
+  f = Tensor.randn(64, dtype=dtypes.float32).numpy()
+  Tensor.manual_seed(3)
+  np.testing.assert_equal(Tensor.randn(64, dtype=dtypes.int16).numpy(), np.trunc(f).astype(np.int16))
+  for name, dt in DTYPES_DICT.items():
+    assert getattr(dtypes, name) is dt and Tensor.randn(3, dtype=dt).element_size() == dt.itemsize
+  assert INVERSE_DTYPES_DICT[dtypes.float32.name] in ("float32", "float") and "default_float" not in DTYPES_DICT

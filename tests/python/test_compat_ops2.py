@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from baregrad import Tensor, dtypes
+from baregrad import Device, Tensor, dtypes
 from helpers import compare, compare_np, helper_test_op
 
 pytestmark = pytest.mark.filterwarnings("ignore:scatter_reduce\\(\\) is in beta")
@@ -263,13 +263,29 @@ def test_conv_transpose1d_3d_and_misuse():
 # ---- from_blob -------------------------------------------------------------------------------------
 
 
-def test_from_blob():
+@pytest.mark.parametrize("dev", ["CPU", "CPU:C"])
+def test_from_blob(dev):
+  """The memory is used in place (tinygrad's): kernels read what it holds when they run, and
+  writes land in it. numpy is the oracle and the memory's owner."""
   a = np.arange(6, dtype=np.float32)
-  t = Tensor.from_blob(a.ctypes.data, (2, 3))
+  t = Tensor.from_blob(a.ctypes.data, (2, 3), device=dev)
   compare_np("float32", t, a.reshape(2, 3), dtypes.float32)
-  a[0] = 100  # a copy: later writes to the memory do not show
-  assert t.numpy()[0, 0] == 0
+  a[0] = 100  # no copy: the next kernel sees the new value
+  np.testing.assert_equal((t * 2).numpy(), a.reshape(2, 3) * 2)
+  t.assign(Tensor(np.full((2, 3), 7.5, np.float32), device=dev))
+  Device[dev].synchronize()  # the write is in the memory once the device finished it
+  np.testing.assert_equal(a, np.full(6, 7.5, np.float32))
   buf = (ctypes.c_int16 * 4)(1, -2, 3, -4)
-  compare_np("int16", Tensor.from_blob(ctypes.addressof(buf), (4,), dtype=dtypes.int16), np.array([1, -2, 3, -4], np.int16))
-  assert Tensor.from_blob(0, (0, 3)).shape == (0, 3)
-  with pytest.raises(ValueError, match=r"\[from_blob\]"): Tensor.from_blob(0, (2,))
+  compare_np("int16", Tensor.from_blob(ctypes.addressof(buf), (4,), dtype=dtypes.int16, device=dev), np.array([1, -2, 3, -4], np.int16))
+  assert Tensor.from_blob(0, (0, 3), device=dev).shape == (0, 3)
+  with pytest.raises(ValueError, match=r"\[from_blob\] a null pointer"): Tensor.from_blob(0, (2,), device=dev)
+  with pytest.raises(TypeError, match=r"\[from_blob\] unexpected keyword"): Tensor.from_blob(a.ctypes.data, (2,), device=dev, strides=(1,))
+  # memory that is already a buffer of the device is refused, not aliased
+  owned = Tensor([1.0, 2.0], device=dev).realize()
+  with pytest.raises(RuntimeError, match=r"\[from_blob\].*overlaps a buffer of"): Tensor.from_blob(np.asarray(owned).ctypes.data, (2,), device=dev)
+
+
+def test_from_blob_needs_a_host_addressable_device():
+  a = np.zeros(4, np.float32)
+  with pytest.raises(RuntimeError, match=r"\[from_blob\].*NULL cannot use host memory in place"):
+    Tensor.from_blob(a.ctypes.data, (4,), device="NULL")

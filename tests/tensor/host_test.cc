@@ -72,6 +72,48 @@ TEST(HostData, HostViewReadsTheDeviceBufferInPlaceWithStrides) {
   EXPECT_EQ(static_cast<const float*>(kept->data)[5], 9.0f);
 }
 
+// from_blob uses the caller's memory in place on devices that address host memory: a kernel
+// reads what the memory holds when it runs and writes into it; the memory is never released by
+// the device; other devices refuse by name.
+TEST(HostData, FromBlobUsesTheCallersMemoryInPlace) {
+  std::vector<float> mem{1, 2, 3, 4, 5, 6};
+  auto dev = runtime::get_device("");
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  if (!(*dev)->host_addressable()) {
+    try {
+      Tensor::from_blob(mem.data(), {6}, dtypes::kFloat32);
+      ADD_FAILURE() << "from_blob on " << (*dev)->name() << " did not throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot use host memory in place"), std::string::npos)
+          << e.what();
+    }
+    return;
+  }
+  {
+    Tensor t = Tensor::from_blob(mem.data(), {2, 3}, dtypes::kFloat32);
+    EXPECT_EQ((t * 2.0).to_vector(), (std::vector<double>{2, 4, 6, 8, 10, 12}));
+    mem[5] = 60;  // no copy: the next kernel sees it
+    EXPECT_EQ((t + 0.5).to_vector()[5], 60.5);
+    t.assign(t.transpose().contiguous().reshape({2, 3}) * 10.0);
+    ASSERT_TRUE((*dev)->synchronize().ok());
+    EXPECT_EQ(mem, (std::vector<float>{10, 40, 20, 50, 30, 600}));
+    // memory that already is one of the device's buffers is refused rather than aliased
+    Tensor owned = Tensor::from_bytes(mem.data(), 24, {6}, dtypes::kFloat32).realize();
+    auto view = owned.host_view();
+    ASSERT_TRUE(view.has_value());
+    try {
+      Tensor::from_blob(const_cast<void*>(view->data), {6}, dtypes::kFloat32);
+      ADD_FAILURE() << "from_blob of a device buffer did not throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("overlaps a buffer of"), std::string::npos) << e.what();
+    }
+  }
+  // the tensor is gone and the memory is the caller's, unchanged
+  EXPECT_EQ(mem[0], 10);
+  EXPECT_THROW(Tensor::from_blob(nullptr, {2}, dtypes::kFloat32), Error);
+  EXPECT_EQ(Tensor::from_blob(nullptr, {0, 2}, dtypes::kFloat32).numel(), 0);
+}
+
 TEST(HostData, HostViewOfAPaddedViewIsNone) {
   Tensor t = Tensor::full({2}, 1, dtypes::kFloat32).contiguous().realize().pad({{1, 1}});
   EXPECT_FALSE(t.host_view().has_value());

@@ -195,15 +195,21 @@ class MovementMixin:
 
   @staticmethod
   def from_blob(ptr: int, shape, **kwargs):
-    """A Tensor of `shape` holding a copy of the memory at address `ptr` (dtype=, device=, requires_grad= as
-    Tensor's); unlike tinygrad's it copies at once: the device allocator cannot adopt foreign memory."""
+    """A Tensor of `shape` over the memory at address `ptr`, used in place as tinygrad's (no copy: the
+    tensor reads what the memory holds when a kernel runs, and writes land in it); dtype=, device=,
+    requires_grad= as Tensor's. The device must address host memory (the CPU devices; others raise
+    RuntimeError). The caller keeps the memory alive while the tensor or any view of it lives, and
+    synchronizes (`numpy()`, `Device[d].synchronize()`) before reading what a kernel wrote there."""
+    from baregrad.device import canonicalize_device
     from baregrad.tensor import Tensor
     shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[from_blob] invalid shape {shape}")
     dtype = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float)
     nbytes = prod(shape) * dtype.itemsize
     if nbytes and not ptr: raise ValueError(f"[from_blob] a null pointer for {nbytes} bytes")
-    return Tensor(ctypes.string_at(ptr, nbytes) if nbytes else b"", dtype=dtype, **kwargs).reshape(shape)
+    device, requires_grad = canonicalize_device(kwargs.pop("device", None)), kwargs.pop("requires_grad", None)
+    if kwargs: raise TypeError(f"[from_blob] unexpected keyword arguments: {', '.join(sorted(kwargs))}")
+    return Tensor._finish(_C.Tensor.from_blob(int(ptr), list(shape), dtype.key, device), device, requires_grad)
 
   # ---- joins and splits ----------------------------------------------------------------------
 
