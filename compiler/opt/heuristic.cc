@@ -95,8 +95,27 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   //    within the register file.
   int copies = 1;
   if (reduce && vec_global >= 0) {
+    // The tile axis is one the vector-loaded operands (contiguous along the lanes) are
+    // broadcast along, so each of their vector loads feeds every row of the tile: a matmul's
+    // rows; a convolution's output channels, not its batch (which reuses only the weights).
+    std::vector<ShapeTracker> loads = k.views();
+    int stores = 0;
+    for (const UOp* n : k.ast()->toposort()) stores += n->op() == Op::STORE;
+    loads.resize(loads.size() - std::min<size_t>(loads.size(), stores));  // loads come first
+    const int lanes_axis = k.ndim() - 1;  // the UPCAST axis step 1 made: the vector lanes
+    int tile = -1;
+    for (int a = 0; a < k.first(AxisKind::kReduce) && tile < 0; a++) {
+      if (a == vec_global || k.shape()[a] < 2 || !has_stride(k, a, 0)) continue;
+      bool reuses_vectors = true, vector_loads = false;
+      for (const auto& st : loads) {
+        if (Kernel::stride(st, lanes_axis) != 1) continue;
+        vector_loads = true;
+        reuses_vectors = reuses_vectors && Kernel::stride(st, a) == 0;
+      }
+      if (vector_loads && reuses_vectors) tile = a;
+    }
     for (int a = 0; a < k.first(AxisKind::kReduce); a++) {
-      if (a == vec_global || !has_stride(k, a, 0)) continue;
+      if (a == vec_global || !has_stride(k, a, 0) || (tile >= 0 && a != tile)) continue;
       for (int amt : {8, 4, 2})
         if (try_apply(k, {OptOp::kUpcast, a, amt}, opts)) {
           copies *= amt;
@@ -130,7 +149,10 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   }
   // 4. Loop order: with a reduction, the innermost output loop is the one whose tile is
   //    narrowest, so the wide operand panel stays in cache across it.
-  if (reduce && k.first(AxisKind::kReduce) >= 2 && vec_global >= 0 && vec_global != 0)
+  //    A window reduction (a convolution: several reduce axes) keeps its batch loop first
+  //    instead: each image's input stays in cache across the output-channel tiles.
+  if (reduce && k.first(AxisKind::kReduce) >= 2 && vec_global >= 0 && vec_global != 0 &&
+      k.count(AxisKind::kReduce) == 1)
     try_apply(k, {OptOp::kSwap, 0, vec_global}, opts);
   // 5. K-blocking: a register-tiled reduction longer than a cache-sized slice loops over
   //    slices outside the row loop, so each slice of the wide operand stays in L1/L2 while
