@@ -149,7 +149,9 @@ class NNMixin:
     if cout == 0: raise ValueError(f"[conv2d] weight {weight.shape} has 0 output channels (torch rejects it too)")
     if nd == 1:
       return x.unsqueeze(2).conv2d(w.unsqueeze(2), bias, groups, (1, stride[0]), (1, dilation[0]), pads + [0, 0]).squeeze(2)
-    if any(pads): x = x.pad(pads)
+    # padding in memory: windows of a padded view carry its mask, which keeps every load of the
+    # convolution kernel scalar (and decoded per element); one copy of the input costs far less
+    if any(pads): x = x.pad(pads).contiguous()
     if nd == 2 and len(set(stride)) == 1 and len(set(dilation)) == 1:
       return x._wrap(x._c.conv2d(w._c, None if bias is None else bias._c, stride[0], 0, dilation[0], groups))
     win = x._wrap(x._c.pool_windows(list(hw), list(stride), list(dilation)))  # (bs, cin_, *out, *hw)
