@@ -9,6 +9,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 namespace baregrad::tensor {
 namespace {
@@ -208,14 +209,43 @@ Tensor Tensor::conv2d(const Tensor& w,
                  add_or_fail("conv2d", "padding=" + std::to_string(padding), wd, padding)};
     numel_or_fail("conv2d", padded);
   }
-  Tensor x = *this;
-  if (padding > 0) x = padded_in_memory(x, padding);
-  Tensor win = x.pool_windows({kh, kw}, {stride, stride}, {dilation, dilation});
-  int64_t oh = win.shape()[2], ow = win.shape()[3];
-  // (N, g, 1, C/g, OH, OW, KH, KW) * (1, g, O/g, C/g, 1, 1, KH, KW), summed over C/g, KH, KW.
-  Tensor xs = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
-  Tensor ws = w.reshape({1, groups, o / groups, cg, 1, 1, kh, kw});
-  Tensor y = (xs * ws).sum({3, 6, 7}).reshape({n, o, oh, ow});
+  auto forward = [=](const Tensor& in, const Tensor& wt) {
+    Tensor x = padding > 0 ? padded_in_memory(in, padding) : in;
+    Tensor win = x.pool_windows({kh, kw}, {stride, stride}, {dilation, dilation});
+    int64_t oh = win.shape()[2], ow = win.shape()[3];
+    // (N, g, 1, C/g, OH, OW, KH, KW) * (1, g, O/g, C/g, 1, 1, KH, KW), summed over C/g, KH, KW.
+    Tensor xs = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
+    Tensor ws = wt.reshape({1, groups, o / groups, cg, 1, 1, kh, kw});
+    return (xs * ws).sum({3, 6, 7}).reshape({n, o, oh, ow});
+  };
+  const bool direct_grads = stride == 1 && dilation == 1 && groups == 1 && padding <= kh - 1 &&
+                            padding <= kw - 1 && dtypes::is_float(dtype()) && dtype() == w.dtype();
+  auto convolve = [&]() -> Tensor {
+    if (!direct_grads) return forward(*this, w);
+    // Both gradients are convolutions of a gradient written to memory, so they run as the
+    // forward's register-tiled window reduction rather than as the autograd of the windows
+    // (a reduction over every tap of the loaded gradient's view stack, which no opt can tile):
+    //   dx = conv(dy padded by k-1-p, w with in/out swapped and the taps flipped)
+    //   dw = conv(x padded by p, seen as (C, N, H, W), with dy seen as (O, N, OH, OW) for weights)
+    return record(forward(detach(), w.detach()).lazy(), "conv2d", {*this, w},
+                  [x = *this, w, padding, kh, kw](const Tensor& g) {
+                    Tensor xs = saved(x), ws = saved(w);
+                    Tensor gp = g.pad({{0, 0},
+                                       {0, 0},
+                                       {kh - 1 - padding, kh - 1 - padding},
+                                       {kw - 1 - padding, kw - 1 - padding}})
+                                    .contiguous();
+                    Tensor wt = ws.permute({1, 0, 2, 3}).flip({2, 3});
+                    Tensor dx = gp.conv2d(wt, std::nullopt, 1, 0, 1, 1);
+                    Tensor xp = padding > 0 ? padded_in_memory(xs, padding) : xs;
+                    Tensor dw =
+                        xp.permute({1, 0, 2, 3})
+                            .conv2d(g.contiguous().permute({1, 0, 2, 3}), std::nullopt, 1, 0, 1, 1)
+                            .permute({1, 0, 2, 3});
+                    return Grads{dx, dw};
+                  });
+  };
+  Tensor y = convolve();
   return bias ? y + bias->reshape({1, o, 1, 1}) : y;
 }
 

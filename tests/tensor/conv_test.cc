@@ -5,9 +5,11 @@
 #include <random>
 
 #include "base/error.h"
+#include "compiler/opt/kernel.h"
 #include "compiler/view_ops.h"
 #include "tensor/schedule.h"
 #include "tensor/tensor.h"
+#include "tests/tensor/test_util.h"
 
 namespace baregrad::tensor {
 namespace {
@@ -271,6 +273,65 @@ TEST(Conv, ConvKernelsLoadOneViewEach) {
   Tensor d = x.conv2d(w1, b1, 1, 2, 2);
   EXPECT_EQ(multi_view_loads({d}), 0u);
   EXPECT_EQ(multi_view_loads(d.sum().gradient({x, w1})), 0u);
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
+
+namespace baregrad::tensor {
+namespace {
+
+// Stride-1 convolutions record their gradients as convolutions (dx: the flipped, transposed
+// weights over the gradient padded by k-1-p; dw: the input over the batch): against central
+// differences for non-square kernels, every padding up to k-1 (each axis), and a second
+// derivative through gradient().
+TEST(Conv, DirectGradientsMatchFiniteDifferences) {
+  using test_util::check_grad;
+  for (int64_t pad : {0, 1, 2}) {
+    std::string name = "conv 2x3 pad " + std::to_string(pad);
+    check_grad(name.c_str(),
+               [pad](const std::vector<Tensor>& t) { return t[0].conv2d(t[1], t[2], 1, pad); },
+               {{2, 3, 5, 6}, {2, 3, 3, 3}, {2}});
+  }
+  check_grad("conv 1x3 pad 0",
+             [](const std::vector<Tensor>& t) { return t[0].conv2d(t[1], std::nullopt, 1, 0); },
+             {{2, 2, 4, 5}, {3, 2, 1, 3}});
+  check_grad("second order through conv2d",
+             [](const std::vector<Tensor>& t) {
+               Tensor y = t[0].conv2d(t[1], std::nullopt, 1, 1);
+               return (y * y).sum().gradient({t[1]})[0];
+             },
+             {{1, 2, 4, 4}, {2, 2, 3, 3}});
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
+
+namespace baregrad::tensor {
+namespace {
+
+// The shape of a padded 3x3 convolution's kernels on a CPU target (AVX2, 32-byte vectors): the
+// padding is written to memory by a kernel of its own, so the convolution's loads carry no mask;
+// its width axis becomes vector lanes, its output channels a register tile (the input vectors
+// are reused across them), and its batch loop stays first (no swap).
+TEST(Conv, PaddedConvolutionKernelIsVectorizedAndTiled) {
+  Tensor x = Tensor::rand({4, 16, 16, 16}).realize();
+  Tensor w = Tensor::rand({32, 16, 3, 3}).realize();
+  std::vector<ScheduleItem> items = create_schedule({x.conv2d(w, std::nullopt, 1, 1).lazy()});
+  ASSERT_EQ(items.size(), 2u);  // the padding copy, then the convolution
+  compiler::Kernel pad(items[0].ast), conv(items[1].ast);
+  EXPECT_EQ(pad.count(compiler::AxisKind::kReduce), 0);
+  ASSERT_EQ(conv.count(compiler::AxisKind::kReduce), 3);  // input channels, kh, kw
+  compiler::TargetInfo cpu;
+  cpu.vector_bytes = 32;
+  cpu.threads = 2;
+  std::string got;
+  for (const compiler::Opt& o : compiler::hand_coded_optimizations(conv, cpu)) got += o.str() + " ";
+  // axes: (batch, group, out channels, oh, ow | cin, kh, kw): 8 lanes of ow, 8 output channels,
+  // and ow's remaining 2 as more copies (the weights are broadcast along it)
+  EXPECT_EQ(got, "UPCAST(4, 8) UPCAST(2, 8) UPCAST(4, 2) ");
+  for (const auto& st : conv.views())
+    for (const auto& v : st.views) EXPECT_FALSE(v.mask.has_value()) << st.str();
 }
 
 }  // namespace
