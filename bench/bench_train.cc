@@ -9,6 +9,7 @@
 
 #include "base/timer.h"
 #include "bench/bench.h"
+#include "runtime/device.h"
 #include "tensor/jit.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
@@ -128,6 +129,58 @@ std::vector<Row> cnn_rows(const Context& ctx) {
   return {r};
 }
 
+// conv2d forward, float32, (N, Cin, S, S) * (Cout, Cin, K, K) with padding P, through the tensor
+// API (padding copied into memory, then the window reduction), beside PyTorch in the same run.
+std::vector<Row> conv_rows(const Context& ctx) {
+  struct Shape5 {
+    int64_t n, cin, cout, size, k, pad;
+  };
+  std::vector<Shape5> shapes = {{32, 64, 64, 56, 3, 1}};
+  if (ctx.quick) shapes = {{8, 64, 64, 56, 3, 1}};
+  std::vector<Row> rows;
+  for (const Shape5& s : shapes) {
+    Tensor::manual_seed(0);
+    Tensor x = Tensor::rand({s.n, s.cin, s.size, s.size}).realize();
+    Tensor w = Tensor::rand({s.cout, s.cin, s.k, s.k}).realize();
+    auto dev = runtime::get_device(x.device());
+    if (!dev.ok()) dev.status().throw_if_error("bench conv2d");
+    auto run = [&] {
+      x.conv2d(w, std::nullopt, 1, s.pad).realize();
+      (*dev)->synchronize().throw_if_error("bench conv2d");
+    };
+    double t0 = now_ms();
+    run();
+    double first_ms = now_ms() - t0;
+    double ms = time_median_ms(run, ctx.quick ? 2 : 5, ctx.quick ? 200 : 1000);
+    int64_t o = s.size + 2 * s.pad - s.k + 1;
+    double gflop = 2.0 * s.n * s.cout * o * o * s.cin * s.k * s.k / 1e9;
+    std::optional<double> torch_ms = python_reference(
+        BARE_SOURCE_DIR "/bench/ref/torch_conv.py",
+        std::to_string(ctx.threads) + " " + std::to_string(s.n) + " " + std::to_string(s.cin) +
+            " " + std::to_string(s.cout) + " " + std::to_string(s.size) + " " +
+            std::to_string(s.k) + " " + std::to_string(s.pad));
+    Row r;
+    r.name = "conv2d " + std::to_string(s.n) + "x" + std::to_string(s.cin) + "x" +
+             std::to_string(s.size) + "^2 -> " + std::to_string(s.cout) + ", " +
+             std::to_string(s.k) + "x" + std::to_string(s.k) + " pad " + std::to_string(s.pad);
+    r.device = "CPU";
+    r.metric = "throughput";
+    r.unit = "GFLOP/s";
+    r.value = gflop / (ms / 1000);
+    r.peak_pct = pct_of(r.value, ctx.fma_gflops);
+    if (torch_ms) {
+      r.ref = "PyTorch";
+      r.ref_value = gflop / (*torch_ms / 1000);
+    }
+    char note[160];
+    std::snprintf(note, sizeof note, "median %.1f ms (padding copy included); first run %.0f ms",
+                  ms, first_ms);
+    r.note = note;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 // Per-op time of `(x * s + 1).realize()` on 16 floats when s is new on every call (a decayed
 // rate, `a * float(i)` in a loop), beside the same op with a fixed s: with the constant lifted
 // into a launch scalar (tensor/const_args.h) the two should cost the same.
@@ -161,6 +214,8 @@ std::vector<Row> scalar_sweep_rows(const Context& ctx) {
 }  // namespace
 
 void register_train_benches() {
+  register_bench("conv2d", conv_rows,
+                 "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
   register_bench("scalar sweep", scalar_sweep_rows,
                  "x*s+1 on 16 floats with s new on every call, beside a fixed s (per op, us)");
   register_bench("cnn step", cnn_rows, "one Adam training step of the digits CNN, batch 64");
