@@ -129,6 +129,59 @@ std::vector<Row> cnn_rows(const Context& ctx) {
   return {r};
 }
 
+// One Adam step of tinygrad's beautiful_mnist model (conv5-conv5-BN-pool-conv3-conv3-BN-pool-
+// linear, the CNN workload) on random 28x28 images, beside PyTorch in the same run.
+std::vector<Row> mnist_cnn_rows(const Context& ctx) {
+  const int64_t batch = ctx.quick ? 64 : 512;
+  Tensor::manual_seed(0);
+  tensor::nn::Conv2d c1(1, 32, 5), c2(32, 32, 5), c3(32, 64, 3), c4(64, 64, 3);
+  tensor::nn::BatchNorm b1(32), b2(64);
+  tensor::nn::Linear l(576, 10);
+  std::vector<Tensor> params;
+  for (auto* c : {&c1, &c2, &c3, &c4})
+    for (auto& p : c->parameters()) params.push_back(p);
+  for (auto* b : {&b1, &b2})
+    for (auto& p : b->parameters()) params.push_back(p);
+  for (auto& p : l.parameters()) params.push_back(p);
+  tensor::Adam opt(params, 1e-3);
+  Tensor x = Tensor::rand({batch, 1, 28, 28}).realize();
+  std::vector<double> ys(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; i++) ys[static_cast<size_t>(i)] = static_cast<double>(i % 10);
+  Tensor y = Tensor::from_data(ys, {batch}, tensor::dtypes::kInt32);
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor h = b1(c2(c1(x).relu()).relu()).max_pool2d(2);
+    h = b2(c4(c3(h).relu()).relu()).max_pool2d(2);
+    Tensor loss = l(h.reshape({batch, 576})).sparse_categorical_crossentropy(y);
+    loss.backward();
+    opt.step();
+    loss.realize().to_vector();
+  };
+  double t0 = now_ms();
+  step();
+  double first_ms = now_ms() - t0;
+  double ms = time_median_ms(step, 3, 0);
+  std::optional<double> torch_ms =
+      python_reference(BARE_SOURCE_DIR "/bench/ref/torch_cnn.py",
+                       std::to_string(ctx.threads) + " " + std::to_string(batch));
+  Row r;
+  r.name = "mnist cnn adam step, batch " + std::to_string(batch);
+  r.device = "CPU";
+  r.metric = "time";
+  r.unit = "ms";
+  r.value = ms;
+  if (torch_ms) {
+    r.ref = "PyTorch";
+    r.ref_value = *torch_ms;
+  }
+  char note[160];
+  std::snprintf(note, sizeof note,
+                "beautiful_mnist's model on random 28x28 images; median of 3; first step %.0f ms",
+                first_ms);
+  r.note = note;
+  return {r};
+}
+
 // conv2d forward, float32, (N, Cin, S, S) * (Cout, Cin, K, K) with padding P, through the tensor
 // API (padding copied into memory, then the window reduction), beside PyTorch in the same run.
 std::vector<Row> conv_rows(const Context& ctx) {
@@ -214,6 +267,10 @@ std::vector<Row> scalar_sweep_rows(const Context& ctx) {
 }  // namespace
 
 void register_train_benches() {
+  register_bench(
+      "mnist cnn step", mnist_cnn_rows,
+      "one Adam step of beautiful_mnist's CNN at batch 512 (64 with --quick), PyTorch in "
+      "the same run");
   register_bench("conv2d", conv_rows,
                  "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
   register_bench("scalar sweep", scalar_sweep_rows,
