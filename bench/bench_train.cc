@@ -18,6 +18,26 @@ namespace baregrad::bench {
 namespace {
 using tensor::Tensor;
 
+// A row of the CPU device, with `ref` (PyTorch's value when it ran) as its reference.
+Row cpu_row(std::string name,
+            std::string metric,
+            std::string unit,
+            double value,
+            std::optional<double> ref_value = std::nullopt,
+            std::string ref = "PyTorch") {
+  Row r;
+  r.name = std::move(name);
+  r.device = "CPU";
+  r.metric = std::move(metric);
+  r.unit = std::move(unit);
+  r.value = value;
+  if (ref_value) {
+    r.ref = std::move(ref);
+    r.ref_value = *ref_value;
+  }
+  return r;
+}
+
 // An MLP 784-512-512-10 with Adam on a fixed batch of 128.
 struct Mlp {
   tensor::nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
@@ -58,16 +78,7 @@ Row mlp_row(const Context& ctx,
   double ms = time_median_ms([&] { loss = step(); }, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
   // 2 * (forward + 2 backward) multiply-adds of the three layers.
   double flops = 3 * 2.0 * 128 * (784.0 * 512 + 512.0 * 512 + 512.0 * 10);
-  Row r;
-  r.name = name;
-  r.device = "CPU";
-  r.metric = "time";
-  r.unit = "ms";
-  r.value = ms;
-  if (torch_ms) {
-    r.ref = "PyTorch";
-    r.ref_value = *torch_ms;
-  }
+  Row r = cpu_row(name, "time", "ms", ms, torch_ms);
   r.note = "median; first step " + std::to_string(first_ms) + " ms; " +
            std::to_string(flops / (ms * 1e6)) + " GFLOP/s; loss " + std::to_string(loss);
   return r;
@@ -119,12 +130,7 @@ std::vector<Row> cnn_rows(const Context& ctx) {
   };
   step();
   double ms = time_median_ms(step, ctx.quick ? 3 : 10, ctx.quick ? 200 : 1000);
-  Row r;
-  r.name = "digits cnn adam step, batch 64";
-  r.device = "CPU";
-  r.metric = "time";
-  r.unit = "ms";
-  r.value = ms;
+  Row r = cpu_row("digits cnn adam step, batch 64", "time", "ms", ms);
   r.note = "conv(1->16)-pool-conv(16->32)-pool-linear on 8x8 images; median";
   return {r};
 }
@@ -164,16 +170,8 @@ std::vector<Row> mnist_cnn_rows(const Context& ctx) {
   std::optional<double> torch_ms =
       python_reference(BARE_SOURCE_DIR "/bench/ref/torch_cnn.py",
                        std::to_string(ctx.threads) + " " + std::to_string(batch));
-  Row r;
-  r.name = "mnist cnn adam step, batch " + std::to_string(batch);
-  r.device = "CPU";
-  r.metric = "time";
-  r.unit = "ms";
-  r.value = ms;
-  if (torch_ms) {
-    r.ref = "PyTorch";
-    r.ref_value = *torch_ms;
-  }
+  Row r =
+      cpu_row("mnist cnn adam step, batch " + std::to_string(batch), "time", "ms", ms, torch_ms);
   char note[160];
   std::snprintf(note, sizeof note,
                 "beautiful_mnist's model on random 28x28 images; median of 3; first step %.0f ms",
@@ -212,19 +210,14 @@ std::vector<Row> conv_rows(const Context& ctx) {
         std::to_string(ctx.threads) + " " + std::to_string(s.n) + " " + std::to_string(s.cin) +
             " " + std::to_string(s.cout) + " " + std::to_string(s.size) + " " +
             std::to_string(s.k) + " " + std::to_string(s.pad));
-    Row r;
-    r.name = "conv2d " + std::to_string(s.n) + "x" + std::to_string(s.cin) + "x" +
-             std::to_string(s.size) + "^2 -> " + std::to_string(s.cout) + ", " +
-             std::to_string(s.k) + "x" + std::to_string(s.k) + " pad " + std::to_string(s.pad);
-    r.device = "CPU";
-    r.metric = "throughput";
-    r.unit = "GFLOP/s";
-    r.value = gflop / (ms / 1000);
+    std::string name = "conv2d " + std::to_string(s.n) + "x" + std::to_string(s.cin) + "x" +
+                       std::to_string(s.size) + "^2 -> " + std::to_string(s.cout) + ", " +
+                       std::to_string(s.k) + "x" + std::to_string(s.k) + " pad " +
+                       std::to_string(s.pad);
+    std::optional<double> torch_gflops;
+    if (torch_ms) torch_gflops = gflop / (*torch_ms / 1000);
+    Row r = cpu_row(name, "throughput", "GFLOP/s", gflop / (ms / 1000), torch_gflops);
     r.peak_pct = pct_of(r.value, ctx.fma_gflops);
-    if (torch_ms) {
-      r.ref = "PyTorch";
-      r.ref_value = gflop / (*torch_ms / 1000);
-    }
     char note[160];
     std::snprintf(note, sizeof note, "median %.1f ms (padding copy included); first run %.0f ms",
                   ms, first_ms);
@@ -252,14 +245,8 @@ std::vector<Row> scalar_sweep_rows(const Context& ctx) {
     return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
   };
   double fixed = per_op_us(false), changing = per_op_us(true);
-  Row r;
-  r.name = "tensor x*s+1, s new every call";
-  r.device = "CPU";
-  r.metric = "time";
-  r.unit = "us";
-  r.value = changing;
-  r.ref = "same op, fixed s";
-  r.ref_value = fixed;
+  Row r =
+      cpu_row("tensor x*s+1, s new every call", "time", "us", changing, fixed, "same op, fixed s");
   r.note = "16 floats, mean of " + std::to_string(n) + " realizes, compiles included";
   return {r};
 }

@@ -89,12 +89,13 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
         note_values(*t->second, e.bits);
       }
       e.tpl = t->second;
-      e.version = e.tpl->version - 1;  // computed below
+      e.use = compiler::lift_consts(ast, e.consts, e.tpl->varying);
+      e.version = e.tpl->version;
     }
     it = s.seen.emplace(ast.get(), std::move(e)).first;
   }
   Seen& e = it->second;
-  if (e.tpl && e.version != e.tpl->version) {
+  if (e.tpl && e.version != e.tpl->version) {  // another AST of this shape varied a constant
     e.use = compiler::lift_consts(e.ast, e.consts, e.tpl->varying);
     e.version = e.tpl->version;
   }

@@ -387,11 +387,8 @@ Tensor Tensor::cast(DType t) const {
 
 Tensor Tensor::unary(Op op) const {
   Lazy out = lazy_alu(op, {impl_->lazy}, dtype());
-  // x: the input (with its history, for gradient()'s differentiable graph); y: the result
-  // without history (the node must not hold its own output: a reference cycle). Where the
-  // gradient reads y, gradient() recomputes it from x so that y's dependence on x is recorded.
-  Tensor x = *this, y(out);
-  auto result = [x, y, op]() { return create_graph() ? x.unary(op) : y; };
+  Tensor x = *this, y(out);  // y: the result without history (saved_output)
+  auto result = [x, y, op]() { return saved_output(y, [&] { return x.unary(op); }); };
   BackwardFn fn;
   constexpr double kLn2 = std::numbers::ln2;
   switch (op) {
@@ -439,7 +436,7 @@ Tensor Tensor::sigmoid() const {
   // where exp(-x) overflows (x < -88 in float32).
   Tensor x = as_float(*this), s = ((-x.detach()).exp() + 1.0).reciprocal();
   return record(s.lazy(), "sigmoid", {x}, [x, s](const Tensor& g) {
-    Tensor sv = create_graph() ? x.sigmoid() : s;  // with its dependence on x, for gradient()
+    Tensor sv = saved_output(s, [&] { return x.sigmoid(); });
     return Grads{g * sv * (-sv + 1.0)};
   });
 }

@@ -107,10 +107,8 @@ Tensor Tensor::pow(const Tensor& exponent) const {
     return where(ret.abs().lt(const_like(ret, 1, f)), zero, ret + ret.sign() * 0.5).cast(t);
   }
   return record(ret.lazy(), "pow", {b, e}, [b, e, ret, f](const Tensor& g) {
-    // gradient() reads b and e with their history (its graph is differentiable), and then
-    // computes b ** e again from them rather than reading this node's own output.
     Tensor bs = saved(b), es = saved(e), zero = const_like(bs, 0, f);
-    Tensor r = create_graph() ? bs.pow(es) : ret;
+    Tensor r = saved_output(ret, [&] { return bs.pow(es); });
     Tensor bd = b.detach(), ed = e.detach();
     Tensor db = where(ed.eq(zero), zero, es * bs.pow(es - 1.0));
     Tensor de = where(bd.eq(zero).logical_and(ed.lt(zero).logical_not().logical_and(ed.eq(ed))),

@@ -61,6 +61,14 @@ inline Tensor order_inverse(const Tensor& t) {
 // gradient() builds a differentiable graph (create_graph(), autograd.h), else its value without
 // history.
 inline Tensor saved(const Tensor& t) { return create_graph() ? t : t.detach(); }
+// What a backward function reads of its op's own output `out` (kept without history: the node
+// must not hold its output, a reference cycle): `out`, or while gradient() builds a
+// differentiable graph, the output computed again by `recompute` from saved() inputs, so that
+// its dependence on them is recorded.
+template <class Recompute>
+Tensor saved_output(const Tensor& out, Recompute&& recompute) {
+  return create_graph() ? recompute() : out;
+}
 
 // A scalar constant of dtype `dt` on `t`'s device.
 inline Tensor const_like(const Tensor& t, double v, DType dt) {

@@ -1,10 +1,12 @@
 #include "compiler/passes/lift_consts.h"
 
-#include <bit>
-#include <cstring>
+#include <algorithm>
+#include <charconv>
 #include <limits>
+#include <string_view>
 
 #include "base/check.h"
+#include "compiler/interp.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -64,36 +66,22 @@ std::vector<UOpPtr> liftable_consts(const UOpPtr& sink) {
 std::string lifted_name(size_t i) { return kPrefix + std::to_string(i); }
 
 int lifted_index(const std::string& name) {
-  const size_t n = std::strlen(kPrefix);
-  if (name.size() <= n || name.compare(0, n, kPrefix) != 0 || name.size() > n + 9) return -1;
-  int i = 0;
-  for (size_t k = n; k < name.size(); k++) {
-    if (name[k] < '0' || name[k] > '9') return -1;
-    i = i * 10 + (name[k] - '0');
-  }
-  return i;
+  const std::string_view prefix(kPrefix),
+      rest = std::string_view(name).substr(std::min(name.size(), prefix.size()));
+  if (name.compare(0, prefix.size(), prefix) != 0 || rest.empty()) return -1;
+  int i = -1;
+  auto [end, err] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
+  return err == std::errc() && end == rest.data() + rest.size() && i >= 0 ? i : -1;
 }
 
 int64_t const_bits(const UOp& c) {
   CHECK(liftable(c)) << "const_bits of " << op_name(c.op()) << " " << c.dtype().name();
   DType t = c.dtype();
-  if (!dtypes::is_float(t)) {
-    return c.const_int();  // uint64 as its bit pattern, narrower unsigned values as themselves
-  }
-  double d = c.const_value();
-  switch (t.scalar) {
-    case Scalar::kFloat64:
-      return std::bit_cast<int64_t>(d);
-    case Scalar::kFloat32:
-      return std::bit_cast<int32_t>(static_cast<float>(d));
-    case Scalar::kFloat16:
-      return std::bit_cast<int16_t>(static_cast<_Float16>(d));
-    case Scalar::kBFloat16:  // rounded once to the bfloat16 grid, then float32's top half
-      return static_cast<int16_t>(std::bit_cast<uint32_t>(static_cast<float>(round_to(t, d))) >>
-                                  16);
-    default:
-      UNREACHABLE() << "const_bits of " << t.name();
-  }
+  // uint64 as its bit pattern, narrower unsigned values as themselves
+  if (!dtypes::is_float(t)) return c.const_int();
+  // the value rounded to t once, read back as the signed integer of t's width (the reference
+  // interpreter's conversions, which the renderers match)
+  return reinterpret(make_value(t, c.const_value()), int_of_width(t)).i;
 }
 
 UOpPtr lift_consts(const UOpPtr& sink,

@@ -109,6 +109,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     return _C.Tensor.from_bytes(arr, list(arr.shape), dtype.key, device)
 
   @staticmethod
+  def _int_cast(ints: list[int], shape, dtype: DType, device: str):
+    """Python ints cast to the int `dtype` as numpy's astype and tinygrad do: wrapped to its width;
+    values beyond 64 bits have no such value (ValueError)."""
+    if min(ints) < -2**63 or max(ints) >= 2**64:
+      raise ValueError(f"[{op_name()}] values {min(ints)} .. {max(ints)} cannot be converted to {dtype} without overflow: they exceed 64 bits")
+    raw = np.array([x % (1 << 64) for x in ints], dtype=np.uint64).reshape(shape)
+    return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
+
+  @staticmethod
   def _from_list(data, dtype: DType | None, device: str):
     if any(isinstance(x, Tensor) for x in fully_flatten(data)):
       return Tensor.stack(*[x if isinstance(x, Tensor) else Tensor(x, device, dtype) for x in data])._c
@@ -122,12 +131,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
       flat = fully_flatten(data)
       if flat and all(isinstance(x, (int, np.integer)) for x in flat) and not all(_fits(int(x), dtype) for x in flat):
         # An explicit int dtype is a cast, as numpy's astype and tinygrad's: ints wrap to its width.
-        if min(flat) < -2**63 or max(flat) >= 2**64:
-          raise ValueError(f"[{op_name()}] values {min(flat)} .. {max(flat)} cannot be converted to {dtype} without overflow: they exceed 64 bits")
         shape = np.array(data, dtype=object).shape
         if len(flat) != math.prod(shape): raise ValueError(f"[{op_name()}] cannot make a Tensor of the ragged list {data!r}")
-        raw = np.array([int(x) % (1 << 64) for x in flat], dtype=np.uint64).reshape(shape)
-        return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
+        return Tensor._int_cast([int(x) for x in flat], shape, dtype, device)
     raw = np.array(data)
     if raw.dtype == object:
       flat = fully_flatten(data)
@@ -144,11 +150,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
       if raw.dtype.kind == "f" and not np.isfinite(raw).all():
         raise ValueError(f"[{op_name()}] non-finite values cannot be converted to {dtype}")
       raw = np.trunc(raw) if raw.dtype.kind == "f" else raw
-      lo, hi = raw.min(), raw.max()
-      if lo < -2**63 or hi >= 2**64:
-        raise ValueError(f"[{op_name()}] values {lo} .. {hi} cannot be converted to {dtype} without overflow: they exceed 64 bits")
-      raw = np.array([int(x) % (1 << 64) for x in raw.reshape(-1).tolist()], dtype=np.uint64).reshape(raw.shape)
-      return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
+      return Tensor._int_cast([int(x) for x in raw.reshape(-1).tolist()], raw.shape, dtype, device)
     if raw.dtype.kind in "iu" and dtypes.is_int(dtype) and not raw.dtype == np.uint64: raw = raw.astype(np.int64)
     if raw.dtype.kind in "US": raise TypeError(f"[{op_name()}] cannot make a Tensor of strings: {data!r}")
     return Tensor._from_numpy(raw, dtype, device)
@@ -313,9 +315,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def clone(self, device: str | None = None) -> Tensor:
     """A copy in a buffer of its own (on `device` if given) that keeps requires_grad, is_param and
     .grad (cloned too), as tinygrad's. It is a new leaf: gradients stop at it."""
-    c = self._c.contiguous().detach()
-    if device is not None: c = c.to(canonicalize_device(device)).contiguous().detach()
-    ret = Tensor._wrap(c)
+    src = self._c if device is None else self._c.to(canonicalize_device(device))
+    ret = Tensor._wrap(src.contiguous().detach())
     ret._c.realize()
     if self.requires_grad is not False: ret.requires_grad = self.requires_grad
     if (g := self.grad) is not None: ret.grad = g.clone(device)

@@ -1,8 +1,6 @@
 """Movement Tensor methods: views (reshape, permute, pad, ...), joins and splits, indexing."""
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 import _baregrad as _C
