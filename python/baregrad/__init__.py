@@ -18,6 +18,7 @@ from baregrad.function import function  # noqa: F401
 from baregrad.dtype import dtypes  # noqa: F401
 from baregrad.helpers import GlobalCounters, fetch, Context, getenv  # noqa: F401
 from baregrad.device import Device  # noqa: F401
+from baregrad.variable import Variable  # noqa: F401
 from baregrad import nn  # noqa: F401
 
-__all__ = ["Tensor", "TinyJit", "function", "dtypes", "GlobalCounters", "fetch", "Context", "getenv", "Device", "nn"]
+__all__ = ["Tensor", "TinyJit", "function", "dtypes", "GlobalCounters", "fetch", "Context", "getenv", "Device", "Variable", "nn"]

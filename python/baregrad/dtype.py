@@ -49,7 +49,7 @@ class dtypes:  # noqa: N801 (tinygrad's name)
     if isinstance(x, np.generic): return _from_np_dtype(x.dtype)
     if x.__class__ is float: return dtypes.default_float
     if x.__class__ is bool: return dtypes.bool
-    if x.__class__ is int: return _int_for(x)
+    if isinstance(x, int): return _int_for(int(x))  # int and its subclasses but bool (a bound Variable)
     if isinstance(x, (list, tuple)): return max(dtypes.from_py(xi) for xi in x) if x else dtypes.default_float
     raise RuntimeError(f"[from_py] no dtype for {x!r} of type {type(x).__name__}")
 

@@ -56,11 +56,17 @@ def op_name() -> str:
   return "baregrad"
 
 
+def unbound_variable(name: str) -> str:
+  return f"Variable {name!r} is unbound: use Variable(...).bind(value) where a size or int is needed"
+
+
 def check_int64(op: str, args) -> None:
   """ValueError naming `op` for a Python int in `args` (nested lists and tuples too) that does
-  not fit int64: the C++ core takes int64 sizes, and the binding's own error names no op."""
+  not fit int64: the C++ core takes int64 sizes, and the binding's own error names no op; a
+  TypeError for an unbound Variable."""
   for a in args:
     if isinstance(a, (list, tuple)): check_int64(op, a)
+    elif hasattr(a, "_unbound"): raise TypeError(f"[{op}] {unbound_variable(a.expr)}")  # baregrad/variable.py
     elif isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
       raise ValueError(f"[{op}] {a} does not fit int64")
 

@@ -32,7 +32,7 @@ def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.b
 
 class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
-  __slots__ = ("_c", "__weakref__")
+  __slots__ = ("_c", "_bound", "__weakref__")  # _bound: see MovementMixin._bind
   training: ClassVar[bool] = False
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
   __array_ufunc__ = None
@@ -380,6 +380,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    check_int64("full", shape)
     if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[full] invalid shape {shape}")
     if math.prod(s for s in shape if s) > 2**63 - 1: raise ValueError(f"[full] shape {tuple(shape)} has more than 2**63-1 elements")
     base = Tensor._const_c(fill_value, dt, canonicalize_device(device))

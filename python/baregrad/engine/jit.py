@@ -4,6 +4,11 @@ The capture and replay are the C++ TinyJit (tensor/jit.h): the Tensor arguments 
 (realized and bound by position; keyword tensors in sorted order), everything else the function
 reads (parameters, optimizer state) is bound by address and must change through assign().
 Non-Tensor arguments and return values are those of the last eager call.
+
+Bound Variables (baregrad/variable.py) in the arguments, and those that made a Tensor argument
+(`a[:, :vi]`), select a capture: each binding of them gets its own, made as the first one was
+(eager call, capture, then replays), so a replay never uses the kernels of another value. The
+last MAX_BINDINGS bindings are kept.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Any, Callable
 import _baregrad as _C
 from baregrad.helpers import op_name
 from baregrad.tensor import Tensor
+from baregrad.variable import _bindings_in
 
 
 class JitError(Exception):
@@ -21,19 +27,36 @@ class JitError(Exception):
 
 
 class TinyJit:
+  MAX_BINDINGS = 16  # captures kept, one per binding of the Variables in the arguments
+
   def __init__(self, fxn: Callable | None = None, captured=None, prune: bool = False, optimize: bool = False):
     if fxn is None and captured is None: raise ValueError(f"[{op_name()}] need either a function or a CapturedJit")
     self.fxn = fxn
-    self._structure: Any = None  # the return value of the last eager call, tensors as slots
+    self._structures: dict[tuple, Any] = {}  # binding -> its last eager call's return value, tensors as slots
+    self._binding: tuple = ()
     self._call_args: tuple = ((), {}, [])
-    ref = weakref.ref(self)
-    self._jit = _C.TinyJit(lambda cs: ref()._run(cs))
+    self._jits: dict[tuple, Any] = {}  # binding -> C++ TinyJit, oldest first
+    self._jit = self._jit_for(())
     if fxn is not None: functools.update_wrapper(self, fxn)
 
   def __get__(self, obj, objtype=None):
     """As a method decorator: bind the instance as the first argument."""
     return self if obj is None else functools.partial(self.__call__, obj)
 
+  def _jit_for(self, binding: tuple):
+    self._binding = binding
+    jit = self._jits.pop(binding, None)
+    if jit is None:
+      ref = weakref.ref(self)
+      jit = _C.TinyJit(lambda cs: ref()._run(cs))
+    self._jits[binding] = jit  # most recently used last
+    while len(self._jits) > self.MAX_BINDINGS:
+      oldest = next(iter(self._jits))
+      del self._jits[oldest]
+      self._structures.pop(oldest, None)
+    return jit
+
+  # Of the capture the last call used.
   @property
   def cnt(self) -> int: return self._jit.calls
   @property
@@ -42,8 +65,9 @@ class TinyJit:
   def kernel_count(self) -> int: return self._jit.kernel_count
 
   def reset(self):
-    self._jit.reset()
-    self._structure = None
+    self._jits.clear()
+    self._structures.clear()
+    self._jit = self._jit_for(())
 
   def _run(self, cs: list) -> list:
     """The eager call: the tensor arguments replaced by the realized inputs C++ passes."""
@@ -62,13 +86,19 @@ class TinyJit:
       if isinstance(x, (list, tuple)): return type(x)(flat(i) for i in x)
       if isinstance(x, dict): return {k: flat(v) for k, v in x.items()}
       return x
-    self._structure = flat(ret)
+    self._structures[self._binding] = flat(ret)
     return outs
 
   def __call__(self, *args, **kwargs):
     slots = [("arg", i) for i, a in enumerate(args) if isinstance(a, Tensor)]
     slots += [("kw", k) for k in sorted(kwargs) if isinstance(kwargs[k], Tensor)]
-    inputs = [(args[k] if w == "arg" else kwargs[k])._c for w, k in slots]
+    tensors = [args[k] if w == "arg" else kwargs[k] for w, k in slots]
+    inputs = [t._c for t in tensors]
+    found = _bindings_in((args, kwargs))
+    for t in tensors:
+      for k, v in (getattr(t, "_bound", None) or {}).items():
+        if found.setdefault(k, v) != v: raise JitError(f"[{op_name()}] Variable {k!r} is bound to both {found[k]} and {v} in one call")
+    self._jit = self._jit_for(tuple(sorted(found.items())))
     self._call_args = (args, kwargs, slots)
     try:
       outs = self._jit(inputs)
@@ -79,7 +109,7 @@ class TinyJit:
       if isinstance(x, (list, tuple)): return type(x)(fill(i) for i in x)
       if isinstance(x, dict): return {k: fill(v) for k, v in x.items()}
       return x
-    return fill(self._structure)
+    return fill(self._structures.get(self._binding))
 
 
 class _Slot:

@@ -1,0 +1,132 @@
+# Variable (tinygrad's bounded, named int for sizes that change per call): binding and its
+# errors, use in views and arithmetic against numpy, and TinyJit's capture per binding.
+import pickle
+
+import numpy as np
+import pytest
+
+from baregrad import Tensor, TinyJit, Variable, dtypes
+from baregrad.engine.jit import JitError
+
+RNG = np.random.default_rng(7)
+A = RNG.uniform(-1, 1, size=(3, 10)).astype(np.float32)
+
+
+def test_bind_unbind_and_attributes():
+  v = Variable("i", 1, 10)
+  b = v.bind(4)
+  assert b == 4 and isinstance(b, int) and b.val == 4 and b.unbind() == (v, 4)
+  assert (b.expr, b.vmin, b.vmax) == ("i", 1, 10) and (v.expr, v.vmin, v.vmax) == ("i", 1, 10)
+  assert repr(b) == "Variable('i', 1, 10).bind(4)"
+  assert Variable("i", 1, 10) == v and hash(Variable("i", 1, 10)) == hash(v) and Variable("i", 1, 11) != v
+  assert pickle.loads(pickle.dumps(b)).unbind() == (v, 4)
+  assert b * 2 == 8 and type(b * 2) is int  # arithmetic gives plain ints
+
+
+@pytest.mark.parametrize("val", [0, 11, -3])
+def test_bind_out_of_range(val):
+  with pytest.raises(AssertionError, match=rf"\[bind\] bind {val} not in range \[1, 10\] of Variable 'i'"):
+    Variable("i", 1, 10).bind(val)
+  with pytest.raises(ValueError):
+    Variable("i", 1, 10).bind(val)
+
+
+def test_bad_variables():
+  with pytest.raises(TypeError, match=r"\[Variable\] the value bound to 'i' must be an int, got float"):
+    Variable("i", 1, 10).bind(2.0)
+  with pytest.raises(TypeError, match="must be an int, got bool"):
+    Variable("i", 1, 10).bind(True)
+  with pytest.raises(ValueError, match=r"min_val 5 > max_val 2"):
+    Variable("i", 5, 2)
+  with pytest.raises(TypeError, match="non-empty str"):
+    Variable("", 1, 2)
+  with pytest.raises(AssertionError, match="not divisible by 4"):
+    Variable("i", 0, 16, multiple_of=4).bind(6)
+  assert Variable("i", 0, 16, multiple_of=4).bind(8) == 8
+
+
+@pytest.mark.parametrize("use", [
+  lambda t, v: t.reshape(v, 2),
+  lambda t, v: t[:v],
+  lambda t, v: t.shrink(((0, v),)),
+  lambda t, v: t.pad(((v, 0),)),
+  lambda t, v: Tensor.ones(v),
+])
+def test_unbound_variable_is_a_type_error_naming_the_op(use):
+  with pytest.raises(TypeError, match=r"Variable 'n' is unbound: use Variable\(...\).bind\(value\)"):
+    use(Tensor.ones(8), Variable("n", 1, 8))
+
+
+def test_views_match_numpy():
+  a = Tensor(A)
+  for i in range(1, 6):
+    vi = Variable("i", 1, 10).bind(i)
+    np.testing.assert_array_equal(a[:, :vi].numpy(), A[:, :i])
+    np.testing.assert_array_equal(a[:, :vi][:, -1].numpy(), A[:, :i][:, -1])
+    np.testing.assert_array_equal(a.shrink((None, (vi, 10))).numpy(), A[:, i:])
+    np.testing.assert_array_equal(a[:, :vi].pad((None, (0, 10 - vi))).numpy(), np.pad(A[:, :i], ((0, 0), (0, 10 - i))))
+    np.testing.assert_array_equal(a[:, :vi].reshape(3 * vi).numpy(), A[:, :i].reshape(3 * i))
+    np.testing.assert_array_equal(a[:1, :vi].expand(vi, vi).numpy(), np.broadcast_to(A[:1, :i], (i, i)))
+    np.testing.assert_array_equal(Tensor.arange(vi).numpy(), np.arange(i))
+    np.testing.assert_allclose((a[:, :vi] @ a[:, :vi].T).numpy(), A[:, :i] @ A[:, :i].T, rtol=1e-5, atol=1e-6)
+
+
+def test_bound_variable_as_a_scalar():
+  vv = Variable("a", 0, 10).bind(2)
+  assert (Tensor(vv) + 3).item() == 5 and Tensor(vv).dtype == dtypes.int32
+  assert (Tensor.ones(3, dtype=dtypes.int8) * vv).tolist() == [2, 2, 2]
+  assert (vv * Tensor.ones(3)).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_views_carry_their_bindings():
+  vi = Variable("i", 1, 10).bind(3)
+  t = Tensor(A)[:, :vi]
+  assert t._bound == {"i": 3} and t.reshape(1, 3, vi)._bound == {"i": 3}
+  with pytest.raises(ValueError, match=r"\[getitem\] Variable 'i' is bound to both 3 and 4"):
+    t[:, :Variable("i", 1, 10).bind(4)]
+
+
+def test_jit_one_capture_per_binding():
+  calls = []
+  def f(a):
+    calls.append(a.shape)
+    return (a + 1).realize()
+  jf = TinyJit(f)
+  a = Tensor(A)
+  for _ in range(4):
+    for i in (1, 4, 7):
+      vi = Variable("i", 1, 10).bind(i)
+      np.testing.assert_allclose(jf(a[:, :vi]).numpy(), A[:, :i] + 1, rtol=1e-6)
+  # each binding: one eager call, one capture, then replays (which do not call f)
+  assert sorted(calls) == sorted([(3, i) for i in (1, 4, 7) for _ in range(2)])
+  assert jf.captured and jf.cnt == 4
+
+
+def test_jit_variable_argument_and_attention():
+  def f(q, k, v, n):
+    return Tensor.scaled_dot_product_attention(q, k[:, :, :n], v[:, :, :n]).realize()
+  jf = TinyJit(f)
+  q, k, v = (RNG.uniform(-1, 1, size=s).astype(np.float32) for s in [(2, 4, 1, 8), (2, 4, 10, 8), (2, 4, 10, 8)])
+  tq, tk, tv = Tensor(q), Tensor(k), Tensor(v)
+  for _ in range(3):
+    for i in (2, 9):
+      got = jf(tq, tk, tv, n=Variable("n", 1, 10).bind(i)).numpy()
+      s = q @ k[:, :, :i].transpose(0, 1, 3, 2) / np.sqrt(8)
+      p = np.exp(s - s.max(-1, keepdims=True))
+      np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v[:, :, :i], rtol=1e-5, atol=1e-6)
+
+
+def test_jit_keeps_the_last_bindings():
+  jf = TinyJit(lambda a: (a * 2).realize())
+  jf.MAX_BINDINGS = 2
+  a = Tensor(A)
+  for i in (1, 2, 3, 1):
+    np.testing.assert_allclose(jf(a[:, :Variable("i", 1, 10).bind(i)]).numpy(), A[:, :i] * 2)
+  assert len(jf._jits) == 2 and jf.cnt == 1  # binding 1 was dropped and starts again
+
+
+def test_jit_shape_change_without_a_variable_is_still_an_error():
+  jf = TinyJit(lambda a: (a * 2).realize())
+  for _ in range(3): jf(Tensor(A[:, :4]))
+  with pytest.raises((JitError, RuntimeError), match=r"input 0 is \(3, 5\) float32 on \S+; the captured call had \(3, 4\)"):
+    jf(Tensor(A[:, :5]))
