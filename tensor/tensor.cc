@@ -421,8 +421,16 @@ Tensor Tensor::unary(Op op) const {
 
 Tensor Tensor::relu() const {
   // where(0 < x, x, 0), not maximum(x, 0): the gradient at 0 is 0 (torch, tinygrad), not 1/2.
-  Tensor zero(lazy_const(impl_->lazy.base->device, dtype(), 0, {}));
-  return where(zero.lt(*this), *this, zero);
+  // The gradient is recorded directly and masked by the output (0 < relu(x) exactly where
+  // 0 < x, NaN included): a mask read from x would make the backward compute x again whenever
+  // only the output was stored, and x is usually a convolution or a matmul.
+  Tensor x = *this, zero(lazy_const(impl_->lazy.base->device, dtype(), 0, {}));
+  // detach(): the closure must not keep where()'s own history, which holds the mask `0 < x` (a
+  // lazy reader of whatever x reads: optimizer steps compute such readers before they write).
+  Tensor out = where(zero.lt(x.detach()), x.detach(), zero).detach();
+  return record(out.lazy(), "relu", {x}, [out, zero](const Tensor& g) {
+    return Grads{where(zero.lt(out), g, zero.cast(g.dtype()))};
+  });
 }
 Tensor Tensor::exp2() const { return as_float(*this).unary(Op::EXP2); }
 Tensor Tensor::log2() const { return as_float(*this).unary(Op::LOG2); }

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "tensor/counters.h"
+#include "tensor/schedule.h"
 #include "tensor/tensor.h"
 #include "tests/tensor/test_util.h"
 
@@ -173,6 +174,37 @@ TEST(Autograd, RealizeDropsUndecidedHistory) {
   // 64 steps of 256 KiB: without the cut every step's buffer would stay alive.
   EXPECT_LT(counters().mem_used.load() - before, 8 * (int64_t{1} << 18));
   EXPECT_NEAR(h.to_vector()[0], 2.0, 1e-6);
+}
+
+// relu's gradient is masked by its output: once the output is stored, the backward does not
+// compute the matmul under it again (with a bias, the matmul is fused into relu's kernel and
+// stored nowhere). Oracle: the schedule has one reduction (the weight gradient), and the
+// gradient is x^T (2 relu(xw + b)) by hand in float64.
+TEST(Autograd, ReluBackwardReadsTheOutputNotTheInput) {
+  Tensor x = Tensor::rand({64, 64}).realize(), w = Tensor::rand({64, 64}) - 0.5;
+  Tensor b = Tensor::rand({64}).realize() - 0.5;
+  w.requires_grad_();
+  w.realize();
+  b.realize();
+  Tensor y = (x.matmul(w) + b).relu();
+  y.realize();
+  Tensor g = (y * y).sum().gradient({w})[0];
+  int reductions = 0;
+  for (const ScheduleItem& item : create_schedule({g.lazy()}))
+    for (const compiler::UOp* n : item.ast->toposort()) reductions += n->op() == Op::REDUCE_AXIS;
+  EXPECT_EQ(reductions, 1);
+  std::vector<double> xs = x.to_vector(), ws = w.to_vector(), bs = b.to_vector();
+  std::vector<double> gs = g.to_vector();
+  for (int64_t i : {0, 100, 4095}) {
+    int64_t k = i / 64, j = i % 64;
+    double want = 0;
+    for (int64_t r = 0; r < 64; r++) {
+      double z = bs[j];
+      for (int64_t c = 0; c < 64; c++) z += xs[r * 64 + c] * ws[c * 64 + j];
+      want += xs[r * 64 + k] * 2 * std::max(z, 0.0);
+    }
+    EXPECT_NEAR(gs[i], want, 1e-4 * (1 + std::abs(want))) << i;
+  }
 }
 
 TEST(Autograd, Misuse) {
