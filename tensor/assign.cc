@@ -1,6 +1,7 @@
 // Tensor::assign: in-place updates of realized buffers, with realize-before-overwrite.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -55,6 +56,45 @@ std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
       tops.push_back(Lazy{b, ShapeTracker::contiguous(b->shape)});
   }
   return tops;
+}
+
+// What assign() does with the lazy work still reading `old`'s buffer (pending_readers: tops
+// outside `exclude`, the new values' own graph) before it overwrites that buffer. A top no
+// larger than the buffer is computed now (appended to `targets`): it is cheap, and an
+// accumulator that reads a weight every step stays bounded. Larger tops (activations that an
+// autograd graph holds, most often never read again) are left lazy: the buffer is copied aside
+// first: the copy is returned, for repoint_readers() to give them after the assign. Computing
+// them instead could cost a convolution each.
+std::optional<Lazy> save_readers(const BasePtr& old,
+                                 const std::unordered_set<const LazyBase*>& exclude,
+                                 std::vector<Lazy>& targets) {
+  std::vector<Lazy> tops = pending_readers({old.get()}, exclude);
+  int64_t limit = old->numel() * old->dtype.itemsize();
+  bool large = false;
+  for (Lazy& t : tops) {
+    if (t.base->numel() * t.base->dtype.itemsize() <= limit)
+      targets.push_back(std::move(t));
+    else
+      large = true;
+  }
+  if (!large) return std::nullopt;
+  return lazy_contiguous(Lazy{old, ShapeTracker::contiguous(old->shape)}, old->dtype);
+}
+
+// Makes the unrealized bases that read `old` directly read `copy` (its contents before an
+// assign) instead.
+void repoint_readers(LazyBase& old, const BasePtr& copy) {
+  for (auto& w : old.readers) {
+    BasePtr r = w.lock();
+    if (!r || r->realized) continue;
+    bool moved = false;
+    for (Lazy& s : r->srcs)
+      if (s.base.get() == &old) {
+        s.base = copy;
+        moved = true;
+      }
+    if (moved) copy->readers.push_back(r);
+  }
 }
 
 // True when every read of `buf` in the unrealized graph of `v` is of the element the kernel
@@ -180,7 +220,7 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
   struct Update {
     Lazy value;
     std::shared_ptr<DeviceBuffer> buf;  // null: not in place
-    LazyBase* old = nullptr;
+    BasePtr old;
     bool aside = false;  // computed into a temporary first, then copied in
   };
   std::vector<Update> ups;
@@ -201,7 +241,7 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
     Update u{value.lazy(), nullptr, nullptr, false};
     if (is_whole_buffer(old)) {
       u.buf = old.base->realized;
-      u.old = old.base.get();
+      u.old = old.base;
       if (!by_buffer.emplace(u.buf.get(), ups.size()).second)
         fail("assign", "two tensors assigned in one assign_all share one buffer (shape " +
                            shape_str(target.shape()) + ")");
@@ -237,7 +277,7 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
       if (--indegree[j] == 0) ready.push_back(j);
   }
   std::vector<Lazy> news, extra;
-  std::vector<LazyBase*> olds;
+  std::vector<BasePtr> olds;
   for (size_t i = 0; i < ups.size(); i++) {
     Update& u = ups[i];
     Lazy v = u.value;
@@ -251,11 +291,19 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
     news.push_back(n);
     if (u.old) olds.push_back(u.old);
   }
-  std::vector<Lazy> targets = pending_readers(olds, ancestors(news));
+  std::unordered_set<const LazyBase*> exclude = ancestors(news);
+  std::vector<Lazy> targets;
+  std::vector<std::pair<BasePtr, Lazy>> snapshots;
+  for (const BasePtr& o : olds) {
+    if (std::optional<Lazy> copy = save_readers(o, exclude, targets))
+      snapshots.push_back({o, *copy});
+  }
+  for (auto& [o, snap] : snapshots) targets.push_back(snap);
   targets.insert(targets.end(), extra.begin(), extra.end());
   targets.insert(targets.end(), news.begin(), news.end());
   run_schedule(create_schedule(targets));
-  for (LazyBase* o : olds) o->overwritten = true;
+  for (auto& [o, snap] : snapshots) repoint_readers(*o, snap.base);
+  for (const BasePtr& o : olds) o->overwritten = true;
   for (size_t i = 0; i < updates.size(); i++) {
     TensorImpl& t = *updates[i].first.impl_;
     t.lazy = news[i];

@@ -137,6 +137,43 @@ TEST(Semantics, OtherViewsOfAReplacedConstantThrowWhenRead) {
   expect_error([&] { t.to_vector(); }, "a view of a constant tensor");
 }
 
+// Lazy work still reading a buffer when assign() overwrites it sees the old contents. Work no
+// larger than the buffer is computed before the write; larger work (activations an autograd
+// graph holds) stays lazy and reads a copy made before the write. Oracle: the values by hand.
+TEST(Semantics, LazyReadersOfAnAssignedBufferKeepTheOldValue) {
+  Tensor w = Tensor::from_data({1, 2, 3}, {3}).contiguous().realize();
+  Tensor big = Tensor::ones({64, 3}) * w.reshape({1, 3});  // 192 elements, larger than w
+  Tensor small = w.sum();
+  w.assign(Tensor::from_data({10, 20, 30}, {3}));
+  EXPECT_FALSE(big.lazy().base->realized);  // not computed by the assign
+  EXPECT_TRUE(small.lazy().base->realized);
+  EXPECT_EQ(w.to_vector(), (Vec{10, 20, 30}));
+  EXPECT_EQ(small.to_vector(), (Vec{6}));
+  std::vector<double> got = big.to_vector();
+  for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(got[i], double(i % 3 + 1)) << i;
+  // A second assign copies again; the first copy is what `big` still reads.
+  Tensor big2 = Tensor::ones({64, 3}) * w.reshape({1, 3});
+  w.assign(Tensor::from_data({7, 8, 9}, {3}));
+  EXPECT_EQ(big.to_vector()[4], 2);
+  EXPECT_EQ(big2.to_vector()[4], 20);
+  EXPECT_EQ(w.to_vector(), (Vec{7, 8, 9}));
+}
+
+// A small lazy accumulator that reads a buffer assigned every step is computed at each assign,
+// so its graph (and the buffers it holds) stays one step deep.
+TEST(Semantics, AnAccumulatorOfAnAssignedBufferStaysBounded) {
+  Tensor w = Tensor::from_data({1, 2}, {2}).contiguous().realize();
+  Tensor acc = Tensor::zeros({});
+  double want = 0;
+  for (int step = 0; step < 20; step++) {
+    acc = acc + w.sum();
+    want += 3.0 * (step + 1);
+    w.assign(w + Tensor::from_data({1, 2}, {2}));
+    EXPECT_TRUE(acc.lazy().base->realized) << step;
+  }
+  EXPECT_EQ(acc.to_vector(), (Vec{want}));
+}
+
 TEST(Semantics, BackwardAfterAssignThrows) {
   Tensor x = Tensor::from_data({2}, {1});
   x.requires_grad_();
