@@ -126,7 +126,8 @@ int Lowerer::pick_vector_axis() const {
   for (int a = 0; a < k_.ndim(); a++) {
     int64_t n = k_.shape()[a];
     if (!is_expand(a)) continue;
-    if (n < 2 || n > 32) continue;
+    // Powers of two only: C's ext_vector_type(3) occupies (and loads and stores) 4 elements.
+    if (n < 2 || n > 32 || (n & (n - 1)) != 0) continue;
     bool ok = true, any_unit = false;
     for (const auto& st : views) {
       int64_t s = Kernel::stride(st, a);

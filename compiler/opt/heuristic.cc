@@ -34,6 +34,18 @@ bool vectorizable(const Kernel& k, int axis) {
   return has_stride(k, axis, 1) && k.unmasked(axis);
 }
 
+// The views of the kernel's loads (its stores' views come after them in views()).
+std::vector<ShapeTracker> load_views(const Kernel& k) {
+  std::vector<ShapeTracker> loads = k.views();
+  size_t stores = 0;
+  for (const UOp* n : k.ast()->toposort()) stores += n->op() == Op::STORE;
+  loads.resize(loads.size() - std::min(loads.size(), stores));
+  return loads;
+}
+
+// Scalar accumulators a register tile without vector lanes keeps (of 32 registers).
+constexpr int kScalarTile = 24;
+
 int widest_element(const Kernel& k) {
   int w = 1;
   for (const UOp* n : k.ast()->toposort())
@@ -98,10 +110,7 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
     // The tile axis is one the vector-loaded operands (contiguous along the lanes) are
     // broadcast along, so each of their vector loads feeds every row of the tile: a matmul's
     // rows; a convolution's output channels, not its batch (which reuses only the weights).
-    std::vector<ShapeTracker> loads = k.views();
-    int stores = 0;
-    for (const UOp* n : k.ast()->toposort()) stores += n->op() == Op::STORE;
-    loads.resize(loads.size() - std::min<size_t>(loads.size(), stores));  // loads come first
+    std::vector<ShapeTracker> loads = load_views(k);
     const int lanes_axis = k.ndim() - 1;  // the UPCAST axis step 1 made: the vector lanes
     int tile = -1;
     for (int a = 0; a < k.first(AxisKind::kReduce) && tile < 0; a++) {
@@ -139,6 +148,38 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
           break;
         }
     }
+  }
+  // 2c. No vector axis (output rows too short for the lanes: a convolution over 6x6 or 10x10):
+  //     a register tile of scalars instead, on two output axes along which different operands
+  //     are broadcast (a convolution's width, along which the weights are, and its output
+  //     channels, along which the input is), so that each element loaded feeds every copy
+  //     along the other axis. Then the short window axes (3x3) are unrolled: no loop of 3.
+  if (reduce && vec_global < 0 && !vec_reduce) {
+    std::vector<ShapeTracker> loads = load_views(k);
+    auto broadcast_mask = [&](int a) {
+      uint64_t m = 0;
+      for (size_t i = 0; i < loads.size() && i < 64; i++)
+        if (Kernel::stride(loads[i], a) == 0) m |= uint64_t{1} << i;
+      return m;
+    };
+    uint64_t first_mask = 0;
+    for (int a = k.first(AxisKind::kReduce) - 1; a >= 0; a--) {  // innermost first
+      uint64_t m = broadcast_mask(a);
+      if (m == 0 || k.shape()[a] < 2 || (first_mask && !(m & ~first_mask))) continue;
+      for (int amt : {8, 6, 5, 4, 3, 2})
+        if (copies * amt <= kScalarTile && try_apply(k, {OptOp::kUpcast, a, amt}, opts)) {
+          copies *= amt;
+          break;
+        }
+      if (first_mask) break;
+      if (copies > 1) first_mask = m;
+    }
+    for (int a = k.first(AxisKind::kReduce); a < k.ndim(); a++)
+      if (k.kinds()[a] == AxisKind::kReduce && k.shape()[a] <= 4 && copies * k.shape()[a] <= 256)
+        if (try_apply(k, {OptOp::kUnroll, a, static_cast<int>(k.shape()[a])}, opts)) {
+          copies *= static_cast<int>(k.shape()[a]);
+          a = k.first(AxisKind::kReduce) - 1;  // the axes moved: look again from the start
+        }
   }
   // 3. More independent work per iteration where no tile was made.
   if (copies == 1) {

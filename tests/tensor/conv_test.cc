@@ -334,5 +334,37 @@ TEST(Conv, PaddedConvolutionKernelIsVectorizedAndTiled) {
     for (const auto& v : st.views) EXPECT_FALSE(v.mask.has_value()) << st.str();
 }
 
+// An output 6 wide has no vector axis (6 is no multiple of the lanes): the convolution gets a
+// register tile of scalars instead, on the width (the weights are broadcast along it) and the
+// output channels (the input is), and its 3x3 window is unrolled. The values are checked
+// against direct loops on every backend by Conv2dMatchesDirectLoops and by the CPU:C run.
+TEST(Conv, NarrowConvolutionGetsAScalarTileAndAnUnrolledWindow) {
+  Tensor x = Tensor::rand({4, 64, 8, 8}).realize();
+  Tensor w = Tensor::rand({64, 64, 3, 3}).realize();
+  Tensor y = x.conv2d(w);
+  std::vector<ScheduleItem> items = create_schedule({y.lazy()});
+  ASSERT_EQ(items.size(), 1u);
+  compiler::Kernel conv(items[0].ast);
+  compiler::TargetInfo cpu;
+  cpu.vector_bytes = 32;
+  cpu.threads = 2;
+  std::string got;
+  for (const compiler::Opt& o : compiler::hand_coded_optimizations(conv, cpu)) got += o.str() + " ";
+  // axes: (batch, group, out channels, oh, ow | cin, kh, kw): all 6 of ow, 4 output channels
+  // (24 accumulators), then kh and kw unrolled
+  EXPECT_EQ(got, "UPCAST(4, 6) UPCAST(2, 4) UNROLL(6, 3) UNROLL(7, 3) ");
+  std::vector<double> xs = x.to_vector(), ws = w.to_vector(), ys = y.to_vector();
+  for (int64_t i : {int64_t{0}, int64_t{1000}, int64_t{9215}}) {  // (n, oc, oy, ox) = i
+    int64_t n = i / 2304, oc = i / 36 % 64, oy = i / 6 % 6, ox = i % 6;
+    double want = 0;
+    for (int64_t c = 0; c < 64; c++)
+      for (int64_t ky = 0; ky < 3; ky++)
+        for (int64_t kx = 0; kx < 3; kx++)
+          want += xs[((n * 64 + c) * 8 + oy + ky) * 8 + ox + kx] *
+                  ws[((oc * 64 + c) * 3 + ky) * 3 + kx];
+    EXPECT_NEAR(ys[i], want, 1e-4 * (1 + std::abs(want))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace baregrad::tensor
