@@ -112,12 +112,14 @@ class Tensor {
   // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
   // history, and realizes it. A tensor that is a whole realized buffer is updated in place
   // (the buffer keeps its address, which a TinyJit replay relies on); lazy work still reading
-  // the old contents is computed first. See assign_all.
+  // the old contents keeps seeing them. See assign_all.
   void assign(const Tensor& value);
   // Assigns every (target, value) pair in one schedule, so work the values share runs once.
-  // Before a buffer is overwritten, every live unrealized tensor reading it (a loss read after
-  // an optimizer step, say) is realized in the same schedule; a tensor that aliases the buffer
-  // without a kernel of its own (a detach() copy) throws if read afterwards.
+  // Before a buffer is overwritten, the live unrealized tensors reading it keep its old
+  // contents: those no larger than the buffer (a loss read after an optimizer step, say) are
+  // realized in the same schedule; larger ones (the activations an autograd graph holds) stay
+  // lazy and read a copy of the buffer made first. A tensor that aliases the buffer without a
+  // kernel of its own (a detach() copy) throws if read afterwards.
   static void assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates);
   // setitem's write: stores `value` (same shape and dtype) into the elements of the buffer this
   // tensor views, realizing its base first, so every view of that base sees it (torch's and
