@@ -302,11 +302,14 @@ ShapeTracker with_last(const ShapeTracker& st, View v) {
   return out.views.size() == 1 ? out : simplify(out);
 }
 
-void check_rank(std::string_view op, std::string_view what, size_t n, const ShapeTracker& st) {
+// `what` names the argument; it is called only to build the error (view ops run per tensor op:
+// formatting shapes up front was most of their cost).
+template <class What>
+void check_rank(std::string_view op, What&& what, size_t n, const ShapeTracker& st) {
   CHECK(!st.views.empty()) << "a ShapeTracker without views";
   if (n != st.shape().size())
     fail(op,
-         std::string(what) + " has " + std::to_string(n) + " entries for the " +
+         std::string(what()) + " has " + std::to_string(n) + " entries for the " +
              std::to_string(st.shape().size()) + " axes of " + fmt(st.shape()),
          ErrorKind::kValue);
 }
@@ -315,13 +318,13 @@ void check_rank(std::string_view op, std::string_view what, size_t n, const Shap
 
 ShapeTracker reshape(const ShapeTracker& st, const std::vector<int64_t>& shape) {
   CHECK(!st.views.empty()) << "a ShapeTracker without views";
-  std::string what = "cannot reshape " + fmt(st.shape()) + " to " + fmt(shape);
+  auto what = [&] { return "cannot reshape " + fmt(st.shape()) + " to " + fmt(shape); };
   if (std::any_of(shape.begin(), shape.end(), [](int64_t s) { return s < 0; }))
-    fail("reshape", what + ": negative size", ErrorKind::kValue);
+    fail("reshape", what() + ": negative size", ErrorKind::kValue);
   check_numel("reshape", shape);
   if (numel(st.shape()) != numel(shape))
     fail("reshape",
-         what + ": " + std::to_string(numel(st.shape())) + " elements vs " +
+         what() + ": " + std::to_string(numel(st.shape())) + " elements vs " +
              std::to_string(numel(shape)),
          ErrorKind::kValue);
   if (st.shape() == shape) return st;
@@ -335,7 +338,7 @@ ShapeTracker reshape(const ShapeTracker& st, const std::vector<int64_t>& shape) 
 }
 
 ShapeTracker permute(const ShapeTracker& st, const std::vector<int>& order) {
-  check_rank("permute", "order " + fmt(order), order.size(), st);
+  check_rank("permute", [&] { return "order " + fmt(order); }, order.size(), st);
   std::vector<bool> seen(order.size(), false);
   for (int o : order) {
     if (o < 0 || o >= static_cast<int>(order.size()) || seen[o])
@@ -354,7 +357,7 @@ ShapeTracker permute(const ShapeTracker& st, const std::vector<int>& order) {
 }
 
 ShapeTracker expand(const ShapeTracker& st, const std::vector<int64_t>& shape) {
-  check_rank("expand", "shape " + fmt(shape), shape.size(), st);
+  check_rank("expand", [&] { return "shape " + fmt(shape); }, shape.size(), st);
   View v = st.views.back();
   for (size_t d = 0; d < shape.size(); d++) {
     if (shape[d] == v.shape[d]) continue;
@@ -377,7 +380,7 @@ ShapeTracker expand(const ShapeTracker& st, const std::vector<int64_t>& shape) {
 
 ShapeTracker pad(const ShapeTracker& st,
                  const std::vector<std::pair<int64_t, int64_t>>& before_after) {
-  check_rank("pad", "padding", before_after.size(), st);
+  check_rank("pad", [] { return "padding"; }, before_after.size(), st);
   for (size_t d = 0; d < before_after.size(); d++)
     if (before_after[d].first < 0 || before_after[d].second < 0)
       fail("pad",
@@ -392,7 +395,7 @@ ShapeTracker pad(const ShapeTracker& st,
 
 ShapeTracker shrink(const ShapeTracker& st,
                     const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  check_rank("shrink", "ranges", ranges.size(), st);
+  check_rank("shrink", [] { return "ranges"; }, ranges.size(), st);
   View v = st.views.back();
   Ranges m = ranges_of(v);
   for (size_t d = 0; d < ranges.size(); d++) {
@@ -412,7 +415,7 @@ ShapeTracker shrink(const ShapeTracker& st,
 }
 
 ShapeTracker flip(const ShapeTracker& st, const std::vector<bool>& axes) {
-  check_rank("flip", "axes", axes.size(), st);
+  check_rank("flip", [] { return "axes"; }, axes.size(), st);
   View v = st.views.back();
   for (size_t d = 0; d < axes.size(); d++) {
     int64_t n = v.shape[d];
