@@ -25,6 +25,7 @@ from baregrad.mixin.reduce import ReduceMixin
 
 ConstType = (bool, int, float)
 _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
+_FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
 
 
 def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.bool_, np.integer, np.floating))
@@ -70,6 +71,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     if c is not made or isinstance(data, Tensor): c = c.detach()  # a new tensor is a leaf
     if requires_grad is not None or c.requires_grad is not None: c.requires_grad_(requires_grad)
     self._c = c
+
+  def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
+    # The common case, a float tensor and a Python number, without the general promotion: the
+    # number takes the tensor's dtype (ElementwiseMixin._binary gives the same result, slower).
+    if (type(y) is float or type(y) is int) and (key := self._c.dtype) in _FLOAT_KEYS:
+      c = _C.Tensor.full([], math.nan if y != y else float(y), key, self._c.device)
+      c.requires_grad_(False)
+      return Tensor._wrap(getattr(c, name)(self._c) if reverse else getattr(self._c, name)(c))
+    return super()._binary(name, y, reverse, widen)
 
   # ---- construction helpers ----------------------------------------------------------------
 
