@@ -251,9 +251,46 @@ std::vector<Row> scalar_sweep_rows(const Context& ctx) {
   return {r};
 }
 
+#ifdef BARE_PYTHON_BUILD_DIR
+// Tiny-op latency through the Python API, as a user calls it (bench/ref/python_tiny.py), and
+// PyTorch's through its own, in the same run.
+std::vector<Row> python_tiny_rows(const Context&) {
+  const std::string script = BARE_SOURCE_DIR "/bench/ref/python_tiny.py";
+  const std::string paths = BARE_SOURCE_DIR "/python " BARE_PYTHON_BUILD_DIR;
+  struct Mode {
+    const char* arg;
+    const char* name;
+    const char* note;
+  };
+  std::vector<Row> rows;
+  for (const Mode& m : {Mode{"single", "python (a + 1).realize(), 16 floats",
+                             "per op, synchronized each time; median of 7 runs of 2000"},
+                        Mode{"chain", "python 1,000 chained tiny adds, each realized",
+                             "per op, synchronized once per chain; median of 7 chains"}}) {
+    std::optional<double> ours =
+        python_reference(script, std::string("baregrad ") + m.arg + " " + paths);
+    if (!ours) {
+      std::fprintf(stderr, "  %s: not measured: %s failed (is the _baregrad extension built?)\n",
+                   m.name, script.c_str());
+      continue;
+    }
+    Row r = cpu_row(m.name, "time", "us", *ours,
+                    python_reference(script, std::string("torch ") + m.arg));
+    r.note = m.note;
+    rows.push_back(r);
+  }
+  return rows;
+}
+#endif
+
 }  // namespace
 
 void register_train_benches() {
+#ifdef BARE_PYTHON_BUILD_DIR
+  register_bench("python tiny op", python_tiny_rows,
+                 "(a + 1).realize() on 16 floats and 1,000 chained realized adds from Python "
+                 "(per op, us), PyTorch in the same run");
+#endif
   register_bench(
       "mnist cnn step", mnist_cnn_rows,
       "one Adam step of beautiful_mnist's CNN at batch 512 (64 with --quick), PyTorch in "

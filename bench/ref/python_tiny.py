@@ -1,0 +1,42 @@
+#!/usr/bin/python3
+"""Tiny-op latency through a Python API, for bench_train.cc. Arguments: LIB MODE [PATH...].
+LIB is baregrad or torch; PATHs go first on sys.path (baregrad's package and built extension).
+MODE single: `(a + 1)` on 16 floats, realized and synchronized, per op.
+MODE chain: 1,000 chained `x = x + 1`, each realized, synchronized once, per op.
+Prints the median over repetitions in microseconds, one number."""
+import statistics
+import sys
+import time
+
+lib, mode = sys.argv[1], sys.argv[2]
+sys.path[:0] = sys.argv[3:]
+if lib == "torch":
+  import torch
+  torch.set_num_threads(1)
+  a = torch.rand(16)
+  def add1(x): return x + 1
+  def sync(): pass
+else:
+  from baregrad import Device, Tensor
+  a = Tensor.rand(16).realize()
+  dev = Device[Device.DEFAULT]
+  def add1(x): return (x + 1).realize()
+  def sync(): dev.synchronize()
+
+def single(n=2000):
+  t0 = time.perf_counter()
+  for _ in range(n):
+    add1(a)
+    sync()
+  return (time.perf_counter() - t0) / n
+
+def chain(n=1000):
+  t0 = time.perf_counter()
+  x = a
+  for _ in range(n): x = add1(x)
+  sync()
+  return (time.perf_counter() - t0) / n
+
+fn = single if mode == "single" else chain
+fn()  # warm up: compiles, caches
+print(statistics.median(fn() for _ in range(7)) * 1e6)
