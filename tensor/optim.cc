@@ -83,9 +83,10 @@ Adam::Adam(
       b2_(b2),
       eps_(eps),
       weight_decay_(weight_decay),
-      t_(Tensor::full({}, 0, dtypes::kFloat64, params_.empty() ? "" : params_[0].device())
-             .contiguous()
-             .realize()) {
+      b1_t_(
+          Tensor::full({1}, 1, dtypes::kFloat64, Optimizer::lr().device()).contiguous().realize()),
+      b2_t_(
+          Tensor::full({1}, 1, dtypes::kFloat64, Optimizer::lr().device()).contiguous().realize()) {
   for (auto& p : params_) {
     m_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
     v_.push_back(Tensor::full(p.shape(), 0, p.dtype(), p.device()));
@@ -94,12 +95,12 @@ Adam::Adam(
 
 Tensor Adam::update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) {
   if (i == 0) {
-    // Bias corrections from the step count on the device: 1 / (1 - beta^t), beta^t = 2^(t log2
-    // beta).
-    Tensor t = t_ + 1.0;
-    state.push_back({&t_, t});
-    inv_c1_ = (-(t * std::log2(b1_)).exp2() + 1.0).reciprocal();
-    inv_c2_ = (-(t * std::log2(b2_)).exp2() + 1.0).reciprocal();
+    // Bias corrections from beta^t on the device: 1 / (1 - beta^t).
+    Tensor b1t = b1_t_ * b1_, b2t = b2_t_ * b2_;
+    state.push_back({&b1_t_, b1t});
+    state.push_back({&b2_t_, b2t});
+    inv_c1_ = (-b1t.reshape({}) + 1.0).reciprocal();
+    inv_c2_ = (-b2t.reshape({}) + 1.0).reciprocal();
   }
   Tensor m = m_[i] * b1_ + g * (1 - b1_);
   Tensor v = v_[i] * b2_ + g * g * (1 - b2_);

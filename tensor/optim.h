@@ -66,13 +66,22 @@ class Adam : public Optimizer {
        double eps = 1e-8,
        double weight_decay = 0);
 
+  // The state, as tinygrad's LAMB names it: first and second moments per parameter, and
+  // beta1^t, beta2^t after t steps (shape (1,), float64: tinygrad keeps float32, which moves
+  // the first update by ~1e-6). Each is updated in place by
+  // step(), so a state dict that holds them saves and restores the optimizer.
+  const std::vector<Tensor>& m() const { return m_; }
+  const std::vector<Tensor>& v() const { return v_; }
+  const Tensor& b1_t() const { return b1_t_; }
+  const Tensor& b2_t() const { return b2_t_; }
+
  protected:
   bool trust_ratio_ = false;  // LAMB: scale each update by ||param|| / ||update||
 
  private:
   Tensor update(size_t i, const Tensor& p, const Tensor& g, StateUpdates& state) override;
   double b1_, b2_, eps_, weight_decay_;
-  Tensor t_;  // the step count, a float64 device scalar (so a captured step stays valid)
+  Tensor b1_t_, b2_t_;  // device tensors (so a captured step stays valid)
   std::vector<Tensor> m_, v_;
   std::optional<Tensor> inv_c1_, inv_c2_;  // 1 / (1 - beta^t) of the current step
 };

@@ -45,9 +45,14 @@ void bind_training(py::module_& m) {
   py::class_<SGD, Optimizer>(m, "SGD").def(
       py::init<std::vector<Tensor>, double, double, double, bool>(), py::arg("params"),
       py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"));
-  py::class_<Adam, Optimizer>(m, "Adam").def(
-      py::init<std::vector<Tensor>, double, double, double, double, double>(), py::arg("params"),
-      py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"), py::arg("weight_decay"));
+  py::class_<Adam, Optimizer>(m, "Adam")
+      .def(py::init<std::vector<Tensor>, double, double, double, double, double>(),
+           py::arg("params"), py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"),
+           py::arg("weight_decay"))
+      .def_property_readonly("m", &Adam::m)
+      .def_property_readonly("v", &Adam::v)
+      .def_property_readonly("b1_t", &Adam::b1_t)
+      .def_property_readonly("b2_t", &Adam::b2_t);
   py::class_<LAMB, Adam>(m, "LAMB").def(
       py::init<std::vector<Tensor>, double, double, double, double, double>(), py::arg("params"),
       py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"), py::arg("weight_decay"));

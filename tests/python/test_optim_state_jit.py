@@ -67,6 +67,49 @@ def test_optimizer_matches_torch(name, bg_opt, torch_opt):
   _train_both(bg_opt, torch_opt)
 
 
+@pytest.mark.parametrize("make", [lambda p: optim.Adam(p, lr=0.01), lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.1),
+                                  lambda p: optim.LAMB(p, lr=0.01)], ids=["adam", "adamw", "lamb"])
+def test_optimizer_state_dict_resumes_training(make, tmp_path):
+  """An optimizer's state dict (tinygrad's names: lr, m.i, v.i, b1_t, b2_t) saved after 2 steps
+  and loaded into a fresh optimizer continues exactly as the uninterrupted run (the oracle)."""
+  w0, b0, x0, y0 = _data()
+  x, y = Tensor(x0), Tensor(y0)
+  def run(opt, w, b, steps):
+    with Tensor.train():
+      for _ in range(steps):
+        opt.zero_grad()
+        _loss(x, w, b, y).backward()
+        opt.step()
+  wa, ba = Tensor(w0.copy(), requires_grad=True), Tensor(b0.copy(), requires_grad=True)
+  run(make([wa, ba]), wa, ba, 4)
+  wb, bb = Tensor(w0.copy(), requires_grad=True), Tensor(b0.copy(), requires_grad=True)
+  opt = make([wb, bb])
+  assert sorted(get_state_dict(opt)) == ["b1_t", "b2_t", "lr", "m.0", "m.1", "params.0", "params.1", "v.0", "v.1"]
+  run(opt, wb, bb, 2)
+  safe_save(get_state_dict(opt), tmp_path / "opt.safetensors")
+  np.testing.assert_allclose(opt.b1_t.numpy(), [0.9 ** 2], rtol=1e-12)
+  wc, bc = Tensor.zeros(*w0.shape, requires_grad=True).contiguous(), Tensor.zeros(*b0.shape, requires_grad=True).contiguous()
+  opt2 = make([wc, bc])
+  load_state_dict(opt2, safe_load(tmp_path / "opt.safetensors"))
+  run(opt2, wc, bc, 2)
+  np.testing.assert_array_equal(wc.numpy(), wa.numpy())
+  np.testing.assert_array_equal(bc.numpy(), ba.numpy())
+
+
+def test_optimizer_state_is_the_optimizers_own():
+  """opt.m / opt.v are the tensors step() updates (tinygrad's LAMB attributes), not copies."""
+  w = Tensor([1.0, -2.0], requires_grad=True)
+  opt = optim.LAMB([w], lr=0.1)
+  for p in opt.m + opt.v + [opt.b1_t, opt.b2_t]: p.to_(w.device)  # tinygrad's offload test, on one device
+  with Tensor.train():
+    opt.zero_grad()
+    (w * w).sum().backward()
+    opt.step()
+  np.testing.assert_allclose(opt.m[0].numpy(), 0.1 * np.array([2.0, -4.0]), rtol=1e-6)
+  np.testing.assert_allclose(opt.v[0].numpy(), 0.001 * np.array([4.0, 16.0]), rtol=1e-6)
+  assert opt.m[0].device == w.device
+
+
 def test_optimizer_lr_attribute():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = optim.SGD([w], lr=0.5)

@@ -49,6 +49,13 @@ class Optimizer:
   @property
   def device(self) -> str: return getattr(self, "_device", None) or self.params[0].device
 
+  # The lr tensor lives in __dict__ as "lr", tinygrad's attribute, so that a state dict of the
+  # optimizer names it "lr"; reads and writes of opt.lr go through the `lr` property below.
+  @property
+  def _lr(self) -> Tensor: return self.__dict__["lr"]
+  @_lr.setter
+  def _lr(self, t: Tensor): self.__dict__["lr"] = t
+
   @property
   def lr(self) -> Tensor:
     """The learning rate: a float32 tensor of shape (1,) on the device, as tinygrad's. Every step
@@ -185,6 +192,11 @@ class LAMB(Optimizer):
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     cls = _C.Adam if adam else _C.LAMB
     self._attach(cls([p._c for p in self.params], self._lr0, float(b1), float(b2), float(eps), float(weight_decay)))
+    # The C++ optimizer's state, shared: step() updates these tensors in place, and a state dict
+    # of the optimizer (m.0, v.0, b1_t, b2_t as tinygrad's) saves and restores it.
+    self.m = [Tensor._wrap(c) for c in self._c.m]
+    self.v = [Tensor._wrap(c) for c in self._c.v]
+    self.b1_t, self.b2_t = Tensor._wrap(self._c.b1_t), Tensor._wrap(self._c.b2_t)
 
 
 def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, fused=False) -> LAMB:  # noqa: N802
