@@ -1,5 +1,7 @@
 #include "base/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 namespace baregrad {
@@ -24,6 +26,8 @@ std::pair<int64_t, int64_t> chunk(int64_t n, int chunks, int i) {
 }  // namespace
 
 void ThreadPool::worker(int index) {
+  pthread_setname_np(pthread_self(),
+                     ("bg-pool-" + std::to_string(index)).c_str());  // for top, perf, gdb
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;

@@ -1,5 +1,7 @@
 #include "drivers/cpu/engine.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstring>
 
@@ -69,6 +71,8 @@ Status Engine::publish(std::span<const uint32_t> words) {
 }
 
 void Engine::run() {
+  // Named for top, perf and gdb ("bg-" and the engine's name, within Linux's 15 characters).
+  pthread_setname_np(pthread_self(), ("bg-" + name_).substr(0, 15).c_str());
   std::vector<uint32_t> packet;
   for (;;) {
     uint64_t r = rptr_.load(std::memory_order_relaxed);
