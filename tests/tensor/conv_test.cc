@@ -310,6 +310,16 @@ TEST(Conv, DirectGradientsMatchFiniteDifferences) {
 namespace baregrad::tensor {
 namespace {
 
+// The hand-coded opts of `k` for a CPU target with AVX2 (32-byte vectors) and 2 threads.
+std::string avx2_opts(const compiler::Kernel& k) {
+  compiler::TargetInfo cpu;
+  cpu.vector_bytes = 32;
+  cpu.threads = 2;
+  std::string got;
+  for (const compiler::Opt& o : compiler::hand_coded_optimizations(k, cpu)) got += o.str() + " ";
+  return got;
+}
+
 // The shape of a padded 3x3 convolution's kernels on a CPU target (AVX2, 32-byte vectors): the
 // padding is written to memory by a kernel of its own, so the convolution's loads carry no mask;
 // its width axis becomes vector lanes, its output channels a register tile (the input vectors
@@ -322,14 +332,9 @@ TEST(Conv, PaddedConvolutionKernelIsVectorizedAndTiled) {
   compiler::Kernel pad(items[0].ast), conv(items[1].ast);
   EXPECT_EQ(pad.count(compiler::AxisKind::kReduce), 0);
   ASSERT_EQ(conv.count(compiler::AxisKind::kReduce), 3);  // input channels, kh, kw
-  compiler::TargetInfo cpu;
-  cpu.vector_bytes = 32;
-  cpu.threads = 2;
-  std::string got;
-  for (const compiler::Opt& o : compiler::hand_coded_optimizations(conv, cpu)) got += o.str() + " ";
   // axes: (batch, group, out channels, oh, ow | cin, kh, kw): 8 lanes of ow, 8 output channels,
   // and ow's remaining 2 as more copies (the weights are broadcast along it)
-  EXPECT_EQ(got, "UPCAST(4, 8) UPCAST(2, 8) UPCAST(4, 2) ");
+  EXPECT_EQ(avx2_opts(conv), "UPCAST(4, 8) UPCAST(2, 8) UPCAST(4, 2) ");
   for (const auto& st : conv.views())
     for (const auto& v : st.views) EXPECT_FALSE(v.mask.has_value()) << st.str();
 }
@@ -345,14 +350,9 @@ TEST(Conv, NarrowConvolutionGetsAScalarTileAndAnUnrolledWindow) {
   std::vector<ScheduleItem> items = create_schedule({y.lazy()});
   ASSERT_EQ(items.size(), 1u);
   compiler::Kernel conv(items[0].ast);
-  compiler::TargetInfo cpu;
-  cpu.vector_bytes = 32;
-  cpu.threads = 2;
-  std::string got;
-  for (const compiler::Opt& o : compiler::hand_coded_optimizations(conv, cpu)) got += o.str() + " ";
   // axes: (batch, group, out channels, oh, ow | cin, kh, kw): all 6 of ow, 4 output channels
   // (24 accumulators), then kh and kw unrolled
-  EXPECT_EQ(got, "UPCAST(4, 6) UPCAST(2, 4) UNROLL(6, 3) UNROLL(7, 3) ");
+  EXPECT_EQ(avx2_opts(conv), "UPCAST(4, 6) UPCAST(2, 4) UNROLL(6, 3) UNROLL(7, 3) ");
   std::vector<double> xs = x.to_vector(), ws = w.to_vector(), ys = y.to_vector();
   for (int64_t i : {int64_t{0}, int64_t{1000}, int64_t{9215}}) {  // (n, oc, oy, ox) = i
     int64_t n = i / 2304, oc = i / 36 % 64, oy = i / 6 % 6, ox = i % 6;
