@@ -108,6 +108,7 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   uints = (uint8, uint16, uint32, uint64)
   sints = (int8, int16, int32, int64)
   ints = uints + sints
+  int8s, int16s, int32s, int64s = (uint8, int8), (uint16, int16), (uint32, int32), (uint64, int64)  # by width, as tinygrad's
   all = floats + ints + (bool,)  # noqa: A003
 
 
