@@ -227,6 +227,41 @@ std::vector<Row> conv_rows(const Context& ctx) {
   return rows;
 }
 
+// 2x2 max pooling of a 32x64x56x56 activation (8x64x56x56 with --quick): forward, and forward
+// plus the input gradient of its sum (what training runs), PyTorch in the same run.
+std::vector<Row> pool_rows(const Context& ctx) {
+  const int64_t n = ctx.quick ? 8 : 32, c = 64, size = 56;
+  Tensor::manual_seed(0);
+  Tensor x = Tensor::rand({n, c, size, size}).realize();
+  x.requires_grad_();
+  auto dev = runtime::get_device(x.device());
+  if (!dev.ok()) dev.status().throw_if_error("bench max_pool2d");
+  std::vector<Row> rows;
+  for (bool backward : {false, true}) {
+    auto run = [&] {
+      Tensor y = x.max_pool2d(2);
+      if (backward)
+        y.sum().gradient({x})[0].realize();
+      else
+        y.realize();
+      (*dev)->synchronize().throw_if_error("bench max_pool2d");
+    };
+    run();
+    double ms = time_median_ms(run, ctx.quick ? 3 : 7, 0);
+    std::string shape = std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(size);
+    std::optional<double> torch_ms = python_reference(
+        BARE_SOURCE_DIR "/bench/ref/torch_pool.py",
+        std::to_string(ctx.threads) + " " + std::to_string(n) + " " + std::to_string(c) + " " +
+            std::to_string(size) + (backward ? " fwdbwd" : " fwd"));
+    Row r =
+        cpu_row(std::string("max_pool2d 2x2 ") + shape + "^2" + (backward ? " fwd+bwd" : " fwd"),
+                "time", "ms", ms, torch_ms);
+    r.note = backward ? "median; forward and the input gradient of the sum" : "median";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 // Per-op time of `(x * s + 1).realize()` on 16 floats when s is new on every call (a decayed
 // rate, `a * float(i)` in a loop), beside the same op with a fixed s: with the constant lifted
 // into a launch scalar (tensor/const_args.h) the two should cost the same.
@@ -297,6 +332,10 @@ void register_train_benches() {
       "the same run");
   register_bench("conv2d", conv_rows,
                  "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
+  register_bench(
+      "max_pool2d", pool_rows,
+      "2x2 max pooling of 32x64x56x56, forward and forward+backward (ms), PyTorch in the "
+      "same run");
   register_bench("scalar sweep", scalar_sweep_rows,
                  "x*s+1 on 16 floats with s new on every call, beside a fixed s (per op, us)");
   register_bench("cnn step", cnn_rows, "one Adam training step of the digits CNN, batch 64");
