@@ -13,6 +13,7 @@
 #include "tensor/jit.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
+#include "tensor/schedule.h"
 
 namespace baregrad::bench {
 namespace {
@@ -227,6 +228,58 @@ std::vector<Row> conv_rows(const Context& ctx) {
   return rows;
 }
 
+// Tensor ops the issue-18 table names, through the tensor API, each beside the same op in
+// PyTorch (bench/ref/torch_ops.py) in the same run: a row sum and a softmax of a 4096x4096
+// matrix, and a conv2d training step (forward, then the input and weight gradients).
+std::vector<Row> tensor_op_rows(const Context& ctx) {
+  Tensor::manual_seed(0);
+  Tensor m = Tensor::rand({4096, 4096}).realize();
+  auto dev = runtime::get_device(m.device());
+  if (!dev.ok()) dev.status().throw_if_error("bench tensor ops");
+  auto sync = [&] { (*dev)->synchronize().throw_if_error("bench tensor ops"); };
+  auto torch_ms = [&](const char* op) {
+    return python_reference(BARE_SOURCE_DIR "/bench/ref/torch_ops.py",
+                            std::to_string(ctx.threads) + " " + op);
+  };
+  std::vector<Row> rows;
+  const double bytes = 4.0 * 4096 * 4096;
+  auto sum_run = [&] {
+    m.sum({1}).realize();
+    sync();
+  };
+  sum_run();
+  double ms = time_median_ms(sum_run, 7, 0);
+  std::optional<double> ref = torch_ms("sum1");
+  Row sum = cpu_row("tensor sum(1) 4096x4096 fp32", "bandwidth", "GB/s", bytes / (ms * 1e6),
+                    ref ? std::optional<double>(bytes / (*ref * 1e6)) : std::nullopt);
+  sum.peak_pct = pct_of(sum.value, ctx.mem_gbs);
+  sum.note = "median " + std::to_string(ms) + " ms, realize + synchronize";
+  rows.push_back(sum);
+  auto softmax_run = [&] {
+    m.softmax(-1).realize();
+    sync();
+  };
+  softmax_run();
+  Row sm = cpu_row("tensor softmax(-1) 4096x4096 fp32", "time", "ms",
+                   time_median_ms(softmax_run, 7, 0), torch_ms("softmax"));
+  sm.note = "median, realize + synchronize";
+  rows.push_back(sm);
+  if (!ctx.quick) {
+    Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
+    auto step = [&] {
+      std::vector<Tensor> g = x.conv2d(w, std::nullopt, 1, 1).sum().gradient({x, w});
+      tensor::run_schedule(tensor::create_schedule({g[0].lazy(), g[1].lazy()}));
+      sync();
+    };
+    step();
+    Row cs = cpu_row("conv2d 32x64x56^2 -> 64 fwd+bwd", "time", "ms", time_median_ms(step, 3, 0),
+                     torch_ms("convstep"));
+    cs.note = "median; forward, then the input and weight gradients of the output's sum";
+    rows.push_back(cs);
+  }
+  return rows;
+}
+
 // 2x2 max pooling of a 32x64x56x56 activation (8x64x56x56 with --quick): forward, and forward
 // plus the input gradient of its sum (what training runs), PyTorch in the same run.
 std::vector<Row> pool_rows(const Context& ctx) {
@@ -332,6 +385,10 @@ void register_train_benches() {
       "the same run");
   register_bench("conv2d", conv_rows,
                  "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
+  register_bench(
+      "tensor ops", tensor_op_rows,
+      "sum(1) and softmax(-1) of 4096x4096, conv2d 32x64x56^2 fwd+bwd, through the tensor "
+      "API, PyTorch in the same run");
   register_bench(
       "max_pool2d", pool_rows,
       "2x2 max pooling of 32x64x56x56, forward and forward+backward (ms), PyTorch in the "

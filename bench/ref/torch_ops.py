@@ -1,0 +1,37 @@
+#!/usr/bin/python3
+"""PyTorch reference for bench_train.cc's tensor-op rows: median ms of one op on the CPU (eager).
+argv: threads, op. Ops (the shapes match bench_train.cc):
+  sum1      x.sum(1) of a 4096x4096 float32 matrix
+  softmax   x.softmax(-1) of a 4096x4096 float32 matrix
+  convstep  conv2d 32x64x56x56 -> 64, 3x3, pad 1, forward, then the gradients of the output's
+            sum for the input and the weight
+Prints one number."""
+import statistics
+import sys
+import time
+
+import torch
+
+threads, op = int(sys.argv[1]), sys.argv[2]
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+if op in ("sum1", "softmax"):
+    x = torch.rand(4096, 4096)
+    run = (lambda: x.sum(1)) if op == "sum1" else (lambda: x.softmax(-1))
+elif op == "convstep":
+    x = torch.rand(32, 64, 56, 56, requires_grad=True)
+    w = torch.rand(64, 64, 3, 3, requires_grad=True)
+
+    def run():
+        y = torch.nn.functional.conv2d(x, w, padding=1)
+        torch.autograd.grad(y.sum(), (x, w))
+else:
+    raise SystemExit(f"unknown op {op}")
+for _ in range(2):
+    run()
+times = []
+for _ in range(7):
+    t0 = time.perf_counter()
+    run()
+    times.append(time.perf_counter() - t0)
+print(statistics.median(times) * 1000)
