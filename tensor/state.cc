@@ -176,7 +176,14 @@ void safe_save(const std::map<std::string, Tensor>& tensors,
 
 std::map<std::string, Tensor> safe_load(const std::string& path, std::string_view device) {
   FileMap file(path);
-  SafetensorsHeader h = parse_safetensors_header(path, file.data(), file.size());
+  return safe_load_bytes(path, file.data(), file.size(), device);
+}
+
+std::map<std::string, Tensor> safe_load_bytes(const std::string& name,
+                                              const uint8_t* data,
+                                              size_t size,
+                                              std::string_view device) {
+  SafetensorsHeader h = parse_safetensors_header(name, data, size);
   std::map<std::string, Tensor> out;
   for (const SafetensorsEntry& e : h.entries)
     out.emplace(e.name,

@@ -32,6 +32,12 @@ void safe_save(const std::map<std::string, Tensor>& tensors,
 // Reads every tensor of a safetensors file onto `device`. The whole header is validated before
 // any data is read; a corrupt or truncated file throws, naming what is wrong.
 std::map<std::string, Tensor> safe_load(const std::string& path, std::string_view device = {});
+// The same for the `size` bytes of a safetensors file already in memory at `data`; `name` says
+// where they came from in error messages.
+std::map<std::string, Tensor> safe_load_bytes(const std::string& name,
+                                              const uint8_t* data,
+                                              size_t size,
+                                              std::string_view device = {});
 // The "__metadata__" strings of a safetensors file (empty when absent); validates as safe_load.
 std::map<std::string, std::string> safe_load_metadata(const std::string& path);
 

@@ -70,6 +70,14 @@ void bind_training(py::module_& m) {
   m.def("safe_save", &tensor::safe_save, py::arg("tensors"), py::arg("path"), py::arg("metadata"));
   m.def("safe_load", &tensor::safe_load, py::arg("path"), py::arg("device") = "");
   m.def("safe_load_metadata", &tensor::safe_load_metadata, py::arg("path"));
+  m.def(
+      "safe_load_bytes",
+      [](const std::string& name, py::bytes data, const std::string& device) {
+        std::string_view v = data;
+        return tensor::safe_load_bytes(name, reinterpret_cast<const uint8_t*>(v.data()), v.size(),
+                                       device);
+      },
+      py::arg("name"), py::arg("data"), py::arg("device") = "");
   m.def("load_state_dict", &load_state_dict, py::arg("entries"), py::arg("loaded"),
         py::arg("strict"));
 }

@@ -98,4 +98,19 @@ def test_safe_load_of_a_disk_tensor(tmp):
   safe_save({"w": Tensor([[1.0, 2.0], [3.0, 4.0]])}, tmp("m.safetensors"))
   got = safe_load(Tensor(pathlib.Path(tmp("m.safetensors"))))
   np.testing.assert_equal(got["w"].numpy(), [[1.0, 2.0], [3.0, 4.0]])
-  with pytest.raises(TypeError, match="whole-file DISK tensor"): safe_load(Tensor(pathlib.Path(tmp("m.safetensors")))[8:])
+
+def test_safe_load_of_bytes_in_a_tensor(tmp):
+  """A file's bytes in a 1-D uint8 tensor load as the file does: a view of a DISK tensor (the
+  file at an offset inside another one), and bytes on a compute device. Oracle: the values saved."""
+  w = np.arange(6, dtype=np.float32).reshape(2, 3)
+  safe_save({"w": Tensor(w), "b": Tensor([7, 8], dtype=dtypes.int16)}, tmp("m.safetensors"))
+  raw = pathlib.Path(tmp("m.safetensors")).read_bytes()
+  pathlib.Path(tmp("packed")).write_bytes(b"0123456789abcdef" + raw + b"tail")
+  for t in (Tensor(pathlib.Path(tmp("packed")))[16:16 + len(raw)], Tensor(raw, dtype=dtypes.uint8)):
+    got = safe_load(t)
+    np.testing.assert_equal(got["w"].numpy(), w)
+    np.testing.assert_equal(got["b"].numpy(), [7, 8])
+  with pytest.raises(TypeError, match=r"\[safe_load\] a Tensor given to safe_load must hold a file's bytes \(1-D uint8\), got \(2, 3\) dtypes\.float"):
+    safe_load(Tensor(w))
+  with pytest.raises(RuntimeError, match=r"\[safe_load\] <CPU tensor of 20 bytes>"):
+    safe_load(Tensor(raw[:20], dtype=dtypes.uint8))

@@ -91,13 +91,18 @@ def safe_save(tensors: dict[str, Tensor], fn: str | pathlib.Path, metadata: dict
   _C.safe_save({k: v._c for k, v in tensors.items()}, str(fn), meta)
 
 
-def safe_load(fn: str | pathlib.Path, device: str | None = None) -> dict[str, Tensor]:
-  """Every tensor of a .safetensors file, on `device` (the default device when None)."""
+def safe_load(fn: str | pathlib.Path | Tensor, device: str | None = None) -> dict[str, Tensor]:
+  """Every tensor of a .safetensors file, on `device` (the default device when None). `fn` is a
+  path, or a 1-D uint8 Tensor holding a file's bytes on any device (a DISK tensor or a view of
+  one, or bytes fetched into memory); the tensors are copies (tinygrad's are views of it)."""
+  from baregrad.device import canonicalize_device
   from baregrad.tensor import DiskTensor
   if isinstance(fn, DiskTensor) and fn.dtype == dtypes.uint8 and fn.shape == (pathlib.Path(fn._path).stat().st_size,): fn = fn._path
   if isinstance(fn, Tensor):
-    raise TypeError(f"[safe_load] safe_load reads a file: a path or a whole-file DISK tensor (Tensor(pathlib.Path(...))), not a Tensor of bytes")
-  from baregrad.device import canonicalize_device
+    if fn.ndim != 1 or fn.dtype != dtypes.uint8:
+      raise TypeError(f"[safe_load] a Tensor given to safe_load must hold a file's bytes (1-D uint8), got {fn.shape} {fn.dtype}")
+    raw = fn.numpy().tobytes()
+    return {k: Tensor._wrap(c) for k, c in _C.safe_load_bytes(f"<{fn.device} tensor of {len(raw)} bytes>", raw, canonicalize_device(device)).items()}
   return {k: Tensor._wrap(c) for k, c in _C.safe_load(str(fn), canonicalize_device(device)).items()}
 
 
