@@ -303,9 +303,8 @@ std::vector<Row> pool_rows(const Context& ctx) {
     double ms = time_median_ms(run, ctx.quick ? 3 : 7, 0);
     std::string shape = std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(size);
     std::optional<double> torch_ms = python_reference(
-        BARE_SOURCE_DIR "/bench/ref/torch_pool.py",
-        std::to_string(ctx.threads) + " " + std::to_string(n) + " " + std::to_string(c) + " " +
-            std::to_string(size) + (backward ? " fwdbwd" : " fwd"));
+        BARE_SOURCE_DIR "/bench/ref/torch_ops.py",
+        std::to_string(ctx.threads) + (backward ? " poolstep " : " pool ") + std::to_string(n));
     Row r =
         cpu_row(std::string("max_pool2d 2x2 ") + shape + "^2" + (backward ? " fwd+bwd" : " fwd"),
                 "time", "ms", ms, torch_ms);

@@ -62,8 +62,8 @@ std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
 // outside `exclude`, the new values' own graph) before it overwrites that buffer. A top no
 // larger than the buffer is computed now (appended to `targets`): it is cheap, and an
 // accumulator that reads a weight every step stays bounded. Larger tops (activations that an
-// autograd graph holds, most often never read again) are left lazy: the buffer is copied aside
-// first: the copy is returned, for repoint_readers() to give them after the assign. Computing
+// autograd graph holds, most often never read again) are left lazy and the copy of the buffer
+// they will read is returned (repoint_readers() gives it to them after the assign); computing
 // them instead could cost a convolution each.
 std::optional<Lazy> save_readers(const BasePtr& old,
                                  const std::unordered_set<const LazyBase*>& exclude,
@@ -294,11 +294,11 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
   std::unordered_set<const LazyBase*> exclude = ancestors(news);
   std::vector<Lazy> targets;
   std::vector<std::pair<BasePtr, Lazy>> snapshots;
-  for (const BasePtr& o : olds) {
-    if (std::optional<Lazy> copy = save_readers(o, exclude, targets))
+  for (const BasePtr& o : olds)
+    if (std::optional<Lazy> copy = save_readers(o, exclude, targets)) {
       snapshots.push_back({o, *copy});
-  }
-  for (auto& [o, snap] : snapshots) targets.push_back(snap);
+      targets.push_back(*copy);
+    }
   targets.insert(targets.end(), extra.begin(), extra.end());
   targets.insert(targets.end(), news.begin(), news.end());
   run_schedule(create_schedule(targets));

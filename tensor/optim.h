@@ -68,8 +68,8 @@ class Adam : public Optimizer {
 
   // The state, as tinygrad's LAMB names it: first and second moments per parameter, and
   // beta1^t, beta2^t after t steps (shape (1,), float64: tinygrad keeps float32, which moves
-  // the first update by ~1e-6). Each is updated in place by
-  // step(), so a state dict that holds them saves and restores the optimizer.
+  // the first update by ~1e-6). step() updates each in place, so a state dict that holds them
+  // saves and restores the optimizer.
   const std::vector<Tensor>& m() const { return m_; }
   const std::vector<Tensor>& v() const { return v_; }
   const Tensor& b1_t() const { return b1_t_; }

@@ -5,6 +5,8 @@ argv: threads, op. Ops (the shapes match bench_train.cc):
   softmax   x.softmax(-1) of a 4096x4096 float32 matrix
   convstep  conv2d 32x64x56x56 -> 64, 3x3, pad 1, forward, then the gradients of the output's
             sum for the input and the weight
+  pool N    2x2 max_pool2d of N x 64 x 56 x 56
+  poolstep N  the same, then the input gradient of the output's sum
 Prints one number."""
 import statistics
 import sys
@@ -25,6 +27,13 @@ elif op == "convstep":
     def run():
         y = torch.nn.functional.conv2d(x, w, padding=1)
         torch.autograd.grad(y.sum(), (x, w))
+elif op in ("pool", "poolstep"):
+    x = torch.rand(int(sys.argv[3]), 64, 56, 56, requires_grad=op == "poolstep")
+
+    def run():
+        y = torch.nn.functional.max_pool2d(x, 2)
+        if op == "poolstep":
+            torch.autograd.grad(y.sum(), x)
 else:
     raise SystemExit(f"unknown op {op}")
 for _ in range(2):

@@ -66,9 +66,9 @@ def check_int64(op: str, args) -> None:
   TypeError for an unbound Variable."""
   for a in args:
     if isinstance(a, (list, tuple)): check_int64(op, a)
+    elif isinstance(a, int):
+      if not isinstance(a, bool) and not -2**63 <= a < 2**63: raise ValueError(f"[{op}] {a} does not fit int64")
     elif hasattr(a, "_unbound"): raise TypeError(f"[{op}] {unbound_variable(a.expr)}")  # baregrad/variable.py
-    elif isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
-      raise ValueError(f"[{op}] {a} does not fit int64")
 
 
 def prod(x: Iterable) -> Any:

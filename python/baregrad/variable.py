@@ -92,10 +92,7 @@ def _bindings_in(x, found: dict | None = None) -> dict:
   unbound Variable there is a TypeError naming it."""
   if found is None: found = {}
   if isinstance(x, Variable): x._unbound()
-  if type(x) is BoundVariable:
-    if found.get(x.expr, int(x)) != int(x):
-      raise ValueError(f"[{op_name()}] Variable {x.expr!r} is bound to both {found[x.expr]} and {int(x)} in one call")
-    found[x.expr] = int(x)
+  if type(x) is BoundVariable: _merge_bindings(found, {x.expr: int(x)})
   elif isinstance(x, (list, tuple)):
     for i in x: _bindings_in(i, found)
   elif isinstance(x, dict):
@@ -104,3 +101,15 @@ def _bindings_in(x, found: dict | None = None) -> dict:
     for i in (x.start, x.stop, x.step): _bindings_in(i, found)
   return found
 
+
+def _op_bindings(x) -> dict | None:
+  """_bindings_in(x) for a movement op's arguments; None until the first Variable is made (then no
+  argument or tensor can hold one, and the ops skip the search)."""
+  return _bindings_in(x) if in_use else None
+
+
+def _merge_bindings(into: dict, new: dict, error: type[Exception] = ValueError) -> dict:
+  """`new` added to `into`, in place; a name bound to two values raises `error` naming the op."""
+  for k, v in new.items():
+    if into.setdefault(k, v) != v: raise error(f"[{op_name()}] Variable {k!r} is bound to both {into[k]} and {v}")
+  return into

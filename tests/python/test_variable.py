@@ -122,7 +122,7 @@ def test_jit_keeps_the_last_bindings():
   a = Tensor(A)
   for i in (1, 2, 3, 1):
     np.testing.assert_allclose(jf(a[:, :Variable("i", 1, 10).bind(i)]).numpy(), A[:, :i] * 2)
-  assert len(jf._jits) == 2 and jf.cnt == 1  # binding 1 was dropped and starts again
+  assert len(jf._captures) == 2 and jf.cnt == 1  # binding 1 was dropped and starts again
 
 
 def test_jit_shape_change_without_a_variable_is_still_an_error():

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import _baregrad as _C
 from baregrad.helpers import op_name
 from baregrad.tensor import Tensor
-from baregrad.variable import _bindings_in
+from baregrad.variable import _bindings_in, _merge_bindings
 
 
 class JitError(Exception):
@@ -32,42 +32,35 @@ class TinyJit:
   def __init__(self, fxn: Callable | None = None, captured=None, prune: bool = False, optimize: bool = False):
     if fxn is None and captured is None: raise ValueError(f"[{op_name()}] need either a function or a CapturedJit")
     self.fxn = fxn
-    self._structures: dict[tuple, Any] = {}  # binding -> its last eager call's return value, tensors as slots
-    self._binding: tuple = ()
     self._call_args: tuple = ((), {}, [])
-    self._jits: dict[tuple, Any] = {}  # binding -> C++ TinyJit, oldest first
-    self._jit = self._jit_for(())
+    self._captures: dict[tuple, _Capture] = {}  # binding -> its capture, oldest first
+    self._cur = self._capture_for(())
     if fxn is not None: functools.update_wrapper(self, fxn)
 
   def __get__(self, obj, objtype=None):
     """As a method decorator: bind the instance as the first argument."""
     return self if obj is None else functools.partial(self.__call__, obj)
 
-  def _jit_for(self, binding: tuple):
-    self._binding = binding
-    jit = self._jits.pop(binding, None)
-    if jit is None:
+  def _capture_for(self, binding: tuple) -> _Capture:
+    cap = self._captures.pop(binding, None)
+    if cap is None:
       ref = weakref.ref(self)
-      jit = _C.TinyJit(lambda cs: ref()._run(cs))
-    self._jits[binding] = jit  # most recently used last
-    while len(self._jits) > self.MAX_BINDINGS:
-      oldest = next(iter(self._jits))
-      del self._jits[oldest]
-      self._structures.pop(oldest, None)
-    return jit
+      cap = _Capture(_C.TinyJit(lambda cs: ref()._run(cs)))
+    self._captures[binding] = cap  # most recently used last
+    while len(self._captures) > self.MAX_BINDINGS: del self._captures[next(iter(self._captures))]
+    return cap
 
   # Of the capture the last call used.
   @property
-  def cnt(self) -> int: return self._jit.calls
+  def cnt(self) -> int: return self._cur.jit.calls
   @property
-  def captured(self) -> bool: return self._jit.captured
+  def captured(self) -> bool: return self._cur.jit.captured
   @property
-  def kernel_count(self) -> int: return self._jit.kernel_count
+  def kernel_count(self) -> int: return self._cur.jit.kernel_count
 
   def reset(self):
-    self._jits.clear()
-    self._structures.clear()
-    self._jit = self._jit_for(())
+    self._captures.clear()
+    self._cur = self._capture_for(())
 
   def _run(self, cs: list) -> list:
     """The eager call: the tensor arguments replaced by the realized inputs C++ passes."""
@@ -86,7 +79,7 @@ class TinyJit:
       if isinstance(x, (list, tuple)): return type(x)(flat(i) for i in x)
       if isinstance(x, dict): return {k: flat(v) for k, v in x.items()}
       return x
-    self._structures[self._binding] = flat(ret)
+    self._cur.structure = flat(ret)
     return outs
 
   def __call__(self, *args, **kwargs):
@@ -95,13 +88,11 @@ class TinyJit:
     tensors = [args[k] if w == "arg" else kwargs[k] for w, k in slots]
     inputs = [t._c for t in tensors]
     found = _bindings_in((args, kwargs))
-    for t in tensors:
-      for k, v in (getattr(t, "_bound", None) or {}).items():
-        if found.setdefault(k, v) != v: raise JitError(f"[{op_name()}] Variable {k!r} is bound to both {found[k]} and {v} in one call")
-    self._jit = self._jit_for(tuple(sorted(found.items())))
+    for t in tensors: _merge_bindings(found, getattr(t, "_bound", None) or {}, JitError)
+    self._cur = self._capture_for(tuple(sorted(found.items())))
     self._call_args = (args, kwargs, slots)
     try:
-      outs = self._jit(inputs)
+      outs = self._cur.jit(inputs)
     finally:
       self._call_args = ((), {}, [])
     def fill(x):
@@ -109,7 +100,13 @@ class TinyJit:
       if isinstance(x, (list, tuple)): return type(x)(fill(i) for i in x)
       if isinstance(x, dict): return {k: fill(v) for k, v in x.items()}
       return x
-    return fill(self._structures.get(self._binding))
+    return fill(self._cur.structure)
+
+
+class _Capture:
+  """One binding's C++ TinyJit and the return value of its last eager call, tensors as slots."""
+  __slots__ = ("jit", "structure")
+  def __init__(self, jit): self.jit, self.structure = jit, None
 
 
 class _Slot:

@@ -6,8 +6,7 @@ import numpy as np
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
 from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
-from baregrad import variable as _variable
-from baregrad.variable import _bindings_in
+from baregrad.variable import _merge_bindings, _op_bindings
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -32,16 +31,12 @@ class MovementMixin:
     return self._wrap(getattr(self._c, name)(*args))
 
   def _bind(self, out, found: dict):
-    """`out` tagged with the bound Variables `found` in an op's arguments (_bindings_in) and those
-    of self: TinyJit keys its captures on them (baregrad/variable.py). `found` is None until the
-    first Variable is made, and then no tensor has bindings."""
+    """`out` tagged with the bound Variables `found` in an op's arguments (_op_bindings) and those
+    of self: TinyJit keys its captures on them (baregrad/variable.py)."""
     if found is None: return out
     prev = getattr(self, "_bound", None)
     if not found and not prev or not hasattr(type(out), "_bound"): return out
-    merged = dict(prev or {})
-    for k, v in found.items():
-      if merged.get(k, v) != v: raise ValueError(f"[{op_name()}] Variable {k!r} is bound to both {merged[k]} and {v}")
-      merged[k] = v
+    merged = _merge_bindings(dict(prev or {}), found)
     if out is self: out = self._wrap(self._c)
     out._bound = merged
     return out
@@ -50,7 +45,7 @@ class MovementMixin:
 
   def reshape(self, shape, *args):
     new_shape = argfix(shape, *args)
-    found = _bindings_in(new_shape) if _variable.in_use else None
+    found = _op_bindings(new_shape)
     new_shape = [self.shape[i] if s is None else s for i, s in enumerate(new_shape)]
     if new_shape.count(-1) > 1: raise RuntimeError(f"[reshape] {new_shape} has more than one -1")
     return self._bind(self if tuple(new_shape) == self.shape else self._m("reshape", new_shape), found)
@@ -59,7 +54,7 @@ class MovementMixin:
 
   def expand(self, shape, *args):
     new_shape = argfix(shape, *args)
-    found = _bindings_in(new_shape) if _variable.in_use else None
+    found = _op_bindings(new_shape)
     return self._bind(self._m("expand", [-1 if s is None else s for s in new_shape]), found)
 
   def _broadcast_to(self, shape):
@@ -80,7 +75,7 @@ class MovementMixin:
     return self._m("flip", axes) if axes else self
 
   def shrink(self, arg):
-    found = _bindings_in(arg) if _variable.in_use else None
+    found = _op_bindings(arg)
     if len(arg) != self.ndim: raise ValueError(f"[shrink] a tensor of shape {self.shape} needs {self.ndim} ranges, got {arg}")
     ranges = [(0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape)]
     return self._bind(self if all(r == (0, s) for r, s in zip(ranges, self.shape)) else self._m("shrink", ranges), found)
@@ -88,7 +83,7 @@ class MovementMixin:
   def pad(self, padding, mode: str = "constant", value: float = 0.0):
     """Flat torch-style pads (last dim first) or one (before, after) pair or None per dim;
     negative pads crop; modes constant, reflect, replicate and circular."""
-    found = _bindings_in(padding) if _variable.in_use else None
+    found = _op_bindings(padding)
     return self._bind(self._pad(padding, mode, value), found)
 
   def _pad(self, padding, mode: str, value: float):
@@ -474,7 +469,7 @@ class MovementMixin:
       axis += 1
 
   def __getitem__(self, indices):
-    found = _bindings_in(indices) if _variable.in_use else None
+    found = _op_bindings(indices)
     return self._bind(self._wrap(self._c.getitem(self._index_items(indices))), found)
 
   def __setitem__(self, indices, v):
