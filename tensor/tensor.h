@@ -70,12 +70,19 @@ class Tensor {
   static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
   // [start, stop) in steps of `step`.
   static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::kInt32);
-  // Seeds the counter-based generator: values depend only on the seed and the call order,
-  // not on the device or the thread count.
+  // Seeds tinygrad's generator (tensor/random.cc): after manual_seed(s), the same calls on the
+  // same devices (in the same order) give tinygrad's numbers, whatever the thread count.
   static void manual_seed(uint64_t seed);
-  static Tensor rand(Shape shape, DType dtype = dtypes::kFloat32);   // uniform [0, 1)
-  static Tensor randn(Shape shape, DType dtype = dtypes::kFloat32);  // standard normal
-  static Tensor uniform(Shape shape, double lo, double hi, DType dtype = dtypes::kFloat32);
+  // Uniform [0, 1) in a float dtype, from the next words of `device`'s stream.
+  static Tensor rand(Shape shape, DType dtype = dtypes::kFloat32, std::string_view device = {});
+  // Standard normal: Box-Muller over a float32 rand((2, *shape)).
+  static Tensor randn(Shape shape, DType dtype = dtypes::kFloat32, std::string_view device = {});
+  // (hi - lo) * float32 rand, cast to `dtype`, + lo; needs lo < hi.
+  static Tensor uniform(Shape shape,
+                        double lo,
+                        double hi,
+                        DType dtype = dtypes::kFloat32,
+                        std::string_view device = {});
 
   // ---- properties ----------------------------------------------------------------------------
   const Shape& shape() const { return impl_->lazy.shape(); }
@@ -223,12 +230,14 @@ class Tensor {
   static Tensor randint(Shape shape,
                         int64_t low = 0,
                         int64_t high = 10,
-                        DType dtype = dtypes::kInt32);
+                        DType dtype = dtypes::kInt32,
+                        std::string_view device = {});
   // mean + std * randn(shape); dtype must be a float.
   static Tensor normal(Shape shape,
                        double mean = 0,
                        double std = 1,
-                       DType dtype = dtypes::kFloat32);
+                       DType dtype = dtypes::kFloat32,
+                       std::string_view device = {});
 
   // ---- composed elementwise ops and activations (tensor_elementwise.cc) ----
   // Elementwise, broadcasting and promoting like the ops above.

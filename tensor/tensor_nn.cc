@@ -70,7 +70,7 @@ Tensor Tensor::dropout(double p, bool training) const {
     fail("dropout", "p = " + std::to_string(p) + " is not in [0, 1]", ErrorKind::kValue);
   if (!training || p == 0) return *this;
   if (p == 1) return *this * 0.0;  // keeps the (zero) gradient path
-  Tensor u = on_device_of(rand(shape()), *this);
+  Tensor u = rand(shape(), dtypes::kFloat32, device());
   return where(u.lt(u.scalar_like(p)), scalar_like(0), *this) / (1 - p);
 }
 

@@ -444,7 +444,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
 
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
-    """Seeds the generator: draws depend only on the seed and the order of calls."""
+    """Seeds tinygrad's generator: the same calls on the same devices then give tinygrad's numbers."""
     _C.Tensor.manual_seed(seed)
 
   @staticmethod
@@ -455,7 +455,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     shape = argfix(*shape)
     check_int64("rand", shape)
     if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[rand] invalid input shape={shape}")
-    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key), device, requires_grad)
+    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key, canonicalize_device(device)), device, requires_grad)
 
   def rand_like(self, **kwargs) -> Tensor:
     return Tensor.rand(*self.shape, device=kwargs.pop("device", None) or self.device, dtype=kwargs.pop("dtype", None) or self.dtype, **kwargs)
@@ -464,8 +464,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def randn(*shape, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt):  # tinygrad's: float32 normal samples cast to the dtype (ints truncate)
-      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key).cast(dt.key), device, requires_grad)
-    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key), device, requires_grad)
+      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, canonicalize_device(device)).cast(dt.key), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
 
   def randn_like(self, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     return Tensor.randn(*self.shape, dtype=dtype or self.dtype, requires_grad=requires_grad, device=kwargs.pop("device", None) or self.device)
@@ -475,18 +475,23 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"[randint] low={low} and high={high} must be integers")
     dt = to_dtype(dtype)
     if not dtypes.is_int(dt): raise TypeError(f"[randint] dtype={dt} must be int")
-    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, requires_grad: bool | None = None, dtype: Any = None, device: str | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype or dtypes.default_float)
-    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key), device, requires_grad)
+    if std < 0: raise ValueError(f"[normal] std={std} must be >= 0")
+    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
+    # tinygrad's ((high - low) * rand(*shape)).cast(dtype) + low, rand in the default float
     dt = to_dtype(dtype or dtypes.default_float)
-    if dtypes.is_float(dt): c = _C.Tensor.uniform(list(argfix(*shape)), float(low), float(high), dt.key)
-    else: c = ((Tensor.rand(*shape) * (high - low)).cast(dt) + low)._c
+    shape = argfix(*shape)
+    if not low < high: raise ValueError(f"[uniform] needs low < high, got low={low}, high={high}")
+    if dtypes.default_float == dtypes.float32:
+      c = _C.Tensor.uniform(list(shape), float(low), float(high), dt.key, canonicalize_device(device))
+    else: c = (((high - low) * Tensor.rand(*shape, device=device)).cast(dt) + low)._c
     return Tensor._finish(c, device, requires_grad)
 
   @staticmethod
@@ -499,23 +504,23 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def glorot_uniform(*shape, **kwargs) -> Tensor:
     shp = argfix(*shape)
     rg = kwargs.pop("requires_grad", None)
-    t = Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul((6 / (shp[0] + prod(shp[1:]))) ** 0.5)
-    return Tensor._finish(t._c, t.device, rg)
+    bound = (6 / (shp[0] + prod(shp[1:]))) ** 0.5
+    return Tensor.uniform(*shape, low=-bound, high=bound, requires_grad=rg, **kwargs)
 
   @staticmethod
   def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:
-    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a**2)) / math.sqrt(prod(argfix(*shape)[1:]))
+    bound = (6 / (1 + a**2) / prod(argfix(*shape)[1:])) ** 0.5
     return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
   @staticmethod
   def kaiming_normal(*shape, a: float = 0.01, **kwargs) -> Tensor:
-    std = math.sqrt(2.0 / (1 + a**2)) / math.sqrt(prod(argfix(*shape)[1:]))
+    std = (2 / (1 + a**2) / prod(argfix(*shape)[1:])) ** 0.5
     return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
 
   @staticmethod
   def randperm(n: int, device: str | None = None, dtype=dtypes.int32, **kwargs) -> Tensor:
-    """A random permutation of 0..n-1 (sorted on the host)."""
-    order = np.argsort(Tensor.rand(n).numpy(), kind="stable")
+    """A random permutation of 0..n-1: the stable argsort of rand(n) (sorted on the host), as tinygrad's."""
+    order = np.argsort(Tensor.rand(n, device=device).numpy(), kind="stable")
     return Tensor(order, device=device, dtype=dtype, **kwargs)
 
   # ---- in-place operators assign, as tinygrad's -----------------------------------------------

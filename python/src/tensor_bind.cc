@@ -42,34 +42,40 @@ void bind_creation(py::class_<Tensor>& cls) {
       .def_static("manual_seed", &Tensor::manual_seed, py::arg("seed"))
       .def_static(
           "rand",
-          [](Shape shape, const std::string& dtype) {
-            return Tensor::rand(std::move(shape), dtype_of(dtype));
+          [](Shape shape, const std::string& dtype, const std::string& device) {
+            return Tensor::rand(std::move(shape), dtype_of(dtype), device);
           },
-          py::arg("shape"), py::arg("dtype"))
+          py::arg("shape"), py::arg("dtype"), py::arg("device") = "")
       .def_static(
           "randn",
-          [](Shape shape, const std::string& dtype) {
-            return Tensor::randn(std::move(shape), dtype_of(dtype));
+          [](Shape shape, const std::string& dtype, const std::string& device) {
+            return Tensor::randn(std::move(shape), dtype_of(dtype), device);
           },
-          py::arg("shape"), py::arg("dtype"))
+          py::arg("shape"), py::arg("dtype"), py::arg("device") = "")
       .def_static(
           "uniform",
-          [](Shape shape, double lo, double hi, const std::string& dtype) {
-            return Tensor::uniform(std::move(shape), lo, hi, dtype_of(dtype));
+          [](Shape shape, double lo, double hi, const std::string& dtype,
+             const std::string& device) {
+            return Tensor::uniform(std::move(shape), lo, hi, dtype_of(dtype), device);
           },
-          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"))
+          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"),
+          py::arg("device") = "")
       .def_static(
           "randint",
-          [](Shape shape, int64_t low, int64_t high, const std::string& dtype) {
-            return Tensor::randint(std::move(shape), low, high, dtype_of(dtype));
+          [](Shape shape, int64_t low, int64_t high, const std::string& dtype,
+             const std::string& device) {
+            return Tensor::randint(std::move(shape), low, high, dtype_of(dtype), device);
           },
-          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"))
+          py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("dtype"),
+          py::arg("device") = "")
       .def_static(
           "normal",
-          [](Shape shape, double mean, double std, const std::string& dtype) {
-            return Tensor::normal(std::move(shape), mean, std, dtype_of(dtype));
+          [](Shape shape, double mean, double std, const std::string& dtype,
+             const std::string& device) {
+            return Tensor::normal(std::move(shape), mean, std, dtype_of(dtype), device);
           },
-          py::arg("shape"), py::arg("mean"), py::arg("std"), py::arg("dtype"))
+          py::arg("shape"), py::arg("mean"), py::arg("std"), py::arg("dtype"),
+          py::arg("device") = "")
       .def_static("rand_like", &Tensor::rand_like);
 }
 

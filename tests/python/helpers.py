@@ -139,3 +139,18 @@ def helper_test_exception(shapes, torch_fxn, baregrad_fxn=None, expected=ValueEr
     torch_fxn(*ts)
   with pytest.raises(expected):
     _realize(baregrad_fxn(*bts))
+
+
+def np_threefry(k0, k1, x0, x1):
+  """Threefry-2x32, 20 rounds, in numpy uint32 (the oracle; checked against Random123's known answers)."""
+  m = np.uint64(0xFFFFFFFF)
+  def rotl(v, r): return ((v << np.uint64(r)) | (v >> np.uint64(32 - r))) & m
+  k0, k1, x0, x1 = (np.asarray(v, np.uint64) for v in (k0, k1, x0, x1))
+  ks = [k0, k1, k0 ^ k1 ^ np.uint64(0x1BD11BDA)]
+  x0, x1 = (x0 + ks[0]) & m, (x1 + ks[1]) & m
+  for i in range(5):
+    for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
+      x0 = (x0 + x1) & m
+      x1 = x0 ^ rotl(x1, r)
+    x0, x1 = (x0 + ks[(i + 1) % 3]) & m, (x1 + ks[(i + 2) % 3] + np.uint64(i + 1)) & m
+  return x0.astype(np.uint32), x1.astype(np.uint32)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from baregrad import Device, Tensor, dtypes
-from helpers import compare, compare_np, helper_test_op
+from helpers import compare, compare_np, helper_test_op, np_threefry
 
 pytestmark = pytest.mark.filterwarnings("ignore:scatter_reduce\\(\\) is in beta")
 
@@ -188,28 +188,13 @@ def test_multinomial():
   with pytest.raises(ValueError, match=r"\[multinomial\]"): Tensor([1., 1]).multinomial(0)
 
 
-def _np_threefry(k0, k1, x0, x1):
-  """Threefry-2x32, 20 rounds, in numpy uint32 (the oracle; checked against Random123's known answers)."""
-  m = np.uint64(0xFFFFFFFF)
-  def rotl(v, r): return ((v << np.uint64(r)) | (v >> np.uint64(32 - r))) & m
-  k0, k1, x0, x1 = (np.asarray(v, np.uint64) for v in (k0, k1, x0, x1))
-  ks = [k0, k1, k0 ^ k1 ^ np.uint64(0x1BD11BDA)]
-  x0, x1 = (x0 + ks[0]) & m, (x1 + ks[1]) & m
-  for i in range(5):
-    for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
-      x0 = (x0 + x1) & m
-      x1 = x0 ^ rotl(x1, r)
-    x0, x1 = (x0 + ks[(i + 1) % 3]) & m, (x1 + ks[(i + 2) % 3] + np.uint64(i + 1)) & m
-  return x0.astype(np.uint32), x1.astype(np.uint32)
-
-
 def test_random_bits():
   kat = [((0, 0), (0, 0), (0x6b200159, 0x99ba4efe)), ((0xffffffff,) * 2, (0xffffffff,) * 2, (0x1cb996fc, 0xbb002be7)),
          ((0x13198a2e, 0x03707344), (0x243f6a88, 0x85a308d3), (0xc4923a9c, 0x483df7a0))]
-  for key, ctr, want in kat: assert tuple(int(v) for v in _np_threefry(*key, *ctr)) == want
+  for key, ctr, want in kat: assert tuple(int(v) for v in np_threefry(*key, *ctr)) == want
   key, ctr = (7, 0xdeadbeef), (0xfffffffe, 5)
-  nk = _np_threefry(*key, *ctr)
-  w0, w1 = _np_threefry(*nk, np.arange(4), np.arange(4) + 4)
+  nk = np_threefry(*key, *ctr)
+  w0, w1 = np_threefry(*nk, np.arange(4), np.arange(4) + 4)
   bits = Tensor.random_bits(Tensor(list(key), dtype=dtypes.uint32), Tensor(list(ctr), dtype=dtypes.uint32), 7)
   compare_np("random_bits", bits, np.concatenate([w0, w1])[:7], dtypes.uint32)
   assert Tensor.random_bits(Tensor([1, 2], dtype=dtypes.uint32), Tensor([0, 0], dtype=dtypes.uint32), 0).shape == (0,)

@@ -104,6 +104,23 @@ class NNMixin:
     return x0, x1
 
   @classmethod
+  def _threefry_random_bits(cls, key, counts0, counts1):
+    """tinygrad's helper: Threefry-2x32 of the counters (counts0[i], counts1[i]) under the (2,) uint32 `key`,
+    every first output word, then every second."""
+    w0, w1 = cls._threefry2x32(key[0:1], key[1:2], counts0, counts1)
+    return w0.cat(w1)
+
+  def threefry(self, seed):
+    """Threefry-2x32 of each uint64 element (high word, low word) under the uint64 `seed`, as one uint64
+    (tinygrad's THREEFRY op)."""
+    for name, t in (("self", self), ("seed", seed)):
+      if not isinstance(t, type(self)) or t.dtype != dtypes.uint64:
+        raise TypeError(f"[threefry] {name} must be a uint64 Tensor, got {t!r}")
+    u32, u64 = dtypes.uint32, dtypes.uint64
+    w0, w1 = self._threefry2x32(seed.cast(u32), (seed >> 32).cast(u32), self.cast(u32), (self >> 32).cast(u32))
+    return (w1.cast(u64) << 32) | w0.cast(u64)
+
+  @classmethod
   def random_bits(cls, key, counter, num: int):
     """num uint32 random words from threefry with `key` and the 64-bit `counter` (each a (2,) uint32 tensor,
     low word first), as tinygrad's."""
