@@ -16,7 +16,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from baregrad import Device, Tensor, dtypes, nn
+from baregrad import Context, Device, Tensor, dtypes, nn
 from baregrad.nn import optim
 
 # ---- nn.datasets.mnist ---------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def _run_opt(make, ws, cs, steps):
   for _ in range(steps):
     opt.zero_grad()
     sum(((c * t * t).sum() for c, t in zip(cts, ts)), Tensor(0.0)).backward()
-    opt.step()
+    with Tensor.train(): opt.step()
   return [t.numpy() for t in ts], opt
 
 
@@ -201,7 +201,7 @@ def test_muon_update_is_orthogonal():
   t = Tensor(w, requires_grad=True)
   opt = optim.Muon([t], lr=0.1, momentum=0.0, weight_decay=0.0, ns_steps=30, ns_coefficients=(1.5, -0.5))
   (t * t).sum().backward()
-  opt.step()
+  with Tensor.train(): opt.step()
   u, _, vt = np.linalg.svd(2.0 * w.astype(np.float64), full_matrices=False)
   np.testing.assert_allclose(t.numpy(), w - 0.1 * (u @ vt), atol=1e-4)
 
@@ -211,11 +211,14 @@ def test_python_optimizer_lr_and_misuse():
   opt = optim.SGD([t], lr=0.5, classic=True)
   opt.lr = 0.25
   (t * t).sum().backward()
-  opt.step()
+  with pytest.raises(RuntimeError, match=r"\[step\] TRAINING=0: the optimizer runs only in training mode"):
+    opt.step()  # tinygrad's rule: stepping outside training mode is an error, and nothing changes
+  np.testing.assert_equal(t.numpy(), [1.0, -2.0])
+  with Context(TRAINING=1): opt.step()
   np.testing.assert_allclose(t.numpy(), [0.5, -1.0])
   opt.zero_grad()
   assert t.grad is None
-  with pytest.raises(RuntimeError, match=r"\[step\] parameter 0 of shape \(2,\) has no gradient"):
+  with pytest.raises(RuntimeError, match=r"\[step\] parameter 0 of shape \(2,\) has no gradient"), Tensor.train():
     opt.step()
   with pytest.raises(ValueError, match=r"\[LARS\] invalid momentum -0.5"):
     optim.LARS([t], momentum=-0.5)

@@ -84,7 +84,7 @@ def test_optimizer_makes_undecided_parameters_true_and_leaves():
   loss = (Tensor(X) @ w + b).sum()
   loss.backward()
   np.testing.assert_allclose(w.grad.numpy(), X.T, rtol=1e-6)
-  opt.step()
+  with Tensor.train(): opt.step()
   np.testing.assert_allclose(w.numpy(), w0 - 0.5 * X.T, rtol=1e-5, atol=1e-6)
 
 

@@ -76,7 +76,10 @@ class Optimizer:
 
   def step(self):
     """One update from the gradients backward() left; throws RuntimeError naming a parameter
-    without one."""
+    without one, or outside training mode (tinygrad's rule: Context(TRAINING=1), Tensor.train())."""
+    if not Tensor.training:
+      raise RuntimeError("[step] TRAINING=0: the optimizer runs only in training mode; use Context(TRAINING=1) or "
+                         "Tensor.train() around the step (Tensor.training is False)")
     if self._c is None:
       grads = []
       for i, p in enumerate(self.params):
