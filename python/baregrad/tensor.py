@@ -488,6 +488,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
     # tinygrad's ((high - low) * rand(*shape)).cast(dtype) + low, rand in the default float
     dt = to_dtype(dtype or dtypes.default_float)
     shape = argfix(*shape)
+    check_int64("uniform", shape)
+    if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[uniform] invalid input shape={shape}")
     if not low < high: raise ValueError(f"[uniform] needs low < high, got low={low}, high={high}")
     if dtypes.default_float == dtypes.float32:
       c = _C.Tensor.uniform(list(shape), float(low), float(high), dt.key, canonicalize_device(device))

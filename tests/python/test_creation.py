@@ -196,6 +196,9 @@ def test_uniform_normal():
   assert u.min() >= 2.0 and u.max() < 3.0
   n = Tensor.normal(20000, mean=3.0, std=0.5).numpy()
   assert abs(n.mean() - 3.0) < 0.03 and abs(n.std() - 0.5) < 0.03
+  # the shape is checked before the bounds (glorot_uniform(-3, 2) computes a complex bound first)
+  for bad in (lambda: Tensor.uniform(-3, 2), lambda: Tensor.glorot_uniform(-3, 2), lambda: Tensor.uniform(2, low=1, high=1)):
+    with pytest.raises(ValueError, match=r"\[uniform\]"): bad()
 
 
 def test_rand_like():
