@@ -56,6 +56,13 @@ constexpr Field kFields[] = {
       "C compiler of the CPU:C device (its C source uses clang extensions)"},
      &Options::cc},
     {{"SPEC", "bool", "0", "1 runs the IR verifier between compiler passes"}, &Options::spec},
+    {{"BEAM", "int", "0",
+      "beam width of the search that times real launches to pick each kernel's opts (tuning "
+      "database in CACHE_DIR, so a kernel is searched once); 0 uses the heuristics"},
+     &Options::beam,
+     256},
+    {{"BEAM_BUDGET_S", "int", "30", "seconds BEAM may search one kernel; the best found is kept"},
+     &Options::beam_budget_s},
     {{"PROFILE", "bool", "0",
       "1 brackets every launch and copy with device timestamps and writes a Chrome trace "
       "(one row per queue; open it in Perfetto) when the device closes"},

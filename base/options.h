@@ -23,6 +23,9 @@ struct Options {
   std::string libcuda;         // BAREGRAD_LIBCUDA: the driver library DEV=CUDA loads.
   std::string libcublas;       // BAREGRAD_LIBCUBLAS: the cuBLAS library DEV=CUDA loads.
 
+  int beam = 0;            // BEAM: beam width of the opt search (runtime/beam.h); 0 is off.
+  int beam_budget_s = 30;  // BEAM_BUDGET_S: seconds of search per kernel.
+
   // In-memory caches, least recently used out first.
   int program_cache_size = 1024;  // PROGRAM_CACHE_SIZE: loaded programs kept per device.
   int kernel_cache_mb = 256;      // KERNEL_CACHE_MB: compiled objects kept in memory (MiB).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "base/options.h"
 #include "base/timer.h"
 #include "bench/bench.h"
 #include "compiler/ast.h"
@@ -14,6 +15,7 @@
 #include "compiler/target/cpu_target.h"
 #include "compiler/target/llvm_target.h"
 #include "drivers/cpu/device.h"
+#include "runtime/beam.h"
 #include "runtime/hcq_device.h"
 
 namespace baregrad::bench {
@@ -92,8 +94,16 @@ class Runner {
     owned_.push_back(b);
     return b;
   }
-  Kernel kernel(const UOpPtr& ast, std::vector<Buffer> bufs) {
-    auto prg = dev_.compile(ast);
+  // With `beam`, the opts of a BEAM=2 search (runtime/beam.h; instant once in the database).
+  Kernel kernel(const UOpPtr& ast, std::vector<Buffer> bufs, bool beam = false) {
+    std::optional<std::vector<Opt>> opts;
+    if (beam) {
+      std::string was = option_value("BEAM");
+      set_option("BEAM", "2");
+      opts = runtime::beam_opts(dev_, ast, bufs, {});
+      set_option("BEAM", was);
+    }
+    auto prg = dev_.compile(ast, opts);
     if (!prg.ok()) prg.status().throw_if_error("bench compile");
     return {*prg, std::move(bufs)};
   }
@@ -132,11 +142,12 @@ Row compile_row(const std::string& what, const UOpPtr& ast, const TargetInfo& t)
   return r;
 }
 
-std::vector<Row> matmul_rows(const Context& ctx, int n) {
+std::vector<Row> matmul_rows(const Context& ctx, int n, bool beam) {
   Runner run(ctx.threads);
   auto a = random_floats(size_t(n) * n, 1), b = random_floats(size_t(n) * n, 2);
   Kernel k = run.kernel(
-      matmul_ast(n), {run.buffer(a), run.buffer(b), run.buffer(std::vector<float>(size_t(n) * n))});
+      matmul_ast(n), {run.buffer(a), run.buffer(b), run.buffer(std::vector<float>(size_t(n) * n))},
+      beam);
   double ms = time_median_ms([&] { run.run(k); }, 5, ctx.quick ? 100 : 400);
   // Correctness against OpenBLAS on the same inputs.
   std::vector<float> want(size_t(n) * n);
@@ -145,14 +156,14 @@ std::vector<Row> matmul_rows(const Context& ctx, int n) {
   auto got = run.read(k.bufs[2]);
   double err = 0;
   for (size_t i = 0; i < got.size(); i++) err = std::max(err, double(std::fabs(got[i] - want[i])));
-  Row r = make_row("matmul " + std::to_string(n) + " fp32", "throughput", "GFLOP/s",
-                   2.0 * n * double(n) * n / (ms * 1e6));
+  Row r = make_row("matmul " + std::to_string(n) + " fp32" + (beam ? ", BEAM=2" : ""), "throughput",
+                   "GFLOP/s", 2.0 * n * double(n) * n / (ms * 1e6));
   r.peak_pct = pct_of(r.value, ctx.fma_gflops);
   r.ref = "OpenBLAS";
   r.ref_value = openblas_sgemm_gflops(n, ctx.threads);
   r.note = "max abs diff vs OpenBLAS " + std::to_string(err);
   std::vector<Row> rows{r};
-  if (n == 2048 || (ctx.quick && n == 512))
+  if (!beam && (n == 2048 || (ctx.quick && n == 512)))
     rows.push_back(compile_row("matmul", matmul_ast(n), run.target()));
   return rows;
 }
@@ -223,9 +234,13 @@ void register_kernel_benches() {
         "matmul " + std::to_string(n),
         [n](const Context& ctx) {
           if (ctx.quick && n > 512) return std::vector<Row>{};
-          return matmul_rows(ctx, n);
+          std::vector<Row> rows = matmul_rows(ctx, n, false);
+          for (Row& r : matmul_rows(ctx, n, true)) rows.push_back(std::move(r));
+          return rows;
         },
-        "our fp32 matmul on the CPU device; OpenBLAS sgemm in the same run as ref");
+        "our fp32 matmul on the CPU device, with the heuristics' opts and with a BEAM=2 search's "
+        "(searched once, then read from the tuning database); OpenBLAS sgemm in the same run as "
+        "ref");
   register_bench("elementwise", elementwise_rows,
                  "fused y=(a*b+c).relu()*0.5 over 16M floats, bytes moved / time");
   register_bench("sums", sum_rows, "row sum and full sum of a 4096x4096 fp32 matrix");

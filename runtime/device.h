@@ -86,6 +86,9 @@ class Device {
   virtual bool host_addressable() const { return false; }
   // What the codegen knows about the target this device compiles for.
   virtual const compiler::TargetInfo& target_info() const = 0;
+  // Names the compiler, its version and the architecture it targets: kernels compiled under
+  // another key may differ (the tuning database of runtime/beam.h keys on it).
+  virtual std::string compiler_key() const { return name() + " " + target_info().name; }
   // Allocates `bytes` (64-byte aligned); ResourceExhausted when memory runs out.
   virtual Result<Buffer> alloc(size_t bytes) = 0;
   // Frees a buffer from alloc(); null buffers are ignored.

@@ -32,6 +32,7 @@ class HcqDevice final : public Device {
   std::string name() const override { return name_; }
   bool host_addressable() const override { return hcq_->host_addressable(); }
   const compiler::TargetInfo& target_info() const override { return target_->info(); }
+  std::string compiler_key() const override { return name() + " " + target_->cache_key(); }
   Result<Buffer> alloc(size_t bytes) override;
   Result<Buffer> adopt_host(void* host, size_t bytes) override;
   void free(Buffer b) override;

@@ -4,6 +4,8 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/options.h"
+#include "runtime/beam.h"
 #include "tensor/const_args.h"
 #include "tensor/counters.h"
 #include "tensor/jit.h"
@@ -25,8 +27,6 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
     if (out->numel() > 0) {
       auto* capture = detail::jit_capture();
       KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/capture != nullptr);
-      auto prg = dev->compile(plan.ast);
-      if (!prg.ok()) prg.status().throw_if_error("realize");
       std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};
       std::vector<runtime::Buffer> bufs{realized->buffer};
       for (size_t i = 1; i < item.bufs.size(); i++) {
@@ -34,6 +34,14 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         owners.push_back(item.bufs[i]->realized);
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
+      std::optional<std::vector<compiler::Opt>> opts;
+      if (options().beam > 0) {  // BEAM: the opts of a timed search (or of its database)
+        auto plain = dev->compile(plan.ast);
+        if (!plain.ok()) plain.status().throw_if_error("realize");
+        opts = runtime::beam_opts(*dev, plan.ast, bufs, launch_vars((*plain)->spec, plan));
+      }
+      auto prg = dev->compile(plan.ast, opts);
+      if (!prg.ok()) prg.status().throw_if_error("realize");
       dev->launch(**prg, bufs, launch_vars((*prg)->spec, plan)).throw_if_error("realize");
       counters().count_kernel((*prg)->spec);
       if (capture) capture->record_kernel(*prg, std::move(owners));
