@@ -437,6 +437,23 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin):
   def full_like(self, fill_value, **kwargs) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", None) or self.dtype, device=kwargs.pop("device", None) or self.device,
                        **kwargs)
+  def const_like(self, b, dtype: Any = None) -> Tensor:
+    """`b` in every element of self's shape, on self's device, in self's dtype unless `dtype` is given (tinygrad's)."""
+    return Tensor.full(self.shape, b, dtype=dtype or self.dtype, device=self.device)
+  @staticmethod
+  def const(b, dtype: Any = None) -> Tensor:
+    """A 0-d tensor holding `b` (tinygrad's has no device until used; baregrad's is on the default device)."""
+    return Tensor(b, dtype=dtype)
+  @staticmethod
+  def invalids(*shape, device: str | None = None, dtype: Any = None) -> Tensor:
+    """A tensor whose contents are undefined, as tinygrad's (baregrad: Tensor.empty)."""
+    return Tensor.empty(*shape, device=device, dtype=dtype)
+  @staticmethod
+  def from_url(url: str, gunzip: bool = False, **kwargs) -> Tensor:
+    """Tensor(fetch(url, gunzip=gunzip), **kwargs): the file's bytes (a DISK tensor unless device= moves it). baregrad
+    downloads nothing: local paths and file:// URLs only; an http(s) URL not in the cache is a URLError naming it."""
+    from baregrad.helpers import fetch
+    return Tensor(fetch(url, gunzip=gunzip), **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   def empty_like(self, **kwargs) -> Tensor:

@@ -289,6 +289,30 @@ def test_fetch_local_paths_and_file_urls(cache, tmp_path):
   assert not (cache / "bad").exists()
 
 
+def test_from_url_reads_local_files_and_refuses_the_network(cache, tmp_path):
+  src = tmp_path / "w.bin"
+  src.write_bytes(bytes(range(10)))
+  t = Tensor.from_url(src.as_uri(), device=Device.DEFAULT)
+  assert t.dtype == dtypes.uint8 and t.tolist() == list(range(10))
+  gz = tmp_path / "w.gz"
+  gz.write_bytes(gzip.compress(b"xyz"))
+  assert Tensor.from_url(gz.as_uri(), gunzip=True, device=Device.DEFAULT).tolist() == list(b"xyz")
+  with pytest.raises(urllib.error.URLError, match=r"https://example\.invalid/w\.bin"):
+    Tensor.from_url("https://example.invalid/w.bin")
+
+
+def test_const_const_like_and_invalids():
+  t = Tensor([[1, 2, 3]], dtype=dtypes.int16)
+  c = t.const_like(7)
+  assert c.shape == (1, 3) and c.dtype == dtypes.int16 and c.device == t.device and c.tolist() == [[7, 7, 7]]
+  assert t.const_like(0.5, dtypes.float32).tolist() == [[0.5, 0.5, 0.5]]
+  k = Tensor.const(2.5)
+  assert k.shape == () and k.dtype == dtypes.float32 and k.item() == 2.5
+  assert Tensor.const(3, dtypes.int8).dtype == dtypes.int8
+  v = Tensor.invalids(2, 3, dtype=dtypes.float16)
+  assert v.shape == (2, 3) and v.dtype == dtypes.float16
+
+
 def test_fetch_extracts_tars(cache, tmp_path):
   tar = tmp_path / "a.tar"
   with tarfile.open(tar, "w") as t:
