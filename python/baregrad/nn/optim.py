@@ -111,18 +111,6 @@ class OptimizerGroup(Optimizer):
   def step(self): [o.step() for o in self.optimizers]
 
 
-def _newton_schulz(x: Tensor, steps: int, params, eps: float = 1.0e-7) -> Tensor:
-  """tinygrad's Tensor.newton_schulz: x / |x|_F, then `steps` times X = sum_i params[i] (X X^T)^i X
-  (over the transpose when x has more rows than columns)."""
-  if x.shape[-2] > x.shape[-1]: return _newton_schulz(x.transpose(-2, -1), steps, params, eps).transpose(-2, -1)
-  g = x / (x.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
-  for _ in range(steps):
-    a, term, out = g @ g.transpose(-2, -1), g, g * params[0]
-    for p in params[1:]:
-      term = a @ term
-      out = out + p * term
-    g = out
-  return g
 
 
 class LARS(Optimizer):
@@ -154,7 +142,7 @@ class LARS(Optimizer):
       if self.momentum:
         self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))
         g = (g + self.momentum * self.b[i]) if self.nesterov else self.b[i]
-      if self.ns_coefficients: g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
+      if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
       # NOTE: tinygrad (a9069c17) computes the decoupled decay and drops it; this applies it, as torch.optim.Muon
       if not self.pre_wd and self.wd > 0: t = t * (1.0 - self.wd * lr)
       if not self.classic: g = g * r * lr
