@@ -19,6 +19,7 @@ from baregrad.disk import DiskTensorMixin, _compute_error, disk_device, is_disk
 from baregrad.dtype import DType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
+from baregrad.mixin.hashing import HashingMixin
 from baregrad.mixin.linalg import LinalgMixin
 from baregrad.mixin.movement import MovementMixin
 from baregrad.mixin.nn import NNMixin
@@ -32,7 +33,7 @@ _FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
 def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.bool_, np.integer, np.floating))
 
 
-class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin):
+class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin, HashingMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
   __slots__ = ("_c", "_bound", "__weakref__")  # _bound: see MovementMixin._bind
   training: ClassVar[bool] = False
