@@ -73,3 +73,17 @@ def test_matrix_ops_refuse_what_they_cannot_factor():
   with pytest.raises(TypeError, match=r"\[qr\] needs a float tensor"): Tensor([[1, 2]], dtype=dtypes.int32).qr()
   with pytest.raises(ValueError, match=r"\[newton_schulz\] params"): Tensor.ones(2, 2).newton_schulz(1, ())
   with pytest.raises(ValueError, match=r"\[svd\] needs at least 2 dims"): Tensor([1.0]).svd()
+
+
+def test_image_dot_and_image_conv2d_are_dot_and_conv2d():
+  import torch
+  rng = np.random.default_rng(9)
+  a, w = rng.standard_normal((2, 3, 5)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(a).image_dot(Tensor(w)).numpy(), a @ w, atol=1e-5)
+  x, k, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 7, 6), (6, 2, 3, 3), (6,)))
+  want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(k), torch.tensor(b), stride=2, padding=1, groups=2).numpy()
+  got = Tensor(x).image_conv2d(Tensor(k), Tensor(b), groups=2, stride=2, padding=1).numpy()
+  np.testing.assert_allclose(got, want, atol=1e-4)
+  with pytest.raises(RuntimeError, match=r"\[image_dot\] cannot image_dot \(2, 3, 5\) and \(4, 4\)"):
+    Tensor(a).image_dot(Tensor.ones(4, 4))
+  with pytest.raises(ValueError, match=r"\[image_conv2d\] needs a 4-D input"): Tensor.ones(1, 2, 3).image_conv2d(Tensor.ones(1, 2, 1))

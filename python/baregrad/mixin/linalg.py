@@ -1,5 +1,5 @@
 """Matrix factorisations over the last two axes, from Tensor ops (tinygrad's names): qr, svd and
-newton_schulz. Batch axes come first."""
+newton_schulz (batch axes first), and tinygrad's IMAGE-mode image_dot / image_conv2d."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,6 +108,21 @@ class LinalgMixin:
     else:
       u = q[..., :, :k] @ u1
     return u, sv, v.transpose(-2, -1)
+
+  def image_dot(self, w, dtype=None):
+    """tinygrad's matmul for its IMAGE mode. baregrad has no image layouts, so this is `dot` (same
+    values and gradients), with tinygrad's shape check."""
+    if not (self.ndim > 0 and w.ndim > 0):
+      raise RuntimeError(f"[image_dot] both tensors need to be at least 1D, got {self.ndim=}, {w.ndim=}")
+    if self.shape[-1] != w.shape[-min(w.ndim, 2)]: raise RuntimeError(f"[image_dot] cannot image_dot {self.shape} and {w.shape}")
+    return self.dot(w, dtype=dtype)
+
+  def image_conv2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, dtype=None):
+    """tinygrad's conv2d for its IMAGE mode. baregrad has no image layouts, so this is `conv2d` with
+    the same arguments (same values and gradients); 2-D only, as tinygrad's."""
+    if self.ndim != 4 or weight.ndim != 4:
+      raise ValueError(f"[image_conv2d] needs a 4-D input and weight, got {self.shape} and {weight.shape}")
+    return self.conv2d(weight, bias, groups=groups, stride=stride, dilation=dilation, padding=padding, dtype=dtype)
 
   def newton_schulz(self, steps: int, params, eps: float = 1.0e-7):
     """tinygrad's Newton-Schulz iteration for odd polynomials: X = self / |self|_F, then `steps` times
