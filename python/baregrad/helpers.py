@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ctypes
 import functools
 import getpass
@@ -175,6 +176,37 @@ class ContextVar:
 
 @functools.cache
 def _native_options() -> frozenset: return frozenset(_c().option_names())
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+  """A device string's parts, as tinygrad's Target: `[interface[:indices]+]device[:renderer[:arch]]`
+  ("MOCK+NV", "NV:PTX:sm_90", "PCI:0,1+AMD"); device and renderer are upper-cased, arch kept."""
+  device: str = ""
+  renderer: str = ""
+  arch: str = ""
+  interface: str = ""
+  indices: str = ""
+
+  @staticmethod
+  def parse(s: str) -> Target:
+    head, plus, rest = s.partition("+")
+    if not plus: head, rest = "", s
+    if "+" in rest: raise RuntimeError(f"[Target] too many '+' in target string: {s!r}")
+    iface, _, indices = head.rpartition(":") if ":" in head else (head, "", "")
+    parts = rest.split(":")
+    if len(parts) > 3: raise RuntimeError(f"[Target] too many ':' in target string: {s!r}")
+    dev, ren, arch = (parts + ["", ""])[:3]
+    return Target(dev.upper(), ren.upper(), arch, iface, indices)
+
+  def __repr__(self) -> str:
+    head = ":".join(x for x in (self.interface, self.indices) if x)
+    body = ":".join([self.device, self.renderer, self.arch]).rstrip(":")
+    return (head + "+" if head else "") + body
+
+  def replacedefault(self, **kwargs) -> Target:
+    """This target with the fields given that it leaves empty set."""
+    return dataclasses.replace(self, **{k: v for k, v in kwargs.items() if not getattr(self, k)})
 
 
 class _DevVar(ContextVar):

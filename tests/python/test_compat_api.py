@@ -301,6 +301,16 @@ def test_from_url_reads_local_files_and_refuses_the_network(cache, tmp_path):
     Tensor.from_url("https://example.invalid/w.bin")
 
 
+def test_target_parses_device_strings_as_tinygrad():
+  T = helpers.Target
+  assert T.parse("MOCK+NV") == T("NV", interface="MOCK") and repr(T.parse("MOCK+NV")) == "MOCK+NV"
+  assert T.parse("nv:ptx:sm_90") == T("NV", "PTX", "sm_90") and repr(T.parse("nv:ptx:sm_90")) == "NV:PTX:sm_90"
+  assert T.parse("PCI:0,1+amd") == T("AMD", interface="PCI", indices="0,1") and repr(T.parse("PCI:0,1+amd")) == "PCI:0,1+AMD"
+  assert T.parse("NV").replacedefault(renderer="PTX", device="X") == T("NV", "PTX")
+  for bad in ("A+B+C", "A:B:C:D"):
+    with pytest.raises(RuntimeError, match=r"\[Target\] too many"): T.parse(bad)
+
+
 def test_const_const_like_and_invalids():
   t = Tensor([[1, 2, 3]], dtype=dtypes.int16)
   c = t.const_like(7)
