@@ -1,6 +1,7 @@
 #include "compiler/dtype.h"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "base/check.h"
@@ -19,7 +20,7 @@ constexpr uint32_t bit(Scalar s) { return 1u << static_cast<int>(s); }
 // NOTE: the lattice is tinygrad's: ints climb to int64/uint64, which both promote to the
 // half floats, and every float climbs to float64. The fp8s climb to the half floats; an int with
 // an fp8 gives the fp8 (tinygrad's path through its weak float), see least_upper_dtype.
-constexpr ScalarInfo kInfo[kNumScalars] = {
+constexpr ScalarInfo kInfo[] = {
     {"void", 0, 0},
     {"bool", 1, bit(Scalar::kInt8) | bit(Scalar::kUint8)},
     {"int8", 1, bit(Scalar::kInt16)},
@@ -32,11 +33,14 @@ constexpr ScalarInfo kInfo[kNumScalars] = {
     {"uint64", 8, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
     {"fp8e4m3", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
     {"fp8e5m2", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
+    {"fp8e4m3fnuz", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
+    {"fp8e5m2fnuz", 1, bit(Scalar::kFloat16) | bit(Scalar::kBFloat16)},
     {"float16", 2, bit(Scalar::kFloat32)},
     {"bfloat16", 2, bit(Scalar::kFloat32)},
     {"float32", 4, bit(Scalar::kFloat64)},
     {"float64", 8, 0},
 };
+static_assert(std::size(kInfo) == kNumScalars, "one row per Scalar");
 
 uint32_t ancestors(Scalar s) {
   uint32_t out = bit(s);
@@ -68,9 +72,9 @@ bool is_unsigned(DType t) {
 bool is_bool(DType t) { return t.scalar == Scalar::kBool; }
 
 const DType* all(int* n) {
-  static const DType kAll[] = {kBool,    kInt8,    kUint8,    kInt16,   kUint16,
-                               kInt32,   kUint32,  kInt64,    kUint64,  kFp8e4m3,
-                               kFp8e5m2, kFloat16, kBFloat16, kFloat32, kFloat64};
+  static const DType kAll[] = {kBool,        kInt8,    kUint8,    kInt16,   kUint16,  kInt32,
+                               kUint32,      kInt64,   kUint64,   kFp8e4m3, kFp8e5m2, kFp8e4m3fnuz,
+                               kFp8e5m2fnuz, kFloat16, kBFloat16, kFloat32, kFloat64};
   *n = sizeof(kAll) / sizeof(kAll[0]);
   return kAll;
 }
@@ -96,7 +100,10 @@ double min_value(DType t) {
     case Scalar::kFp8e4m3:
       return -448.0;
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e5m2fnuz:
       return -57344.0;
+    case Scalar::kFp8e4m3fnuz:
+      return -240.0;
     case Scalar::kFloat16:
       return -65504.0;
     case Scalar::kBFloat16:
@@ -133,7 +140,10 @@ double max_value(DType t) {
     case Scalar::kFp8e4m3:
       return 448.0;
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e5m2fnuz:
       return 57344.0;
+    case Scalar::kFp8e4m3fnuz:
+      return 240.0;
     case Scalar::kFloat16:
       return 65504.0;
     case Scalar::kBFloat16:

@@ -18,14 +18,16 @@ enum class Scalar : uint8_t {
   kUint32,
   kInt64,
   kUint64,
-  kFp8e4m3,  // OCP float8 E4M3FN: no infinity, one NaN per sign (0x7f/0xff), max 448
-  kFp8e5m2,  // OCP float8 E5M2: IEEE-like, with infinities and NaNs, max 57344
+  kFp8e4m3,      // OCP float8 E4M3FN: no infinity, one NaN per sign (0x7f/0xff), max 448
+  kFp8e5m2,      // OCP float8 E5M2: IEEE-like, with infinities and NaNs, max 57344
+  kFp8e4m3fnuz,  // E4M3FNUZ (AMD/Graphcore): bias 8, no infinity, no -0, one NaN (0x80), max 240
+  kFp8e5m2fnuz,  // E5M2FNUZ: bias 16, no infinity, no -0, one NaN (0x80), max 57344
   kFloat16,
   kBFloat16,
   kFloat32,
   kFloat64,
 };
-constexpr int kNumScalars = 16;
+constexpr int kNumScalars = 18;
 
 // Where a pointer points; GPU targets add shared memory later.
 enum class AddrSpace : uint8_t { kGlobal, kLocal, kReg };
@@ -66,6 +68,8 @@ constexpr DType kInt64{Scalar::kInt64};
 constexpr DType kUint64{Scalar::kUint64};
 constexpr DType kFp8e4m3{Scalar::kFp8e4m3};
 constexpr DType kFp8e5m2{Scalar::kFp8e5m2};
+constexpr DType kFp8e4m3fnuz{Scalar::kFp8e4m3fnuz};
+constexpr DType kFp8e5m2fnuz{Scalar::kFp8e5m2fnuz};
 constexpr DType kFloat16{Scalar::kFloat16};
 constexpr DType kBFloat16{Scalar::kBFloat16};
 constexpr DType kFloat32{Scalar::kFloat32};
@@ -79,7 +83,11 @@ bool is_unsigned(DType t);
 bool is_bool(DType t);
 // The 8-bit floats: stored as bytes, computed in float32 (compiler/fp8.h has the conversions).
 constexpr bool is_fp8(DType t) {
-  return t.scalar == Scalar::kFp8e4m3 || t.scalar == Scalar::kFp8e5m2;
+  return t.scalar >= Scalar::kFp8e4m3 && t.scalar <= Scalar::kFp8e5m2fnuz;
+}
+// The FNUZ fp8s: finite only, a single zero and a single NaN (0x80).
+constexpr bool is_fp8_fnuz(DType t) {
+  return t.scalar == Scalar::kFp8e4m3fnuz || t.scalar == Scalar::kFp8e5m2fnuz;
 }
 // Every scalar dtype except void, in priority order.
 const DType* all(int* n);

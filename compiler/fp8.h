@@ -2,6 +2,10 @@
 //   fp8e4m3 (E4M3FN): bias 7, 3 mantissa bits, no infinity, NaN = S.1111.111, max +-448.
 //   fp8e5m2 (E5M2):   bias 15, 2 mantissa bits, IEEE-like: inf S.11111.00, NaN S.11111.xx,
 //                     max +-57344.
+// And the FNUZ formats (AMD's and Graphcore's; PyTorch's float8_*fnuz): every exponent finite, no
+// infinity, no negative zero, one NaN at 0x80 (the -0 code):
+//   fp8e4m3fnuz: bias 8, 3 mantissa bits, max +-240;   fp8e5m2fnuz: bias 16, 2, max +-57344.
+// For them, NaN, infinities and overflow all give 0x80, and a value rounding to zero gives 0x00.
 // Encoding rounds the exact value once to nearest even, subnormals included. Non-saturating
 // (the spec's default mode, as PyTorch): a value that rounds above the largest finite becomes
 // NaN (e4m3) or infinity (e5m2), as do infinities; NaN becomes S.1111111 keeping its sign.
@@ -18,7 +22,8 @@ struct Fp8Format {
   int mant;           // mantissa bits
   int bias;           // exponent bias
   int max_code;       // magnitude bits of the largest finite value
-  int overflow_code;  // magnitude bits of what overflow gives (NaN for e4m3, inf for e5m2)
+  int overflow_code;  // magnitude bits of what overflow gives (NaN for e4m3, inf for e5m2);
+                      // FNUZ: 0x80, the whole code
 };
 Fp8Format fp8_format(DType t);
 

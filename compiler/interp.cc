@@ -59,6 +59,8 @@ uint64_t to_bits(const Value& v) {
       return std::bit_cast<uint32_t>(static_cast<float>(v.f)) >> 16;
     case Scalar::kFp8e4m3:
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e4m3fnuz:
+    case Scalar::kFp8e5m2fnuz:
       return fp8_encode(v.dtype, v.f);
     default: {
       int bits = v.dtype.scalar_size() * 8;
@@ -80,6 +82,8 @@ Value from_bits(DType to, uint64_t b) {
       return make_value(to, std::bit_cast<float>(static_cast<uint32_t>(b << 16)));
     case Scalar::kFp8e4m3:
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e4m3fnuz:
+    case Scalar::kFp8e5m2fnuz:
       return make_value(to, fp8_decode(to, static_cast<uint8_t>(b)));
     default:
       return make_int_value(to, static_cast<int64_t>(b));

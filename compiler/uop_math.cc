@@ -215,6 +215,8 @@ double round_to(DType t, double v) {
       return round_half(round_to_odd(v), true);
     case Scalar::kFp8e4m3:
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e4m3fnuz:
+    case Scalar::kFp8e5m2fnuz:
       return fp8_round(t, v);  // one rounding of the exact value
     default:
       return v;

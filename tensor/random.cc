@@ -123,8 +123,8 @@ int mantissa_bits(DType dt) {
   if (dt == dtypes::kFloat32) return 23;
   if (dt == dtypes::kFloat16) return 10;
   if (dt == dtypes::kBFloat16) return 7;
-  if (dt == dtypes::kFp8e4m3) return 3;
-  if (dt == dtypes::kFp8e5m2) return 2;
+  if (dt == dtypes::kFp8e4m3 || dt == dtypes::kFp8e4m3fnuz) return 3;
+  if (dt == dtypes::kFp8e5m2 || dt == dtypes::kFp8e5m2fnuz) return 2;
   fail("rand", "dtype must be a float, got " + dt.name(), ErrorKind::kValue);
 }
 

@@ -58,6 +58,8 @@ void store_elem(DType t, double x, uint8_t* p) {
     }
     case compiler::Scalar::kFp8e4m3:
     case compiler::Scalar::kFp8e5m2:
+    case compiler::Scalar::kFp8e4m3fnuz:
+    case compiler::Scalar::kFp8e5m2fnuz:
       *p = compiler::fp8_encode(t, x);
       break;
     case compiler::Scalar::kBool:
@@ -96,6 +98,8 @@ double load_elem(DType t, const uint8_t* p) {
     }
     case compiler::Scalar::kFp8e4m3:
     case compiler::Scalar::kFp8e5m2:
+    case compiler::Scalar::kFp8e4m3fnuz:
+    case compiler::Scalar::kFp8e5m2fnuz:
       return compiler::fp8_decode(t, *p);
     case compiler::Scalar::kBool:
       return *p != 0;

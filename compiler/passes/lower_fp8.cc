@@ -52,6 +52,10 @@ UOpPtr fp8_encode_uop(DType fp8, const UOpPtr& x) {
   UOpPtr shift = bin(Op::SUB, k(u, rebias + m + 1 - f.mant), e_sub);
   shift = sel(less(m + 2, shift), m + 2, shift);
   UOpPtr code = sel(less(rebias, e), normal, rne_shr(sig, shift));
+  if (dtypes::is_fp8_fnuz(fp8)) {  // NaN and overflow are 0x80; zero has no sign
+    code = sel(less(inf_bits, a), 0x80, code);
+    return to(sel(less(0, code), bin(Op::OR, code, sign), k(u, 0)), dtypes::kUint8);
+  }
   code = sel(less(inf_bits, a), 0x7f, code);  // NaN
   return to(bin(Op::OR, code, sign), dtypes::kUint8);
 }
@@ -69,6 +73,11 @@ UOpPtr fp8_decode_uop(DType fp8, const UOpPtr& code) {
       UOp::cnst(dtypes::kFloat32, 1.0 / static_cast<double>(1 << (f.bias + f.mant - 1)));
   UOpPtr sub = bits(bin(Op::MUL, to(mant, dtypes::kFloat32), quantum), u);
   UOpPtr v = sel(less(mag, k(u, 1 << f.mant)), sub, normal);
+  if (dtypes::is_fp8_fnuz(fp8)) {
+    v = sel(UOp::make(Op::CMPEQ, dtypes::kBool, {c, k(u, 0x80)}), k(u, 0x7fc00000),
+            bin(Op::OR, v, sign));
+    return bits(v, dtypes::kFloat32);  // 0x80 is the NaN; every other code is finite
+  }
   if (fp8.scalar == Scalar::kFp8e4m3) {
     v = sel(less(0x7e, mag), 0x7fc00000, v);  // S.1111.111 is NaN
   } else {

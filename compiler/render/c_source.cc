@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -20,19 +21,21 @@ bool is_half(DType t) { return t.scalar == Scalar::kFloat16 || is_bf16(t); }
 bool is_bool(DType t) { return dtypes::is_bool(t); }
 
 const char* scalar_ctype(Scalar s) {
-  static const char* const kNames[kNumScalars] = {
-      "void",     "_Bool",    "int8_t",  "uint8_t",  "int16_t", "uint16_t",
-      "int32_t",  "uint32_t", "int64_t", "uint64_t", "uint8_t", "uint8_t",
-      "_Float16", "__bf16",   "float",   "double"};  // fp8: only bytes reach a renderer (lower_fp8
-                                                     // computes in float32)
+  // fp8: only bytes reach a renderer (lower_fp8 computes in float32)
+  static constexpr const char* kNames[] = {"void",     "_Bool",   "int8_t",   "uint8_t", "int16_t",
+                                           "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+                                           "uint8_t",  "uint8_t", "uint8_t",  "uint8_t", "_Float16",
+                                           "__bf16",   "float",   "double"};
+  static_assert(std::size(kNames) == kNumScalars, "one C type per Scalar");
   return kNames[static_cast<int>(s)];
 }
 
 // Stem of vector typedef names, OpenCL style: float4_v, uchar16_v, bfloat8_v.
 const char* vector_stem(Scalar s) {
-  static const char* const kStems[kNumScalars] = {
-      "void", "bool",  "char",  "uchar", "short", "ushort", "int",   "uint",
-      "long", "ulong", "uchar", "uchar", "half",  "bfloat", "float", "double"};
+  static constexpr const char* kStems[] = {"void",  "bool",  "char", "uchar",  "short", "ushort",
+                                           "int",   "uint",  "long", "ulong",  "uchar", "uchar",
+                                           "uchar", "uchar", "half", "bfloat", "float", "double"};
+  static_assert(std::size(kStems) == kNumScalars, "one stem per Scalar");
   return kStems[static_cast<int>(s)];
 }
 

@@ -19,6 +19,8 @@ std::string scalar_type(Scalar s, bool memory) {
     case Scalar::kUint8:
     case Scalar::kFp8e4m3:  // bytes only: lower_fp8 computes in float32
     case Scalar::kFp8e5m2:
+    case Scalar::kFp8e4m3fnuz:
+    case Scalar::kFp8e5m2fnuz:
       return "i8";
     case Scalar::kInt16:
     case Scalar::kUint16:

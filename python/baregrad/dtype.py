@@ -72,7 +72,8 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   def finfo(dtype: DType) -> tuple[int, int]:
     """(exponent bits, mantissa bits) of a float dtype."""
     if not dtypes.is_float(dtype): raise ValueError(f"[finfo] {dtype} is not a floating point type")
-    return {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7),
+    return {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.fp8e4m3fnuz: (4, 3), dtypes.fp8e5m2fnuz: (5, 2),
+            dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7),
             dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[dtype]
 
   @staticmethod
@@ -87,9 +88,11 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   uint32 = DType(6, 32, "unsigned int", "I", "uint32")
   int64 = DType(7, 64, "long", "q", "int64")
   uint64 = DType(8, 64, "unsigned long", "Q", "uint64")
-  # OCP 8-bit floats, storage only (computed in float32); numpy has no fp8, numpy() gives float32.
+  # 8-bit floats, storage only (computed in float32); numpy has no fp8, numpy() gives float32.
   fp8e4m3 = DType(9, 8, "float8_e4m3", None, "fp8e4m3")
   fp8e5m2 = DType(10, 8, "float8_e5m2", None, "fp8e5m2")
+  fp8e4m3fnuz = DType(10, 8, "float8_e4m3fnuz", None, "fp8e4m3fnuz")  # finite only, one zero, NaN 0x80
+  fp8e5m2fnuz = DType(10, 8, "float8_e5m2fnuz", None, "fp8e5m2fnuz")
   float16 = DType(11, 16, "half", "e", "float16")
   bfloat16 = DType(12, 16, "__bf16", None, "bfloat16")
   float32 = DType(13, 32, "float", "f", "float32")
@@ -103,7 +106,8 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   default_int: DType = int32
 
   fp8_ocp = (fp8e4m3, fp8e5m2)
-  fp8s = fp8_ocp  # tinygrad's fnuz fp8s (AMD) are not implemented
+  fp8_fnuz = (fp8e4m3fnuz, fp8e5m2fnuz)
+  fp8s = fp8_ocp + fp8_fnuz
   floats = fp8s + (float16, bfloat16, float32, float64)
   uints = (uint8, uint16, uint32, uint64)
   sints = (int8, int16, int32, int64)
@@ -158,6 +162,7 @@ _LATTICE = {
   dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
   dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
   dtypes.fp8e4m3: [dtypes.float16, dtypes.bfloat16], dtypes.fp8e5m2: [dtypes.float16, dtypes.bfloat16],
+  dtypes.fp8e4m3fnuz: [dtypes.float16, dtypes.bfloat16], dtypes.fp8e5m2fnuz: [dtypes.float16, dtypes.bfloat16],
   dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64],
   dtypes.float64: [],
 }

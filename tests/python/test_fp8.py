@@ -1,7 +1,8 @@
-# fp8 dtypes (OCP float8 E4M3FN and E5M2): storage, casts and matmul through float32.
-# The oracle is written here from the OCP OFP8 spec in float64: decode by the formula, encode by
-# picking the nearest grid value (ties to the even code), with the spec's non-saturating
-# overflow (e4m3 -> NaN, e5m2 -> inf), as PyTorch's float8_e4m3fn / float8_e5m2 casts.
+# fp8 dtypes (OCP float8 E4M3FN and E5M2, and the FNUZ E4M3/E5M2): storage, casts and matmul
+# through float32. The oracle is written here from the OCP OFP8 spec and the FNUZ definition in
+# float64: decode by the formula, encode by picking the nearest grid value (ties to the even
+# code), with non-saturating overflow (e4m3 -> NaN, e5m2 -> inf, FNUZ -> its NaN 0x80; FNUZ has
+# no -0), as PyTorch's float8_e4m3fn / float8_e5m2 / float8_*fnuz casts.
 import math
 
 import numpy as np
@@ -11,7 +12,11 @@ from baregrad import Tensor, dtypes
 from baregrad.dtype import least_upper_dtype
 
 # (dtype, exponent bits, mantissa bits, bias)
-FMTS = {"e4m3": (dtypes.fp8e4m3, 4, 3, 7), "e5m2": (dtypes.fp8e5m2, 5, 2, 15)}
+FMTS = {"e4m3": (dtypes.fp8e4m3, 4, 3, 7), "e5m2": (dtypes.fp8e5m2, 5, 2, 15),
+        "e4m3fnuz": (dtypes.fp8e4m3fnuz, 4, 3, 8), "e5m2fnuz": (dtypes.fp8e5m2fnuz, 5, 2, 16)}
+# the grid step past the largest finite value (overflow from there) and the code overflow gives
+NEXT = {"e4m3": 480.0, "e5m2": 65536.0, "e4m3fnuz": 256.0, "e5m2fnuz": 65536.0}
+OVER = {"e4m3": 0x7F, "e5m2": 0x7C, "e4m3fnuz": 0x80, "e5m2fnuz": 0x80}
 DEVICES = [None, "CPU:C"]  # None: the default device (DEV, e.g. CPU or MOCK+NV)
 
 
@@ -19,6 +24,7 @@ def ref_decode(code: int, fmt: str) -> float:
   """The value of fp8 `code`, from the spec's formula."""
   _, ebits, mbits, bias = FMTS[fmt]
   s, e, m = code >> 7, (code >> mbits) & ((1 << ebits) - 1), code & ((1 << mbits) - 1)
+  if fmt.endswith("fnuz") and code == 0x80: return math.nan
   if fmt == "e4m3" and e == 15 and m == 7: return math.nan
   if fmt == "e5m2" and e == 31: return math.nan if m else (-math.inf if s else math.inf)
   v = m * 2.0 ** (1 - bias - mbits) if e == 0 else (1 + m / 2**mbits) * 2.0 ** (e - bias)
@@ -27,16 +33,18 @@ def ref_decode(code: int, fmt: str) -> float:
 
 def ref_encode(x: float, fmt: str) -> int:
   """The code of `x`: nearest finite grid value, ties to the even code; past the largest finite the
-  next grid step (480 for e4m3, 65536 for e5m2) stands for overflow."""
+  next grid step (NEXT) stands for overflow (OVER)."""
   sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+  fnuz = fmt.endswith("fnuz")
+  if fnuz and not math.isfinite(x): return 0x80
   if math.isnan(x): return sign | 0x7F
-  over = 0x7F if fmt == "e4m3" else 0x7C
+  over = OVER[fmt]
   grid = [(ref_decode(c, fmt), c) for c in range(0x80) if math.isfinite(ref_decode(c, fmt))]
-  grid.append((480.0 if fmt == "e4m3" else 65536.0, over))
+  grid.append((NEXT[fmt], over))
   a = abs(x)
   if a >= grid[-1][0]: return sign | over
   best = min(grid, key=lambda vc: (abs(vc[0] - a), vc[1] & 1))
-  return sign | best[1]
+  return 0 if fnuz and best[1] == 0 else sign | best[1]
 
 
 def _bits_f32(a): return np.frombuffer(np.asarray(a, np.float32).tobytes(), np.uint32)
@@ -49,7 +57,7 @@ def _sweep() -> np.ndarray:
   vals = list(bits.view(np.float32))
   for fmt in FMTS:
     grid = sorted(v for v in (ref_decode(c, fmt) for c in range(0x7F)) if math.isfinite(v))
-    for lo, hi in zip(grid, grid[1:] + [480.0 if fmt == "e4m3" else 65536.0]):
+    for lo, hi in zip(grid, grid[1:] + [NEXT[fmt]]):
       mid = np.float32((lo + hi) / 2)
       vals += [mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(np.inf))]
   vals += [0.0, 1e-45, 1e-30, 1e30, 3.4e38, np.inf, np.nan]
@@ -59,15 +67,18 @@ def _sweep() -> np.ndarray:
 
 def ref_encode_all(xs: np.ndarray, fmt: str) -> np.ndarray:
   """ref_encode of every element, vectorized the same way: nearest grid value, ties to the even code."""
-  over = 0x7F if fmt == "e4m3" else 0x7C
+  over = OVER[fmt]
   codes = np.array([c for c in range(0x80) if math.isfinite(ref_decode(c, fmt))] + [over])
-  grid = np.array([ref_decode(int(c), fmt) for c in codes[:-1]] + [480.0 if fmt == "e4m3" else 65536.0])
+  grid = np.array([ref_decode(int(c), fmt) for c in codes[:-1]] + [NEXT[fmt]])
   a = np.abs(xs.astype(np.float64))
   with np.errstate(invalid="ignore"):
     dist = np.abs(np.nan_to_num(a, nan=0.0)[:, None] - grid[None, :])
     nearest = dist == dist.min(axis=1, keepdims=True)
   out = codes[np.argmax(nearest * 2 + (nearest & (codes[None, :] % 2 == 0)), axis=1)]
   out = np.where(a >= grid[-1], over, out)
+  if fmt.endswith("fnuz"):  # NaN and infinities are 0x80, and zero has no sign
+    out = np.where(np.isnan(a) | np.isinf(a), 0x80, out)
+    return np.where(out == 0, 0, out | np.where(np.signbit(xs), 0x80, 0)).astype(np.uint8)
   out = np.where(np.isnan(a), 0x7F, out)
   return (out | np.where(np.signbit(xs), 0x80, 0)).astype(np.uint8)
 
@@ -147,7 +158,11 @@ def test_promotion_follows_tinygrad():
   assert least_upper_dtype(dtypes.int64, dtypes.uint64) is dtypes.float16  # unchanged by fp8
   assert (Tensor([1.0], dtype=e4) + Tensor([1.0], dtype=dtypes.float32)).dtype is dtypes.float32
   assert e4.itemsize == 1 and e5.itemsize == 1 and dtypes.finfo(e4) == (4, 3) and dtypes.finfo(e5) == (5, 2)
-  assert e4 in dtypes.floats and dtypes.fp8s == (e4, e5) and repr(e5) == "dtypes.fp8e5m2"
+  assert e4 in dtypes.floats and dtypes.fp8s == (e4, e5, *dtypes.fp8_fnuz) and repr(e5) == "dtypes.fp8e5m2"
+  f4, f5 = dtypes.fp8_fnuz
+  assert (f4.itemsize, f5.itemsize, dtypes.finfo(f4), dtypes.finfo(f5)) == (1, 1, (4, 3), (5, 2))
+  assert least_upper_dtype(f4, e4) is dtypes.float16 and least_upper_dtype(f5, dtypes.bfloat16) is dtypes.bfloat16
+  assert least_upper_dtype(f4, dtypes.int8) is f4 and repr(f4) == "dtypes.fp8e4m3fnuz"
 
 
 @pytest.mark.parametrize("fmt", FMTS)

@@ -1,5 +1,6 @@
 // fp8 conversions: the host functions of compiler/fp8.h against an oracle written here from the
-// OCP OFP8 spec (decode by formula, encode by nearest grid value with ties to the even code), and
+// OCP OFP8 spec and the FNUZ formats' definition (decode by formula, encode by nearest grid value
+// with ties to the even code), and
 // the IR conversions of lower_fp8 (run by the reference interpreter) against the host ones.
 #include "compiler/fp8.h"
 
@@ -17,21 +18,28 @@ namespace baregrad::compiler {
 namespace {
 
 using dtypes::kFp8e4m3;
+using dtypes::kFp8e4m3fnuz;
 using dtypes::kFp8e5m2;
+using dtypes::kFp8e5m2fnuz;
 
 struct Spec {
   DType t;
   int ebits, mbits, bias;
   double next_after_max;  // the grid step past the largest finite value: overflow from there
   int overflow;           // the code overflow gives
+  bool fnuz = false;      // every exponent finite, one zero, NaN at 0x80
 };
-const Spec kSpecs[] = {{kFp8e4m3, 4, 3, 7, 480.0, 0x7f}, {kFp8e5m2, 5, 2, 15, 65536.0, 0x7c}};
+const Spec kSpecs[] = {{kFp8e4m3, 4, 3, 7, 480.0, 0x7f},
+                       {kFp8e5m2, 5, 2, 15, 65536.0, 0x7c},
+                       {kFp8e4m3fnuz, 4, 3, 8, 256.0, 0x80, true},
+                       {kFp8e5m2fnuz, 5, 2, 16, 65536.0, 0x80, true}};
 
 double spec_decode(const Spec& s, int code) {
   int sign = code >> 7, e = (code >> s.mbits) & ((1 << s.ebits) - 1),
       m = code & ((1 << s.mbits) - 1);
   double nan = std::numeric_limits<double>::quiet_NaN(),
          inf = std::numeric_limits<double>::infinity();
+  if (s.fnuz && code == 0x80) return nan;
   if (s.t == kFp8e4m3 && e == 15 && m == 7) return nan;
   if (s.t == kFp8e5m2 && e == 31) return m ? nan : (sign ? -inf : inf);
   double v = e == 0 ? m / std::pow(2.0, s.mbits) * std::pow(2.0, 1 - s.bias)
@@ -41,6 +49,7 @@ double spec_decode(const Spec& s, int code) {
 
 int spec_encode(const Spec& s, double x) {
   int sign = std::signbit(x) ? 0x80 : 0;
+  if (s.fnuz && !std::isfinite(x)) return 0x80;
   if (std::isnan(x)) return sign | 0x7f;
   double a = std::fabs(x);
   if (a >= s.next_after_max) return sign | s.overflow;
@@ -54,6 +63,7 @@ int spec_encode(const Spec& s, double x) {
   }
   double d_over = std::fabs(s.next_after_max - a);  // a tie goes to the even one of the two codes
   if (d_over < best_d || (d_over == best_d && (best & 1))) best = s.overflow;
+  if (s.fnuz && best == 0) return 0;  // no negative zero
   return sign | best;
 }
 
@@ -94,6 +104,14 @@ TEST(Fp8, DecodeAnchorsFromTheSpecTables) {
   EXPECT_EQ(fp8_decode(kFp8e5m2, 0xfc), -std::numeric_limits<double>::infinity());
   EXPECT_TRUE(std::isnan(fp8_decode(kFp8e5m2, 0x7d)));
   EXPECT_TRUE(std::signbit(fp8_decode(kFp8e5m2, 0x80)));
+  EXPECT_EQ(fp8_decode(kFp8e4m3fnuz, 0x7f), 240.0);  // exponent 15 holds finite values
+  EXPECT_EQ(fp8_decode(kFp8e4m3fnuz, 0x40), 1.0);
+  EXPECT_EQ(fp8_decode(kFp8e4m3fnuz, 0x01), std::ldexp(1.0, -10));
+  EXPECT_EQ(fp8_decode(kFp8e4m3fnuz, 0xff), -240.0);
+  EXPECT_EQ(fp8_decode(kFp8e5m2fnuz, 0x7f), 57344.0);
+  EXPECT_EQ(fp8_decode(kFp8e5m2fnuz, 0x40), 1.0);
+  EXPECT_EQ(fp8_decode(kFp8e5m2fnuz, 0x01), std::ldexp(1.0, -17));
+  for (DType t : {kFp8e4m3fnuz, kFp8e5m2fnuz}) EXPECT_TRUE(std::isnan(fp8_decode(t, 0x80)));
 }
 
 TEST(Fp8, HostDecodeOfEveryCodeMatchesTheSpecFormula) {
@@ -116,6 +134,13 @@ TEST(Fp8, HostEncodeMatchesNearestEvenOnTheSweepAndFloat64Ties) {
   EXPECT_EQ(fp8_encode(kFp8e4m3, -INFINITY), 0xff);
   EXPECT_EQ(fp8_encode(kFp8e5m2, 61440.0), 0x7c);  // tie to the even code: infinity
   EXPECT_EQ(fp8_encode(kFp8e5m2, -0.0), 0x80);
+  for (DType t : {kFp8e4m3fnuz, kFp8e5m2fnuz}) {
+    EXPECT_EQ(fp8_encode(t, -0.0), 0x00);  // one zero
+    EXPECT_EQ(fp8_encode(t, -1e-30), 0x00);
+    EXPECT_EQ(fp8_encode(t, -INFINITY), 0x80);  // no infinity: NaN
+  }
+  EXPECT_EQ(fp8_encode(kFp8e4m3fnuz, 247.0), 0x7f);
+  EXPECT_EQ(fp8_encode(kFp8e4m3fnuz, 249.0), 0x80);  // past the largest: NaN (non-saturating)
 }
 
 TEST(Fp8, IrConversionsMatchTheHostOnesBitForBit) {
@@ -138,7 +163,7 @@ TEST(Fp8, IrConversionsMatchTheHostOnesBitForBit) {
     UOpPtr y = UOp::make(Op::DEFINE_VAR, dtypes::kFloat64, {}, VarArg{"y", 0, 0});
     UOpPtr enc64 = fp8_encode_uop(s.t, y);
     for (double d : {1.0625 + 1e-12, 1.125 + 1e-12, -(1.0625 + 1e-12), 464.0 + 1e-9, 1e300,
-                     std::ldexp(1.0, -1070)}) {
+                     std::ldexp(1.0, -1070), -std::ldexp(1.0, -1070), -0.0}) {
       NodeValues in{{y.get(), d}};
       EXPECT_EQ(eval_int(enc64, {}, &in), fp8_encode(s.t, d)) << s.t.name() << " " << d;
     }
