@@ -100,7 +100,7 @@ class Runner {
     if (beam) {
       std::string was = option_value("BEAM");
       set_option("BEAM", "2");
-      opts = runtime::beam_opts(dev_, ast, bufs, {});
+      opts = runtime::beam_opts(dev_, ast, bufs);
       set_option("BEAM", was);
     }
     auto prg = dev_.compile(ast, opts);

@@ -230,7 +230,7 @@ BeamResult beam_search(const compiler::UOpPtr& ast,
 std::optional<std::vector<Opt>> beam_opts(Device& dev,
                                           const compiler::UOpPtr& ast,
                                           std::span<const Buffer> bufs,
-                                          std::span<const int64_t> vars) {
+                                          const BeamVars& vars) {
   int width = options().beam;
   if (width <= 0) return std::nullopt;
   const compiler::TargetInfo& target = dev.target_info();
@@ -262,10 +262,11 @@ std::optional<std::vector<Opt>> beam_opts(Device& dev,
   auto run = [&](const std::optional<std::vector<Opt>>& opts, int times) -> std::optional<double> {
     Result<std::shared_ptr<Program>> prg = dev.compile(ast, opts);
     if (!prg.ok()) return std::nullopt;
+    std::vector<int64_t> scalars = vars ? vars((*prg)->spec) : std::vector<int64_t>{};
     double best = INFINITY;
     for (int i = 0; i < times; i++) {
       double t = now_ms();
-      if (!dev.launch(**prg, scratch.bufs, vars).ok() || !dev.synchronize().ok())
+      if (!dev.launch(**prg, scratch.bufs, scalars).ok() || !dev.synchronize().ok())
         return std::nullopt;
       best = std::min(best, now_ms() - t);
     }

@@ -52,13 +52,15 @@ BeamResult beam_search(const compiler::UOpPtr& ast,
 
 // The opts realize() compiles `ast` with on `dev`: nullopt (the heuristics) when BEAM is 0;
 // else the tuning database's entry, or a search that times launches on scratch copies of
-// `bufs` (slot order) with `vars`: a progress line on stderr when it is a terminal, then one
-// line with the default and the best time. The winner is kept only when every buffer it writes
+// `bufs` (slot order) with `vars`' scalars: a progress line on stderr when it is a terminal, then
+// one line with the default and the best time. The winner is kept only when every buffer it writes
 // ends as the default kernel's does (floats within reordering error); else the default is.
+// `vars` gives a program's launch scalars (in its spec's order, which opts may change).
+using BeamVars = std::function<std::vector<int64_t>(const compiler::ProgramSpec&)>;
 std::optional<std::vector<compiler::Opt>> beam_opts(Device& dev,
                                                     const compiler::UOpPtr& ast,
                                                     std::span<const Buffer> bufs,
-                                                    std::span<const int64_t> vars);
+                                                    const BeamVars& vars = {});
 
 // Opts as text ("UPCAST:0:4,SWAP:1:2") and back; nullopt for text that is not a list of opts.
 std::string opts_text(const std::vector<compiler::Opt>& opts);

@@ -35,11 +35,10 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
       std::optional<std::vector<compiler::Opt>> opts;
-      if (options().beam > 0) {  // BEAM: the opts of a timed search (or of its database)
-        auto plain = dev->compile(plan.ast);
-        if (!plain.ok()) plain.status().throw_if_error("realize");
-        opts = runtime::beam_opts(*dev, plan.ast, bufs, launch_vars((*plain)->spec, plan));
-      }
+      if (options().beam > 0)  // BEAM: the opts of a timed search (or of its database)
+        opts = runtime::beam_opts(*dev, plan.ast, bufs, [&](const compiler::ProgramSpec& spec) {
+          return launch_vars(spec, plan);
+        });
       auto prg = dev->compile(plan.ast, opts);
       if (!prg.ok()) prg.status().throw_if_error("realize");
       dev->launch(**prg, bufs, launch_vars((*prg)->spec, plan)).throw_if_error("realize");

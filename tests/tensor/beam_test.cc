@@ -58,5 +58,22 @@ TEST_F(BeamTest, SearchesOnceThenReadsTheDatabase) {
   EXPECT_NE(matmul_under_beam("3").find("[beam] r_"), std::string::npos);  // width is in the key
 }
 
+TEST_F(BeamTest, KernelsWithLaunchScalarsSearchWithTheirValues) {
+  // A scalar that changes between calls becomes a launch scalar of one program (const_args.h):
+  // the search launches every candidate with the values of this call.
+  set_option_for_test("BEAM", "2");
+  Vec x = rnd(64 * 48, 3);
+  Tensor t = Tensor::from_data(x, {64, 48}, dtypes::kFloat32);
+  for (double s : {2.0, 3.0, -0.5}) {
+    testing::internal::CaptureStderr();
+    Vec got = (t * s + 1.0).sum({1}).to_vector();
+    testing::internal::GetCapturedStderr();
+    Vec want(64, 0);
+    for (int i = 0; i < 64; i++)
+      for (int j = 0; j < 48; j++) want[i] += x[i * 48 + j] * s + 1.0;
+    expect_near(got, want, 1e-4, 1e-4);
+  }
+}
+
 }  // namespace
 }  // namespace baregrad::tensor
