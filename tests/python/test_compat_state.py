@@ -194,6 +194,39 @@ def test_python_optimizers_match_float64_reference(name, make, ref):
   assert isinstance(opt, optim.LARS) and opt.lr.shape == (1,) and opt.lr.dtype == dtypes.float32
 
 
+def _lamb_ref(ws, cs, steps, lr, b1, b2, eps, wd, adam):
+  """LAMB / Adam(W) in float64 (tinygrad's update) for the loss sum(c * w * w)."""
+  ws = [w.astype(np.float64) for w in ws]
+  ms, vs = [np.zeros_like(w) for w in ws], [np.zeros_like(w) for w in ws]
+  for k in range(1, steps + 1):
+    for i, (w, c) in enumerate(zip(ws, cs)):
+      g = 2 * c * w
+      ms[i] = b1 * ms[i] + (1 - b1) * g
+      vs[i] = b2 * vs[i] + (1 - b2) * g * g
+      up = (ms[i] / (1 - b1**k)) / (np.sqrt(vs[i] / (1 - b2**k)) + eps) + wd * w
+      r1, r2 = np.sqrt((w * w).sum()), np.sqrt((up * up).sum())
+      r = 1.0 if adam or r1 == 0 or r2 == 0 else r1 / r2
+      ws[i] = w - lr * r * up
+  return ws
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "lamb"])
+def test_adam_family_with_state_on_another_device(name):
+  other = "CPU" if Device.DEFAULT != "CPU" else "CPU:C"
+  make = {"adam": lambda p: optim.Adam(p, lr=0.01, device=other), "adamw": lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.1, device=other),
+          "lamb": lambda p: optim.LAMB(p, lr=0.01, weight_decay=0.05, device=other)}[name]
+  ref = {"adam": (0.01, 0.9, 0.999, 1e-8, 0.0, True), "adamw": (0.01, 0.9, 0.999, 1e-8, 0.1, True),
+         "lamb": (0.01, 0.9, 0.999, 1e-6, 0.05, False)}[name]
+  rng = np.random.default_rng(7)
+  ws = [rng.standard_normal(s).astype(np.float32) for s in _SHAPES]
+  cs = [rng.uniform(0.5, 1.5, s).astype(np.float32) for s in _SHAPES]
+  got, opt = _run_opt(make, ws, cs, 3)
+  for g, w in zip(got, _lamb_ref(ws, cs, 3, *ref)): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=name)
+  assert all(t.device == other for t in opt.m + opt.v + [opt.b1_t, opt.b2_t, opt.lr])
+  assert all(p.device == Device.DEFAULT for p in opt.params)
+  np.testing.assert_allclose(opt.b1_t.numpy(), [0.9**3], rtol=1e-6)
+
+
 def test_muon_update_is_orthogonal():
   # a convergent cubic Newton-Schulz (1.5, -0.5) without momentum makes the update lr * U V^T (SVD of the gradient)
   rng = np.random.default_rng(4)

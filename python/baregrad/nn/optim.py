@@ -177,10 +177,18 @@ class Muon(LARS):
 
 class LAMB(Optimizer):
   """LAMB: Adam with decoupled weight decay and a per-parameter trust ratio; adam=True drops
-  the trust ratio (Adam / AdamW)."""
-  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, fused=False):
+  the trust ratio (Adam / AdamW). The C++ optimizer, unless `device=` puts the state (m, v,
+  b1_t, b2_t, lr) on another device: then tinygrad's update in Python over Tensor ops there."""
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, fused=False,
+               device=None):
     super().__init__(params, lr)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    if device is not None:
+      self._own_lr(device)
+      self.m = [Tensor.zeros(*p.shape, dtype=dtypes.float32, device=self.device).contiguous().realize() for p in self.params]
+      self.v = [Tensor.zeros(*p.shape, dtype=dtypes.float32, device=self.device).contiguous().realize() for p in self.params]
+      self.b1_t, self.b2_t = (Tensor.ones(1, dtype=dtypes.float32, device=self.device).contiguous().realize() for _ in range(2))
+      return
     cls = _C.Adam if adam else _C.LAMB
     self._attach(cls([p._c for p in self.params], self._lr0, float(b1), float(b2), float(eps), float(weight_decay)))
     # The C++ optimizer's state, shared: step() updates these tensors in place, and a state dict
@@ -190,9 +198,26 @@ class LAMB(Optimizer):
     self.b1_t, self.b2_t = Tensor._wrap(self._c.b1_t), Tensor._wrap(self._c.b2_t)
 
 
-def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, fused=False) -> LAMB:  # noqa: N802
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+  def _step(self, grads: list[Tensor]):  # the Python path (device=), tinygrad's update
+    self.b1_t.assign(self.b1_t * self.b1)
+    self.b2_t.assign(self.b2_t * self.b2)
+    lr = self.lr.reshape(())
+    for i, (p, g) in enumerate(zip(self.params, grads)):
+      t, g = p.detach().to(self.device), g.detach().to(self.device).cast(dtypes.float32)
+      self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
+      self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
+      m_hat, v_hat = self.m[i] / (1.0 - self.b1_t), self.v[i] / (1.0 - self.b2_t)
+      up = (m_hat / (v_hat.sqrt() + self.eps)).cast(t.dtype) + self.wd * t
+      r: Tensor | float = 1.0
+      if not self.adam:
+        r1, r2 = t.square().sum().sqrt(), up.square().sum().sqrt()
+        r = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
+      p.assign((t - lr * r * up).cast(p.dtype).to(p.device))
 
 
-def Adam(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, fused=False) -> LAMB:  # noqa: N802
-  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)
+def AdamW(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, fused=False, device=None) -> LAMB:  # noqa: N802
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device)
+
+
+def Adam(params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, fused=False, device=None) -> LAMB:  # noqa: N802
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True, device=device)
