@@ -79,6 +79,7 @@ class dtypes:  # noqa: N801 (tinygrad's name)
   @staticmethod
   def fields() -> dict[str, DType]: return dict(_FIELDS)
 
+  void = DType(-1, 0, "void", None, "void")  # no value: tinygrad's type of UOps that give none; no tensor holds it
   bool = DType(0, 1, "bool", "?", "bool")
   int8 = DType(1, 8, "signed char", "b", "int8")
   uint8 = DType(2, 8, "unsigned char", "B", "uint8")
@@ -118,8 +119,8 @@ class dtypes:  # noqa: N801 (tinygrad's name)
 
 _FIELDS = {k: v for k, v in vars(dtypes).items() if isinstance(v, DType) and not k.startswith("default")}
 # tinygrad.dtype's tables: every dtype by each of its names, and a dtype's name to its first one
-DTYPES_DICT = dict(_FIELDS)
-INVERSE_DTYPES_DICT = {}
+DTYPES_DICT = {k: v for k, v in _FIELDS.items() if k != "void"}  # as tinygrad's: void is no value type
+INVERSE_DTYPES_DICT = {"void": "void"}
 for _k, _v in DTYPES_DICT.items(): INVERSE_DTYPES_DICT.setdefault(_v.name, _k)
 _INVERSE = {v.key: k for k, v in _FIELDS.items()}  # the last alias names it, as tinygrad: dtypes.float
 _BY_KEY = {d.key: d for d in dtypes.all}

@@ -6,6 +6,7 @@ namespace baregrad::python {
 
 DType dtype_of(const std::string& name) {
   DType t = tensor::dtypes::from_name(name);
+  if (name == "void") throw py::type_error("dtype void has no values: no tensor holds it");
   if (t == tensor::dtypes::kVoid) throw py::type_error("unknown dtype '" + name + "'");
   return t;
 }

@@ -311,6 +311,13 @@ def test_target_parses_device_strings_as_tinygrad():
     with pytest.raises(RuntimeError, match=r"\[Target\] too many"): T.parse(bad)
 
 
+def test_void_is_a_dtype_no_tensor_holds():
+  assert dtypes.void.itemsize == 0 and dtypes.void not in dtypes.all and repr(dtypes.void) == "dtypes.void"
+  for make in (lambda: Tensor.empty(2, dtype=dtypes.void), lambda: Tensor([1, 2], dtype="void"), lambda: Tensor([1.0]).cast(dtypes.void),
+               lambda: Tensor([1.0]).bitcast(dtypes.void)):
+    with pytest.raises(TypeError, match=r"void has no values"): make()
+
+
 def test_const_const_like_and_invalids():
   t = Tensor([[1, 2, 3]], dtype=dtypes.int16)
   c = t.const_like(7)

@@ -223,6 +223,7 @@ class ElementwiseMixin:
   def bitcast(self, dtype):
     """The same bytes read as `dtype` (same itemsize, or the last axis rescaled); not differentiable."""
     dt = to_dtype(dtype)
+    if dt.itemsize == 0: raise TypeError(f"[bitcast] dtype {dt.name} has no values: no tensor holds it")
     if self.requires_grad: raise RuntimeError(f"[bitcast] has no gradient: bitcast a detach()ed tensor")
     shape = self.shape
     if dt.itemsize != self.dtype.itemsize:
