@@ -283,9 +283,10 @@ std::optional<std::vector<Opt>> beam_opts(Device& dev,
   run(std::nullopt, 2);  // the first launches on fresh scratch memory pay its page faults
   bool tty = isatty(2);
   double t0 = now_ms();
+  std::vector<Opt> heuristic = compiler::hand_coded_optimizations(*k, target);
   BeamResult r =
-      beam_search(ast, target, compiler::hand_coded_optimizations(Kernel(ast), target), cost, width,
-                  options().beam_budget_s, [&](int round, int done, int of, double best) {
+      beam_search(ast, target, heuristic, cost, width, options().beam_budget_s,
+                  [&](int round, int done, int of, double best) {
                     if (tty)
                       std::fprintf(stderr, "\r[beam] %s: round %d, %d/%d, best %.3f ms   ",
                                    name.c_str(), round, done, of, best * 1e3);
@@ -312,20 +313,22 @@ std::optional<std::vector<Opt>> beam_opts(Device& dev,
   // One-shot timings on a shared machine are noisy, and the first candidates run cold: the
   // default and the finalists are timed again, interleaved, and a finalist must beat the
   // default by 3% to replace it.
-  std::vector<std::optional<std::vector<Opt>>> final_round{std::nullopt};
-  for (size_t i = 0; i < r.finalists.size() && i < 3; i++) final_round.push_back(r.finalists[i]);
+  std::vector<std::optional<std::vector<Opt>>> final_round{std::nullopt};  // the default first
+  for (const std::vector<Opt>& f : r.finalists)  // the heuristics' own opts are the default
+    if (f != heuristic && final_round.size() < 4) final_round.push_back(f);
   std::vector<double> final_best(final_round.size(), INFINITY);
   for (int rep = 0; rep < 3; rep++)
     for (size_t i = 0; i < final_round.size(); i++)
       if (std::optional<double> c = run(final_round[i], 1))
         final_best[i] = std::min(final_best[i], *c);
-  size_t pick = std::min_element(final_best.begin() + 1, final_best.end()) - final_best.begin();
+  bool wins = false;
   if (final_round.size() > 1) {
+    size_t pick = std::min_element(final_best.begin() + 1, final_best.end()) - final_best.begin();
     r.default_cost = final_best[0];
     r.opts = *final_round[pick];
     r.cost = final_best[pick];
+    wins = plain.ok() && r.cost < 0.97 * r.default_cost;
   }
-  bool wins = plain.ok() && final_round.size() > 1 && r.cost < 0.97 * r.default_cost;
   if (wins) {
     auto want = written(std::nullopt), got = written(r.opts);
     bool same = want && got && want->size() == got->size();

@@ -23,6 +23,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "base/thread_pool.h"
 #include "tensor/jit.h"
 #include "tensor/tensor.h"
 #include "tensor/tensor_internal.h"
@@ -48,16 +49,12 @@ RngState& rng() {
   return state;
 }
 
-// fn(lo, hi) over [0, n), split over the host's threads when n is large: the values are
-// counter-based, so any split gives the same numbers.
+// fn(lo, hi) over [0, n), on the host's cores when n is large (the pool is made on first need):
+// the values are counter-based, so any split gives the same numbers.
 void parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  int64_t threads = std::min<int64_t>(std::thread::hardware_concurrency(), n >> 16);
-  if (threads <= 1) return fn(0, n);
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; t++)
-    pool.emplace_back(fn, n * t / threads, n * (t + 1) / threads);
-  fn(0, n / threads);
-  for (auto& th : pool) th.join();
+  if (n < (int64_t{1} << 17)) return fn(0, n);
+  static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  pool.parallel_for(n, fn);
 }
 
 // Threefry-2x32 with 20 rounds: the two output words for key (k0, k1) and counter (x0, x1).
@@ -222,20 +219,24 @@ Tensor Tensor::randn(Shape shape, DType dtype, std::string_view device) {
   return drawn(std::move(shape), dtype, device, [n, dtype](const std::string& dev) {
     std::vector<uint8_t> raw = rand_bytes(dev, 2 * n, dtypes::kFloat32);
     const auto* u = reinterpret_cast<const float*>(raw.data());
-    std::vector<double> v = host_vector<double>("randn", n);
     const auto two_pi = static_cast<float>(2 * std::numbers::pi);
+    auto box_muller = [&](int64_t i) {  // over rand((2, *shape)), in tinygrad's order
+      return static_cast<double>(std::cos(u[i] * two_pi)) *
+             std::sqrt(-2.0 * std::log(1.0f - u[n + i]));
+    };
+    if (dtype == dtypes::kFloat32) {  // written straight as float32
+      std::vector<uint8_t> out = host_vector<uint8_t>("randn", 4 * n);
+      auto* f = reinterpret_cast<float*>(out.data());
+      parallel(n, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; i++) f[i] = static_cast<float>(box_muller(i));
+      });
+      return out;
+    }
+    std::vector<double> v = host_vector<double>("randn", n);
     parallel(n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; i++)  // Box-Muller over rand((2, *shape)), in tinygrad's order
-        v[i] = static_cast<double>(std::cos(u[i] * two_pi)) *
-               std::sqrt(-2.0 * std::log(1.0f - u[n + i]));
+      for (int64_t i = lo; i < hi; i++) v[i] = box_muller(i);
     });
-    if (dtype != dtypes::kFloat32) return detail::encode_values(v, dtype);
-    std::vector<uint8_t> out = host_vector<uint8_t>("randn", 4 * n);
-    auto* f = reinterpret_cast<float*>(out.data());
-    parallel(n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; i++) f[i] = static_cast<float>(v[i]);
-    });
-    return out;
+    return detail::encode_values(v, dtype);
   });
 }
 

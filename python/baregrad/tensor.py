@@ -510,10 +510,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     check_int64("uniform", shape)
     if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[uniform] invalid input shape={shape}")
     if not low < high: raise ValueError(f"[uniform] needs low < high, got low={low}, high={high}")
-    if dtypes.default_float == dtypes.float32:
-      c = _C.Tensor.uniform(list(shape), float(low), float(high), dt.key, canonicalize_device(device))
-    else: c = (((high - low) * Tensor.rand(*shape, device=device)).cast(dt) + low)._c
-    return Tensor._finish(c, device, requires_grad)
+    return Tensor._finish((((high - low) * Tensor.rand(*shape, device=device)).cast(dt) + low)._c, device, requires_grad)
 
   @staticmethod
   def scaled_uniform(*shape, **kwargs) -> Tensor:

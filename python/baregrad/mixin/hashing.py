@@ -66,8 +66,8 @@ class HashingMixin:
     src_t = T(np.array(src, np.int32), device=self.device)
     left = T(np.array(rot, np.uint64), device=self.device)
     right = T(np.array([(64 - r) % 64 for r in rot], np.uint64), device=self.device)  # r = 0: a | a
-    x_of = np.arange(25) % 5
-    rcs = _round_constants()
+    x_of = T(np.arange(25, dtype=np.int32) % 5, device=self.device)  # lane i's column
+    rc = [T([c] + [0] * 24, dtype=dtypes.uint64, device=self.device) for c in _round_constants()]
     state = T.zeros(bs, 25, dtype=dtypes.uint64, device=self.device)
     for b in range(blocks):
       state = state ^ lanes[:, b]
@@ -75,11 +75,11 @@ class HashingMixin:
         cols = state.reshape(bs, 5, 5)  # [y, x]
         c = cols[:, 0] ^ cols[:, 1] ^ cols[:, 2] ^ cols[:, 3] ^ cols[:, 4]  # (bs, 5) over x
         d = c.roll(1, 1) ^ ((c.roll(-1, 1) << 1) | (c.roll(-1, 1) >> 63))  # C[x-1] ^ rot(C[x+1], 1)
-        state = state ^ d[:, x_of.tolist()]
+        state = state ^ d[:, x_of]
         moved = state[:, src_t]
         state = ((moved << left) | (moved >> right)).reshape(bs, 5, 5)  # [y, x]
         state = (state ^ (~state.roll(-1, 2) & state.roll(-2, 2))).reshape(bs, 25)
-        state = state ^ T([rcs[i]] + [0] * 24, dtype=dtypes.uint64, device=self.device)
+        state = state ^ rc[i]
         state = state.realize()  # a round per kernel: deeper graphs schedule slower than they save
     out = (200 - rate) // 2
     return state.bitcast(dtypes.uint8)[:, :out].reshape(*lead, out)
