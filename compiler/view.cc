@@ -1,5 +1,6 @@
 #include "compiler/view.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/checked.h"
@@ -15,6 +16,91 @@ void join(std::ostringstream& os, const std::vector<T>& v) {
   os << (v.size() == 1 ? ",)" : ")");
 }
 }  // namespace
+
+bool View::operator==(const View& o) const {
+  return shape == o.shape && strides == o.strides && offset == o.offset && mask == o.mask &&
+         (sym == o.sym || (sym && o.sym && *sym == *o.sym));
+}
+
+SymView SymView::contiguous(std::vector<Sym> shape) {
+  SymView v;
+  v.strides.assign(shape.size(), Sym(0));
+  Sym acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    v.strides[i] = shape[i] == Sym(1) ? Sym(0) : acc;
+    acc = acc * shape[i];
+  }
+  v.shape = std::move(shape);
+  return v;
+}
+
+SymView SymView::of(const View& v) {
+  SymView s;
+  s.shape = to_syms(v.shape);
+  s.strides = to_syms(v.strides);
+  s.offset = v.offset;
+  if (v.mask) {
+    s.mask.emplace();
+    for (auto [lo, hi] : *v.mask) s.mask->emplace_back(lo, hi);
+  }
+  return s;
+}
+
+View SymView::eval(const Bindings& b) const {
+  View v;
+  for (const Sym& x : shape) v.shape.push_back(x.eval(b));
+  for (const Sym& x : strides) v.strides.push_back(x.eval(b));
+  v.offset = offset.eval(b);
+  if (mask) {
+    v.mask.emplace();
+    for (auto& [lo, hi] : *mask) v.mask->emplace_back(lo.eval(b), hi.eval(b));
+  }
+  return v;
+}
+
+View SymView::instantiate() const {
+  Bindings b;
+  auto add = [&](const Sym& x) {
+    for (const SymVar& v : x.vars()) b[v.name] = v.max;
+  };
+  for (const Sym& x : shape) add(x);
+  for (const Sym& x : strides) add(x);
+  add(offset);
+  if (mask)
+    for (auto& [lo, hi] : *mask) add(lo), add(hi);
+  View v = eval(b);
+  for (size_t d = 0; d < shape.size(); d++) v.shape[d] = shape[d].vmax();  // loop bounds
+  if (is_symbolic()) v.sym = std::make_shared<const SymView>(*this);
+  return v;
+}
+
+int64_t SymView::extent_bound() const {
+  int64_t hi = offset.vmax();
+  for (size_t d = 0; d < shape.size(); d++) {
+    Sym lo_d = 0, hi_d = shape[d] - 1;
+    if (mask) lo_d = (*mask)[d].first, hi_d = (*mask)[d].second - 1;
+    if (hi_d.vmax() < lo_d.vmin()) return 0;  // an empty mask for every value
+    hi += std::max((hi_d * strides[d]).vmax(), (lo_d * strides[d]).vmax());
+  }
+  return std::max<int64_t>(hi + 1, 0);
+}
+
+bool SymView::is_symbolic() const {
+  bool m = mask && std::any_of(mask->begin(), mask->end(),
+                               [](auto& r) { return !r.first.is_const() || !r.second.is_const(); });
+  return any_symbolic(shape) || any_symbolic(strides) || !offset.is_const() || m;
+}
+
+std::string SymView::str() const {
+  std::string s = "SymView(shape=" + syms_str(shape) + ", strides=" + syms_str(strides) +
+                  ", offset=" + offset.str();
+  if (mask) {
+    s += ", mask=(";
+    for (auto& [lo, hi] : *mask) s += "(" + lo.str() + "," + hi.str() + ")";
+    s += ")";
+  }
+  return s + ")";
+}
 
 std::vector<int64_t> View::strides_for(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size(), 0);
@@ -50,6 +136,7 @@ std::string View::str() const {
     for (auto& [lo, hi] : *mask) os << "(" << lo << "," << hi << ")";
     os << ")";
   }
+  if (sym) os << ", sym=" << sym->str();
   os << ")";
   return os.str();
 }
@@ -67,6 +154,13 @@ uint64_t hash_value(const View& v) {
   h = mix(h, v.offset);
   if (v.mask)
     for (auto& [lo, hi] : *v.mask) h = mix(mix(h, lo), hi);
+  if (v.sym) {
+    for (const Sym& x : v.sym->shape) h = mix(h, x.hash());
+    for (const Sym& x : v.sym->strides) h = mix(h, x.hash() * 31);
+    h = mix(h, v.sym->offset.hash());
+    if (v.sym->mask)
+      for (auto& [lo, hi] : *v.sym->mask) h = mix(mix(h, lo.hash()), hi.hash());
+  }
   return h;
 }
 

@@ -2,12 +2,40 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "compiler/sym.h"
+
 namespace baregrad::compiler {
+
+struct View;
+
+// A View whose fields are Syms (compiler/sym.h): one view for every value of its variables.
+struct SymView {
+  std::vector<Sym> shape;
+  std::vector<Sym> strides;
+  Sym offset;
+  std::optional<std::vector<std::pair<Sym, Sym>>> mask;
+
+  bool operator==(const SymView&) const = default;
+  // Row-major strides of `shape` (size-1 dims: stride 0).
+  static SymView contiguous(std::vector<Sym> shape);
+  static SymView of(const View& v);
+  // Every field evaluated at `b` (no shadow attached).
+  View eval(const Bindings& b) const;
+  // The kernel AST form, carrying this view as its shadow: sizes are their upper bounds, the
+  // other fields their values with each variable at its max (code generation reads the shadow).
+  View instantiate() const;
+  // One past the largest buffer index any value of the variables can read (an upper bound;
+  // 0 when nothing is read).
+  int64_t extent_bound() const;
+  bool is_symbolic() const;
+  std::string str() const;
+};
 
 // One strided view: element [i0, i1, ...] lives at offset + sum(i_k * strides[k]) when every
 // index is inside `mask` (half-open [lo, hi) per dim); outside it reads as the pad value.
@@ -16,8 +44,11 @@ struct View {
   std::vector<int64_t> strides;
   int64_t offset = 0;
   std::optional<std::vector<std::pair<int64_t, int64_t>>> mask;
+  // Kernel ASTs of symbolic shapes only: the symbolic form these ints instantiate (each
+  // variable at its max); code generation takes sizes, strides, offset and mask from it.
+  std::shared_ptr<const SymView> sym = nullptr;
 
-  bool operator==(const View&) const = default;
+  bool operator==(const View& o) const;
   // A row-major contiguous view of `shape`.
   static View contiguous(std::vector<int64_t> shape);
   // Row-major strides of `shape`; size-1 dims get stride 0.

@@ -24,9 +24,27 @@ struct Ctx {
   int id = 0;
 };
 
+// `s` as index math over DEFINE_VARs (one per Variable, named after it, with its bounds).
+UOpPtr sym_uop(const Sym& s) {
+  UOpPtr out = UOp::index_const(0);
+  for (const Sym::Term& t : s.terms()) {
+    UOpPtr term = UOp::index_const(t.coeff);
+    for (const SymVar& v : t.vars) term = term * UOp::var(v.name, v.min, v.max);
+    out = out + term;
+  }
+  return out;
+}
+
+// The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
+UOpPtr axis_size(const Kernel& k, int axis) {
+  const Sym& s = k.sym_shape()[axis];
+  return s.is_const() ? UOp::index_const(k.shape()[axis]) : sym_uop(s);
+}
+
 // Elements of its buffer that `st` can touch (one past the largest index).
 int64_t extent(const ShapeTracker& st) {
   const View& v = st.views.front();
+  if (v.sym) return v.sym->extent_bound();
   if (v.mask)
     for (auto [lo, hi] : *v.mask)
       if (lo >= hi) return 0;  // every element is padding: nothing is read
@@ -95,6 +113,13 @@ class Lowerer {
                                   const Ctx& ctx,
                                   const std::vector<int64_t>& c,
                                   int lane) const;
+  UOpPtr sym_index(const SymView& v,
+                   bool last,
+                   const UOpPtr& idx,
+                   const Ctx& ctx,
+                   const std::vector<int64_t>& c,
+                   int lane,
+                   const std::function<void(UOpPtr)>& add_valid) const;
   Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   // `gate`, when given, is and-ed into the validity of every element loaded.
   Val lower_load(const UOpPtr& n,
@@ -146,10 +171,12 @@ UOpPtr Lowerer::make_range(int axis, const UOpPtr& parent, int64_t id) {
   int64_t n = k_.shape()[axis];
   std::vector<UOpPtr> src;
   if (axis == 0 && k_.kinds()[0] == AxisKind::kGlobal) {
-    src = {UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_lo", 0, n}),
-           UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_hi", 0, n})};
+    // Cores split [0, n) of the max size; a symbolic axis stops at its launch value.
+    UOpPtr hi = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_hi", 0, n});
+    if (!k_.sym_shape()[0].is_const()) hi = -maximum(-hi, -axis_size(k_, 0));
+    src = {UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_lo", 0, n}), hi};
   } else {
-    src = {UOp::index_const(0), UOp::index_const(n)};
+    src = {UOp::index_const(0), axis_size(k_, axis)};
   }
   if (parent) src.push_back(parent);
   return UOp::make(Op::RANGE, dtypes::kIndex, std::move(src), id);
@@ -171,6 +198,10 @@ std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st,
   UOpPtr idx;
   for (size_t vi = st.views.size(); vi-- > 0;) {
     const View& v = st.views[vi];
+    if (v.sym) {
+      idx = sym_index(*v.sym, vi + 1 == st.views.size(), idx, ctx, c, lane, add_valid);
+      continue;
+    }
     std::vector<UOpPtr> x(v.shape.size());
     if (vi + 1 == st.views.size()) {
       for (size_t d = 0; d < x.size(); d++)
@@ -197,6 +228,37 @@ std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st,
     idx = out;
   }
   return {idx, valid};
+}
+
+// index() for one view with a symbolic shadow: sizes, strides, offset and mask bounds are
+// index math over the launch scalars.
+UOpPtr Lowerer::sym_index(const SymView& v,
+                          bool last,
+                          const UOpPtr& idx,
+                          const Ctx& ctx,
+                          const std::vector<int64_t>& c,
+                          int lane,
+                          const std::function<void(UOpPtr)>& add_valid) const {
+  std::vector<UOpPtr> x(v.shape.size());
+  if (last) {
+    for (size_t d = 0; d < x.size(); d++)
+      x[d] = v.shape[d] == Sym(1) ? UOp::index_const(0) : coord(ctx, c, static_cast<int>(d), lane);
+  } else {
+    Sym inner = 1;
+    for (size_t d = x.size(); d-- > 0;) {
+      x[d] = (idx / sym_uop(inner)) % sym_uop(v.shape[d]);
+      inner = inner * v.shape[d];
+    }
+  }
+  UOpPtr out = sym_uop(v.offset);
+  for (size_t d = 0; d < x.size(); d++) {
+    if (v.strides[d] != Sym(0)) out = out + x[d] * sym_uop(v.strides[d]);
+    if (!v.mask) continue;
+    const auto& [lo, hi] = (*v.mask)[d];
+    if (lo != Sym(0)) add_valid(lt(sym_uop(lo) - 1, x[d]));
+    if (hi != v.shape[d]) add_valid(lt(x[d], sym_uop(hi)));
+  }
+  return out;
 }
 
 UOpPtr Lowerer::widen(const Val& v) const {
@@ -442,13 +504,22 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
   UOpPtr idx = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"gidx0", 0, grid - 1}) * block +
                UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
   UOpPtr guard;
-  if (grid * block > n) {
-    UOpPtr end = -maximum(-(idx + 1), UOp::index_const(-n));  // min(idx + 1, n)
+  Sym n_sym = 1;
+  for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
+  if (grid * block > n || !n_sym.is_const()) {           // a symbolic size is at most its max n
+    UOpPtr end = -maximum(-(idx + 1), -sym_uop(n_sym));  // min(idx + 1, n)
     guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);
     idx = guard;
   }
   int64_t inner = 1;
+  Sym inner_sym = 1;
   for (size_t i = axes.size(); i-- > 0;) {
+    if (!n_sym.is_const()) {
+      UOpPtr c = inner_sym == Sym(1) ? idx : idx / sym_uop(inner_sym);
+      top.loops[axes[i]] = i == 0 ? c : c % axis_size(k_, axes[i]);
+      inner_sym = inner_sym * k_.sym_shape()[axes[i]];
+      continue;
+    }
     int64_t size = k_.shape()[axes[i]];
     UOpPtr c = inner == 1 ? idx : idx / inner;
     top.loops[axes[i]] = i == 0 ? c : c % size;

@@ -25,14 +25,32 @@ std::string Opt::str() const {
 }
 
 namespace {
+// The symbolic form of `v` (its shadow, or its ints).
+SymView sym_of(const View& v) { return v.sym ? *v.sym : SymView::of(v); }
+
 bool full_mask(const View& v, int axis) {
+  if (v.sym) {
+    if (!v.sym->mask) return true;
+    auto& [lo, hi] = (*v.sym->mask)[axis];
+    return lo == Sym(0) && hi == v.sym->shape[axis];
+  }
   if (!v.mask) return true;
   auto [lo, hi] = (*v.mask)[axis];
   return lo == 0 && hi == v.shape[axis];
 }
 
-View permute_view(const View& v, const std::vector<int>& perm) {
-  View out = v;
+// `f` applied to the shadow of `v` too (a shadow that ends up constant is dropped).
+View with_sym(View out, const View& v, const std::function<SymView(SymView)>& f) {
+  out.sym.reset();
+  if (!v.sym) return out;
+  SymView s = f(*v.sym);
+  if (s.is_symbolic()) out.sym = std::make_shared<const SymView>(std::move(s));
+  return out;
+}
+
+template <class V>
+V permute_fields(const V& v, const std::vector<int>& perm) {
+  V out = v;
   for (size_t i = 0; i < perm.size(); i++) {
     out.shape[i] = v.shape[perm[i]];
     out.strides[i] = v.strides[perm[i]];
@@ -41,33 +59,54 @@ View permute_view(const View& v, const std::vector<int>& perm) {
   return out;
 }
 
+View permute_view(const View& v, const std::vector<int>& perm) {
+  return with_sym(permute_fields(v, perm), v,
+                  [&](const SymView& s) { return permute_fields(s, perm); });
+}
+
 // Splits dim `axis` into (n / amt, amt); a dim of size 1 (reduced away) splits into (1, 1).
-View split_view(const View& v, int axis, int64_t amt) {
-  View out = v;
-  int64_t n = v.shape[axis], s = v.strides[axis];
+// Kernel::legal keeps symbolic sizes from being split: `n` is a constant in the shadow too.
+template <class V, class N>
+V split_fields(const V& v, int axis, N n, int64_t amt) {
+  V out = v;
+  auto s = v.strides[axis];
   bool one = n == 1;
-  out.shape[axis] = one ? 1 : n / amt;
-  out.strides[axis] = one ? 0 : s * amt;
-  out.shape.insert(out.shape.begin() + axis + 1, one ? 1 : amt);
-  out.strides.insert(out.strides.begin() + axis + 1, one ? 0 : s);
+  out.shape[axis] = one ? N(1) : N(n / amt);
+  out.strides[axis] = one ? decltype(s)(0) : s * amt;
+  out.shape.insert(out.shape.begin() + axis + 1, one ? N(1) : N(amt));
+  out.strides.insert(out.strides.begin() + axis + 1, one ? decltype(s)(0) : s);
   if (out.mask) {
-    (*out.mask)[axis] = {0, out.shape[axis]};
-    out.mask->insert(out.mask->begin() + axis + 1, {0, out.shape[axis + 1]});
+    (*out.mask)[axis] = {N(0), out.shape[axis]};
+    out.mask->insert(out.mask->begin() + axis + 1, {N(0), out.shape[axis + 1]});
   }
   return out;
 }
 
-View merge_view(const View& v, int axis) {
-  View out = v;
+View split_view(const View& v, int axis, int64_t amt) {
+  View out = split_fields(v, axis, v.shape[axis], amt);
+  return with_sym(out, v, [&](const SymView& sv) {
+    SymView r = split_fields(sv, axis, sv.shape[axis].const_value(), amt);
+    return r;
+  });
+}
+
+template <class V>
+V merge_fields(const V& v, int axis) {
+  V out = v;
   out.shape[axis] = v.shape[axis] * v.shape[axis + 1];
   out.strides[axis] = v.strides[axis + 1];
   out.shape.erase(out.shape.begin() + axis + 1);
   out.strides.erase(out.strides.begin() + axis + 1);
   if (out.mask) {
-    (*out.mask)[axis] = {0, out.shape[axis]};
+    (*out.mask)[axis] = {std::remove_cvref_t<decltype(out.shape[axis])>(0), out.shape[axis]};
     out.mask->erase(out.mask->begin() + axis + 1);
   }
   return out;
+}
+
+View merge_view(const View& v, int axis) {
+  return with_sym(merge_fields(v, axis), v,
+                  [&](const SymView& s) { return merge_fields(s, axis); });
 }
 
 bool is_view(const UOp* n) { return n->op() == Op::VIEW; }
@@ -95,18 +134,48 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
     }
   }
   if (!have_view) fail("kernel", "kernel AST has no views");
+  init_sym_shape();
   std::vector<int> perm;
   for (int i = 0; i < ndim(); i++)
     if (!std::count(reduce_axes.begin(), reduce_axes.end(), i)) perm.push_back(i);
   for (int a : reduce_axes) perm.push_back(a);
   std::vector<int64_t> permuted;
-  for (int a : perm) permuted.push_back(shape_[a]);
+  std::vector<Sym> sym_permuted;
+  for (int a : perm) {
+    permuted.push_back(shape_[a]);
+    sym_permuted.push_back(sym_shape_[a]);
+  }
   shape_ = permuted;
+  sym_shape_ = sym_permuted;
   kinds_.assign(ndim(), AxisKind::kGlobal);
   for (size_t i = ndim() - reduce_axes.size(); i < kinds_.size(); i++)
     kinds_[i] = AxisKind::kReduce;
   permute(perm);
   merge_dims();
+}
+
+// Every axis's size as a Sym: the one size other than 1 its views agree on. A kernel whose
+// views disagree about a symbolic size is rejected (the scheduler builds it for the current
+// values instead).
+void Kernel::init_sym_shape() {
+  sym_shape_ = to_syms(shape_);
+  for (const UOp* n : ast_->toposort()) {
+    if (!is_view(n)) continue;
+    const View& v = n->arg_as<ShapeTracker>().views.back();
+    if (!v.sym) continue;
+    symbolic_ = true;
+    for (size_t i = 0; i < shape_.size(); i++)
+      if (!v.sym->shape[i].is_const()) sym_shape_[i] = v.sym->shape[i];
+  }
+  if (!symbolic_) return;
+  for (const UOp* n : ast_->toposort()) {
+    if (!is_view(n)) continue;
+    SymView v = sym_of(n->arg_as<ShapeTracker>().views.back());
+    for (size_t i = 0; i < shape_.size(); i++)
+      if (v.shape[i] != Sym(1) && v.shape[i] != sym_shape_[i])
+        fail("kernel", "views disagree on the size of axis " + std::to_string(i) + ": " +
+                           v.shape[i].str() + " and " + sym_shape_[i].str());
+  }
 }
 
 int Kernel::count(AxisKind kind) const {
@@ -130,6 +199,10 @@ std::vector<ShapeTracker> Kernel::views() const {
 
 int64_t Kernel::stride(const ShapeTracker& st, int axis) {
   if (st.views.size() != 1) return -1;
+  if (const auto& s = st.views[0].sym) {
+    if (s->shape[axis] == Sym(1)) return 0;
+    return s->strides[axis].is_const() ? s->strides[axis].const_value() : -1;
+  }
   return st.views[0].shape[axis] == 1 ? 0 : st.views[0].strides[axis];
 }
 
@@ -172,15 +245,21 @@ void Kernel::permute(const std::vector<int>& perm) {
 void Kernel::merge_dims() {
   for (int i = ndim() - 2; i >= 0; i--) {
     if (kinds_[i] != kinds_[i + 1]) continue;
-    bool ok = true;
+    // Symbolic sizes stay separate axes (loops that end at a launch scalar).
+    bool ok = sym_shape_[i].is_const() && sym_shape_[i + 1].is_const();
     for (const auto& st : views()) {
       const View& v = st.views.back();
-      ok &= full_mask(v, i) && full_mask(v, i + 1) &&
-            v.strides[i] == v.strides[i + 1] * v.shape[i + 1];
+      ok &= full_mask(v, i) && full_mask(v, i + 1);
+      if (v.sym)
+        ok &= v.sym->strides[i] == v.sym->strides[i + 1] * v.sym->shape[i + 1];
+      else
+        ok &= v.strides[i] == v.strides[i + 1] * v.shape[i + 1];
     }
     if (!ok) continue;
     shape_[i] *= shape_[i + 1];
     shape_.erase(shape_.begin() + i + 1);
+    sym_shape_[i] = sym_shape_[i] * sym_shape_[i + 1];
+    sym_shape_.erase(sym_shape_.begin() + i + 1);
     kinds_.erase(kinds_.begin() + i + 1);
     map_views([&](const View& v) { return merge_view(v, i); });
   }
@@ -212,6 +291,8 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
       o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce : AxisKind::kGlobal;
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
+  if (!sym_shape_[o.axis].is_const())
+    return no("axis has the symbolic size " + sym_shape_[o.axis].str());
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
     return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
   if (!unmasked(o.axis)) return no("axis is masked (padded)");
@@ -226,6 +307,7 @@ void Kernel::apply(const Opt& o) {
   if (o.op == OptOp::kSwap) {
     std::swap(perm[o.axis], perm[o.amt]);
     std::swap(shape_[o.axis], shape_[o.amt]);
+    std::swap(sym_shape_[o.axis], sym_shape_[o.amt]);
     std::swap(kinds_[o.axis], kinds_[o.amt]);
     permute(perm);
     applied_.push_back(o);
@@ -240,6 +322,8 @@ void Kernel::apply(const Opt& o) {
                                                  : AxisKind::kOuterReduce;
   shape_[o.axis] /= o.amt;
   shape_.insert(shape_.begin() + o.axis + 1, o.amt);
+  sym_shape_[o.axis] = shape_[o.axis];
+  sym_shape_.insert(sym_shape_.begin() + o.axis + 1, Sym(o.amt));
   kinds_.insert(kinds_.begin() + o.axis + 1, kinds_[o.axis]);
   int moved = outer_moves ? o.axis : o.axis + 1;
   kinds_[moved] = moved_kind;
@@ -251,12 +335,15 @@ void Kernel::apply(const Opt& o) {
   order.erase(order.begin() + moved);
   order.insert(order.begin() + dest, moved);
   std::vector<int64_t> new_shape;
+  std::vector<Sym> new_sym;
   std::vector<AxisKind> new_kinds;
   for (int i : order) {
     new_shape.push_back(shape_[i]);
+    new_sym.push_back(sym_shape_[i]);
     new_kinds.push_back(kinds_[i]);
   }
   shape_ = new_shape;
+  sym_shape_ = new_sym;
   kinds_ = new_kinds;
   map_views([&](const View& v) { return split_view(v, o.axis, o.amt); });
   permute(order);
@@ -284,7 +371,9 @@ std::string Kernel::str() const {
   std::ostringstream os;
   os << "(";
   for (int i = 0; i < ndim(); i++)
-    os << (i ? ", " : "") << shape_[i] << ":" << axis_kind_name(kinds_[i])[0];
+    os << (i ? ", " : "")
+       << (sym_shape_[i].is_const() ? std::to_string(shape_[i]) : sym_shape_[i].str()) << ":"
+       << axis_kind_name(kinds_[i])[0];
   os << ")";
   return os.str();
 }

@@ -52,7 +52,11 @@ class Kernel {
 
   // The AST with views and reduce axes in terms of the current shape.
   const UOpPtr& ast() const { return ast_; }
+  // Sizes; a symbolic axis (a Variable's size) shows its max here and its Sym in sym_shape().
   const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<Sym>& sym_shape() const { return sym_shape_; }
+  // True when some view carries a symbolic shadow (View::sym): sizes passed at launch.
+  bool symbolic() const { return symbolic_; }
   const std::vector<AxisKind>& kinds() const { return kinds_; }
   const std::vector<Opt>& applied() const { return applied_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
@@ -78,9 +82,12 @@ class Kernel {
   void map_views(const std::function<View(const View&)>& f);
   void permute(const std::vector<int>& perm);
   void merge_dims();
+  void init_sym_shape();
 
   UOpPtr ast_;
   std::vector<int64_t> shape_;
+  std::vector<Sym> sym_shape_;
+  bool symbolic_ = false;
   std::vector<AxisKind> kinds_;
   std::vector<Opt> applied_;
 };
