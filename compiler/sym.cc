@@ -74,17 +74,36 @@ int64_t Sym::const_value() const {
   return terms_.empty() ? 0 : terms_[0].coeff;
 }
 
-int64_t Sym::vmin() const {
-  int64_t r = 0;
-  for (auto& t : terms_) r = add(r, term_bounds(t).first);
-  return r;
+// Term-by-term interval bounds. Tighter after shifting every variable to start at 0
+// (v = min + u, u >= 0): then a term's sign alone bounds it, so i*i - i over [1, 10] gives
+// [0, 90] rather than [1 - 10, 100 - 1].
+std::pair<int64_t, int64_t> Sym::bounds() const {
+  auto interval = [](const std::vector<Term>& terms) {
+    std::pair<int64_t, int64_t> r{0, 0};
+    for (auto& t : terms) {
+      auto [lo, hi] = term_bounds(t);
+      r = {add(r.first, lo), add(r.second, hi)};
+    }
+    return r;
+  };
+  std::pair<int64_t, int64_t> r = interval(terms_);
+  if (is_const()) return r;
+  Sym shifted;
+  for (auto& t : terms_) {
+    Sym x = t.coeff;
+    for (const SymVar& v : t.vars) {
+      Sym u;
+      if (v.max > v.min) u.terms_.push_back({{{v.name + "'", 0, v.max - v.min}}, 1});
+      x = x * (Sym(v.min) + u);
+    }
+    shifted = shifted + x;
+  }
+  std::pair<int64_t, int64_t> s = interval(shifted.terms_);
+  return {std::max(r.first, s.first), std::min(r.second, s.second)};
 }
 
-int64_t Sym::vmax() const {
-  int64_t r = 0;
-  for (auto& t : terms_) r = add(r, term_bounds(t).second);
-  return r;
-}
+int64_t Sym::vmin() const { return bounds().first; }
+int64_t Sym::vmax() const { return bounds().second; }
 
 int64_t Sym::eval(const Bindings& b) const {
   int64_t r = 0;

@@ -64,6 +64,7 @@ class Sym {
 
  private:
   void normalize();
+  std::pair<int64_t, int64_t> bounds() const;
   std::vector<Term> terms_;  // sorted by vars, no zero coefficients; {} is 0
 };
 

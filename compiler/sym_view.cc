@@ -89,8 +89,10 @@ void merge_bindings(std::string_view op, Bindings& a, const Bindings& b) {
   for (auto& [k, v] : b) {
     auto [it, fresh] = a.emplace(k, v);
     if (!fresh && it->second != v)
-      fail(op, "Variable '" + k + "' is bound to both " + std::to_string(it->second) + " and " +
-                   std::to_string(v));
+      fail(op,
+           "Variable '" + k + "' is bound to both " + std::to_string(it->second) + " and " +
+               std::to_string(v),
+           ErrorKind::kValue);
   }
 }
 

@@ -208,6 +208,7 @@ void Tensor::write_view(const Tensor& value, const char* op) {
   Lazy n = lazy_contiguous(v, v.dtype());
   n.base->write_into = base->realized;
   n.base->write_view = lazy().st;
+  n.base->write_view_sym = lazy().sym;
   std::vector<Lazy> readers = pending_readers({base.get()}, ancestors({n}));
   readers.insert(readers.end(), targets.begin(), targets.end());
   readers.push_back(n);

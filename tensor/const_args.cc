@@ -102,10 +102,16 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
   return {e.use, e.bits};
 }
 
-std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec, const KernelPlan& plan) {
+std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec,
+                                 const KernelPlan& plan,
+                                 const compiler::Bindings& vals) {
   std::vector<int64_t> vars;
   vars.reserve(spec.vars.size());
   for (const compiler::VarArg& v : spec.vars) {
+    if (auto it = vals.find(v.name); it != vals.end()) {
+      vars.push_back(it->second);
+      continue;
+    }
     int i = compiler::lifted_index(v.name);
     if (i < 0 || static_cast<size_t>(i) >= plan.bits.size())
       fail("realize", "kernel " + spec.name + " has a scalar argument '" + v.name +

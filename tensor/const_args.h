@@ -31,8 +31,11 @@ struct KernelPlan {
 // returns `ast` itself and records nothing.
 KernelPlan plan_kernel(const compiler::UOpPtr& ast, bool inline_all = false);
 
-// The launch scalars of `spec` (the program compiled from plan.ast), in spec.vars order.
-std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec, const KernelPlan& plan);
+// The launch scalars of `spec` (the program compiled from plan.ast), in spec.vars order: lifted
+// constants, and the Variables of symbolic shapes from `vals`.
+std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec,
+                                 const KernelPlan& plan,
+                                 const compiler::Bindings& vals = {});
 
 struct ConstArgStats {
   size_t templates = 0;  // kernel shapes seen

@@ -29,12 +29,13 @@ class CaptureScope {
 JitCapture* jit_capture() { return g_capture; }
 
 void JitCapture::record_kernel(std::shared_ptr<runtime::Program> prg,
-                               std::vector<std::shared_ptr<DeviceBuffer>> bufs) {
-  steps_.push_back({std::move(prg), std::move(bufs), nullptr});
+                               std::vector<std::shared_ptr<DeviceBuffer>> bufs,
+                               std::vector<int64_t> vars) {
+  steps_.push_back({std::move(prg), std::move(bufs), nullptr, std::move(vars)});
 }
 
 void JitCapture::record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen) {
-  steps_.push_back({nullptr, {std::move(buf)}, std::move(regen)});
+  steps_.push_back({nullptr, {std::move(buf)}, std::move(regen), {}});
 }
 
 void JitCapture::reject(std::string why) { rejected_.push_back(std::move(why)); }
@@ -48,6 +49,7 @@ struct TinyJit::Captured {
     std::vector<runtime::Buffer> bufs;
     std::vector<int> input;  // per buffer: the input bound there, or -1
     detail::JitCapture::Regenerate regen;
+    std::vector<int64_t> vars;  // launch scalars
   };
   struct Input {
     Shape shape;
@@ -214,7 +216,7 @@ void TinyJit::plan(detail::JitCapture& cap,
     placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
   }
   for (auto& st : cap.steps_) {
-    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen)};
+    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars};
     for (auto& b : st.bufs) {
       auto p = placed.find(b.get());
       step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
@@ -269,7 +271,7 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
     for (size_t s = 0; s < bufs.size(); s++)
       if (step.input[s] >= 0) bufs[s] = in[step.input[s]];
     if (step.prg)
-      step.device->launch(*step.prg, bufs).throw_if_error("jit");
+      step.device->launch(*step.prg, bufs, step.vars).throw_if_error("jit");
     else
       step.regen(*step.device, bufs[0]);
   }

@@ -84,7 +84,8 @@ class JitCapture {
   using Regenerate = std::function<void(runtime::Device&, runtime::Buffer)>;
 
   void record_kernel(std::shared_ptr<runtime::Program> prg,
-                     std::vector<std::shared_ptr<DeviceBuffer>> bufs);
+                     std::vector<std::shared_ptr<DeviceBuffer>> bufs,
+                     std::vector<int64_t> vars = {});
   void record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen);
   // Marks the capture as not replayable; the JIT throws `why` when the call ends.
   void reject(std::string why);
@@ -95,6 +96,7 @@ class JitCapture {
     std::shared_ptr<runtime::Program> prg;            // null for an upload
     std::vector<std::shared_ptr<DeviceBuffer>> bufs;  // slot order; an upload has one
     Regenerate regen;
+    std::vector<int64_t> vars;  // launch scalars (symbolic shapes' Variables)
   };
   std::vector<Step> steps_;
   std::vector<std::string> rejected_;

@@ -81,9 +81,23 @@ Lazy make(std::shared_ptr<LazyBase> b) {
   register_reader(b);
   Lazy l{std::move(b), {}};
   l.st = ShapeTracker::contiguous(l.base->shape);
+  l.sym = l.base->sym;
   return l;
 }
+// The symbolic base of a node computed over `src`'s shape (with `ones` set to 1), or null.
+std::shared_ptr<const compiler::SymTracker> sym_base(const Lazy& src,
+                                                     const std::vector<int>& ones = {}) {
+  if (!src.sym) return nullptr;
+  std::vector<compiler::Sym> shape = src.sym->shape();
+  for (int a : ones) shape[a] = 1;
+  return keep_sym(compiler::SymTracker::contiguous(std::move(shape), src.sym->vals));
+}
 }  // namespace
+
+std::shared_ptr<const compiler::SymTracker> keep_sym(std::optional<compiler::SymTracker> st) {
+  if (!st || !st->is_symbolic()) return nullptr;
+  return std::make_shared<const compiler::SymTracker>(std::move(*st));
+}
 
 Lazy lazy_buffer(std::shared_ptr<DeviceBuffer> buf, DType dtype, std::vector<int64_t> shape) {
   auto b = std::make_shared<LazyBase>();
@@ -147,6 +161,16 @@ Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
   b->shape = srcs[0].shape();
   b->device = srcs[0].base->device;
   for (auto& s : srcs) CHECK(s.shape() == b->shape) << "lazy_alu: sources of different shapes";
+  for (auto& s : srcs) {  // the first symbolic source gives the shape; all give their values
+    if (!s.sym) continue;
+    if (!b->sym) {
+      b->sym = sym_base(s);
+      continue;
+    }
+    compiler::SymTracker merged = *b->sym;
+    compiler::merge_bindings(compiler::op_name(op), merged.vals, s.sym->vals);
+    b->sym = keep_sym(std::move(merged));
+  }
   b->srcs = std::move(srcs);
   return make(std::move(b));
 }
@@ -160,6 +184,7 @@ Lazy reduce_node(Op op, const Lazy& src, std::vector<int> axes) {
   b->dtype = src.dtype();
   b->shape = src.shape();
   for (int a : axes) b->shape[a] = 1;
+  b->sym = sym_base(src, axes);
   b->axes = std::move(axes);
   b->device = src.base->device;
   b->srcs = {src};
@@ -177,6 +202,7 @@ constexpr int64_t kSplitReduceMin = 32768;
 // result; d is the inner, contiguous part, so neighbouring threads read neighbouring elements.
 std::optional<Lazy> split_reduce(Op op, const Lazy& src, const std::vector<int>& axes) {
   if (op != Op::ADD && op != Op::MAX) return std::nullopt;
+  if (src.sym) return std::nullopt;  // a symbolic axis is never split
   int64_t per_output = 1;
   int axis = -1;
   for (int a : axes) {
@@ -242,11 +268,14 @@ Lazy lazy_contiguous(const Lazy& src, DType dtype) {
   b->kind = LazyKind::kCast;
   b->dtype = dtype;
   b->shape = src.shape();
+  b->sym = sym_base(src);
   b->device = src.base->device;
   b->srcs = {src};
   return make(std::move(b));
 }
 
-Lazy lazy_view(const Lazy& src, ShapeTracker st) { return Lazy{src.base, std::move(st)}; }
+Lazy lazy_view(const Lazy& src, ShapeTracker st, std::shared_ptr<const compiler::SymTracker> sym) {
+  return Lazy{src.base, std::move(st), std::move(sym)};
+}
 
 }  // namespace baregrad::tensor

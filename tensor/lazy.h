@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/sym_view.h"
 #include "compiler/uop.h"
 #include "runtime/device.h"
 
@@ -22,6 +23,9 @@ struct LazyBase;
 struct Lazy {
   std::shared_ptr<LazyBase> base;
   ShapeTracker st;
+  // A shape that holds a Variable: `st` for every value of it (st is its current value).
+  // Null when the sizes are concrete, or were made concrete (compiler/sym_view.h).
+  std::shared_ptr<const compiler::SymTracker> sym = nullptr;
 
   const std::vector<int64_t>& shape() const { return st.shape(); }
   DType dtype() const;
@@ -54,9 +58,11 @@ struct LazyBase {
   LazyKind kind;
   DType dtype;
   std::vector<int64_t> shape;  // contiguous logical shape
-  Op op = Op::ADD;             // kAlu / kReduce
-  std::vector<int> axes;       // kReduce
-  double value = 0;            // kConst
+  // With a symbolic shape: its contiguous symbolic tracker (Lazy::sym of the base view).
+  std::shared_ptr<const compiler::SymTracker> sym = nullptr;
+  Op op = Op::ADD;        // kAlu / kReduce
+  std::vector<int> axes;  // kReduce
+  double value = 0;       // kConst
   std::vector<Lazy> srcs;
   std::shared_ptr<DeviceBuffer> realized;  // set once computed (any kind)
   std::shared_ptr<runtime::Device> device;
@@ -65,6 +71,7 @@ struct LazyBase {
   // With write_into: where this base's elements go in that buffer (Tensor::write_view); the
   // buffer's own layout when unset.
   std::optional<ShapeTracker> write_view;
+  std::shared_ptr<const compiler::SymTracker> write_view_sym = nullptr;
   // The bases built on this one (pruned of dead ones as it grows); assign() finds the lazy work
   // still reading a buffer through them and realizes it before the buffer is overwritten.
   std::vector<std::weak_ptr<LazyBase>> readers;
@@ -98,7 +105,11 @@ Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes);
 Lazy lazy_cast(const Lazy& src, DType dtype);
 // A new base holding `src` converted to `dtype`, never folded away (a kernel always writes it).
 Lazy lazy_contiguous(const Lazy& src, DType dtype);
-// The same base seen through a new tracker.
-Lazy lazy_view(const Lazy& src, ShapeTracker st);
+// The same base seen through a new tracker (and its symbolic form, if it has one).
+Lazy lazy_view(const Lazy& src,
+               ShapeTracker st,
+               std::shared_ptr<const compiler::SymTracker> sym = nullptr);
+// `st` when it holds a Variable; else null.
+std::shared_ptr<const compiler::SymTracker> keep_sym(std::optional<compiler::SymTracker> st);
 
 }  // namespace baregrad::tensor

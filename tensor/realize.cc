@@ -19,7 +19,8 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
     auto& dev = out->device;
     std::shared_ptr<DeviceBuffer> realized = out->write_into;
     if (!realized) {
-      int64_t bytes = bytes_or_fail("realize", out->shape, out->numel(), out->dtype.itemsize());
+      int64_t bytes =
+          bytes_or_fail("realize", out->shape, output_elements(*out), out->dtype.itemsize());
       auto buf = dev->alloc(static_cast<size_t>(bytes));
       if (!buf.ok()) buf.status().throw_if_error("realize");
       realized = std::make_shared<DeviceBuffer>(dev, *buf);
@@ -37,13 +38,14 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       std::optional<std::vector<compiler::Opt>> opts;
       if (options().beam > 0)  // BEAM: the opts of a timed search (or of its database)
         opts = runtime::beam_opts(*dev, plan.ast, bufs, [&](const compiler::ProgramSpec& spec) {
-          return launch_vars(spec, plan);
+          return launch_vars(spec, plan, item.vars);
         });
       auto prg = dev->compile(plan.ast, opts);
       if (!prg.ok()) prg.status().throw_if_error("realize");
-      dev->launch(**prg, bufs, launch_vars((*prg)->spec, plan)).throw_if_error("realize");
+      std::vector<int64_t> vars = launch_vars((*prg)->spec, plan, item.vars);
+      dev->launch(**prg, bufs, vars).throw_if_error("realize");
       counters().count_kernel((*prg)->spec);
-      if (capture) capture->record_kernel(*prg, std::move(owners));
+      if (capture) capture->record_kernel(*prg, std::move(owners), std::move(vars));
     }
     out->realized = std::move(realized);
     out->write_into.reset();

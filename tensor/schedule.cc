@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/checked.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "compiler/ast.h"
 #include "compiler/view_ops.h"
 #include "tensor/tensor.h"
@@ -50,6 +51,67 @@ bool is_unit_reshape(const Lazy& v) {
 
 bool has_mask(const ShapeTracker& st) {
   return std::any_of(st.views.begin(), st.views.end(), [](const auto& v) { return v.mask; });
+}
+
+// Kernels over symbolic shapes are built from SymTrackers (compiler/sym_view.h); these overloads
+// let one builder serve both kinds of tracker.
+using compiler::Sym;
+using compiler::SymTracker;
+bool has_mask(const SymTracker& st) {
+  return std::any_of(st.views.begin(), st.views.end(), [](const auto& v) { return v.mask; });
+}
+SymTracker compose(const SymTracker& inner, const SymTracker& outer) {
+  return compiler::sym_compose(inner, outer);
+}
+const ShapeTracker& tracker(const Lazy& l, const ShapeTracker*) { return l.st; }
+SymTracker tracker(const Lazy& l, const SymTracker*) {
+  return l.sym ? *l.sym : SymTracker::of(l.st);
+}
+const ShapeTracker& ast_view(const ShapeTracker& st) { return st; }
+ShapeTracker ast_view(const SymTracker& st) { return st.instantiate(); }
+uint64_t memo_key(const ShapeTracker& st) { return compiler::hash_value(st); }
+uint64_t memo_key(const SymTracker& st) { return compiler::hash_value(st.instantiate()); }
+
+// The symbolic form of an AST view's last view (its shadow, or its ints).
+compiler::SymView last_sym(const ShapeTracker& st) {
+  const compiler::View& v = st.views.back();
+  return v.sym ? *v.sym : compiler::SymView::of(v);
+}
+
+// A symbolic kernel AST the code generator accepts: its views agree on every axis's size (one
+// Sym other than 1), and every buffer holds what any value of the Variables reads or writes.
+bool sym_kernel_ok(const UOpPtr& ast, const std::vector<std::shared_ptr<LazyBase>>& bufs) {
+  auto no = [](const std::string& why) {
+    BG_LOG(2) << "symbolic kernel built for the current values: " << why;
+    return false;
+  };
+  std::vector<Sym> sizes;
+  for (const UOp* n : ast->toposort()) {
+    if (n->op() != Op::VIEW) continue;
+    const ShapeTracker& st = n->arg_as<ShapeTracker>();
+    compiler::SymView v = last_sym(st);
+    if (sizes.empty()) sizes.assign(v.shape.size(), Sym(1));
+    for (size_t i = 0; i < v.shape.size() && i < sizes.size(); i++) {
+      if (v.shape[i] == Sym(1)) continue;
+      if (sizes[i] != Sym(1) && sizes[i] != v.shape[i])
+        return no("axis " + std::to_string(i) + " is " + sizes[i].str() + " in one view and " +
+                  v.shape[i].str() + " in another");
+      sizes[i] = v.shape[i];
+    }
+    const compiler::View& first = st.views.front();
+    int64_t need =
+        first.sym ? first.sym->extent_bound() : compiler::real_size(ShapeTracker{{first}});
+    const LazyBase& b = *bufs[static_cast<size_t>(n->src(0)->arg_as<int64_t>())];
+    int64_t have = b.realized ? static_cast<int64_t>(b.realized->buffer.bytes / b.dtype.itemsize())
+                   : b.write_into
+                       ? static_cast<int64_t>(b.write_into->buffer.bytes / b.dtype.itemsize())
+                       : output_elements(b);
+    if (need > have)
+      return no("buffer " + std::to_string(n->src(0)->arg_as<int64_t>()) + " holds " +
+                std::to_string(have) + " elements; the Variables' bounds allow reading " +
+                std::to_string(need));
+  }
+  return true;
 }
 
 class Scheduler {
@@ -198,7 +260,13 @@ class Scheduler {
     // is walked once per distinct node, not once per path.
     std::map<std::pair<const LazyBase*, uint64_t>, std::vector<std::pair<ShapeTracker, UOpPtr>>>
         exprs;
+    std::map<std::pair<const LazyBase*, uint64_t>, std::vector<std::pair<SymTracker, UOpPtr>>>
+        sym_exprs;
+    compiler::Bindings vals;  // symbolic kernels: the Variables' values
+    bool saw_sym = false;     // a concrete build read a view with a symbolic shadow
   };
+  auto& memo(KernelCtx& k, const ShapeTracker*) { return k.exprs; }
+  auto& memo(KernelCtx& k, const SymTracker*) { return k.sym_exprs; }
 
   UOpPtr global_of(KernelCtx& k, LazyBase* b) {
     auto it = k.globals.find(b);
@@ -208,9 +276,11 @@ class Scheduler {
     return k.globals[b] = compiler::global(slot, b->dtype);
   }
 
-  // The value of `b` read through `st` (which maps the kernel's shape onto b's layout).
-  UOpPtr expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
-    auto& built = k.exprs[{b, compiler::hash_value(st)}];
+  // The value of `b` read through `st` (which maps the kernel's shape onto b's layout); `T` is
+  // ShapeTracker, or SymTracker for a kernel over symbolic shapes.
+  template <class T>
+  UOpPtr expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
+    auto& built = memo(k, static_cast<const T*>(nullptr))[{b, memo_key(st)}];
     for (auto& [seen_st, value] : built)
       if (seen_st == st) return value;
     UOpPtr value = build_expr(k, b, st, top);
@@ -218,43 +288,91 @@ class Scheduler {
     return value;
   }
 
-  UOpPtr build_expr(KernelCtx& k, LazyBase* b, const ShapeTracker& st, bool top) {
+  template <class T>
+  UOpPtr build_expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
     if (b->kind == LazyKind::kConst && !has_mask(st)) {
       check_not_overwritten(*b);  // a constant that write_view replaced
       return UOp::cnst(b->dtype, b->value);
     }
     if (!pending(b) || (!top && outputs_.count(b))) {
       check_not_overwritten(*b);
-      return compiler::load(global_of(k, b), st);
+      if constexpr (std::is_same_v<T, SymTracker>)
+        compiler::merge_bindings("realize", k.vals, st.vals);
+      return compiler::load(global_of(k, b), ast_view(st));
     }
+    const T* kind = nullptr;
     if (b->kind == LazyKind::kReduce) {
       // Read unchanged (the fusion rule), so the kernel's full shape is the source's shape.
       const Lazy& s = b->srcs[0];
-      return compiler::reduce_axis(b->op, b->axes, expr(k, s.base.get(), s.st, false));
+      return compiler::reduce_axis(b->op, b->axes, expr(k, s.base.get(), tracker(s, kind), false));
     }
     std::vector<UOpPtr> src;
-    for (auto& s : b->srcs) src.push_back(expr(k, s.base.get(), compose(s.st, st), false));
+    for (auto& s : b->srcs) {
+      k.saw_sym |= s.sym != nullptr;
+      src.push_back(expr(k, s.base.get(), compose(tracker(s, kind), st), false));
+    }
     if (b->kind == LazyKind::kCast) return compiler::cast(src[0], b->dtype);
     CHECK(b->kind == LazyKind::kAlu) << "schedule: unexpected base kind";
     return UOp::make(b->op, b->dtype, std::move(src));
   }
 
+  // The kernel of `out` over symbolic shapes, or nullopt when it cannot serve every value of
+  // its Variables (it is then built for the current values).
+  std::optional<ScheduleItem> sym_kernel(LazyBase* out, const std::vector<LazyBase*>& reduces) {
+    KernelCtx k;
+    UOpPtr g = global_of(k, out);
+    SymTracker st = out->sym ? *out->sym : SymTracker::contiguous(compiler::to_syms(out->shape));
+    if (!reduces.empty() && reduces[0]->shape != out->shape) {
+      const LazyBase* r = reduces[0];
+      std::optional<SymTracker> full =
+          compiler::sym_reshape(st, r->sym ? r->sym->shape() : compiler::to_syms(r->shape));
+      if (!full) {
+        BG_LOG(2) << "symbolic kernel built for the current values: the reduction's shape "
+                  << compiler::syms_str(st.shape()) << " has no symbolic form";
+        return std::nullopt;
+      }
+      st = *full;
+    }
+    UOpPtr value = expr(k, out, st, true);
+    if (out->write_view_sym)
+      st = *out->write_view_sym;
+    else if (out->write_view)
+      st = SymTracker::of(*out->write_view);
+    compiler::merge_bindings("realize", k.vals, st.vals);
+    ScheduleItem item{compiler::sink({compiler::store(g, ast_view(st), value)}), std::move(k.bufs),
+                      std::move(k.vals), true};
+    if (!sym_kernel_ok(item.ast, item.bufs)) return std::nullopt;
+    return item;
+  }
+
   ScheduleItem kernel(LazyBase* out) {
+    std::vector<LazyBase*> reduces = fused_reduces(out);
+    check_iterations(out, reduces.empty() ? out->shape : reduces[0]->srcs[0].shape());
+    bool symbolic =
+        out->sym || out->write_view_sym || (!reduces.empty() && reduces[0]->srcs[0].sym);
+    if (symbolic)
+      if (std::optional<ScheduleItem> item = sym_kernel(out, reduces)) return std::move(*item);
+    ScheduleItem item = concrete_kernel(out, reduces);
+    if (item.saw_sym && !symbolic)  // a concrete output reading a symbolic view (an offset)
+      if (std::optional<ScheduleItem> sym = sym_kernel(out, reduces)) return std::move(*sym);
+    return item;
+  }
+
+  ScheduleItem concrete_kernel(LazyBase* out, const std::vector<LazyBase*>& reduces) {
     KernelCtx k;
     UOpPtr g = global_of(k, out);
     // With a fused reduction the kernel runs in the reduction's (keepdim) shape; the output
     // differs from it at most by size-1 dims.
     ShapeTracker st = ShapeTracker::contiguous(out->shape);
-    std::vector<LazyBase*> reduces = fused_reduces(out);
     if (!reduces.empty() && reduces[0]->shape != out->shape)
       st = compiler::reshape(st, reduces[0]->shape);
-    check_iterations(out, reduces.empty() ? out->shape : reduces[0]->srcs[0].shape());
     UOpPtr value = expr(k, out, st, true);
     if (out->write_view) {
       CHECK(reduces.empty()) << "schedule: a write through a view fused a reduction";
       st = *out->write_view;
     }
-    return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs)};
+    return ScheduleItem{
+        compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs), {}, k.saw_sym};
   }
 
   // A kernel over `full` (its shape with any reduced axes) must be one that can finish: a graph
@@ -338,6 +456,11 @@ class Scheduler {
 };
 
 }  // namespace
+
+int64_t output_elements(const LazyBase& b) {
+  if (!b.sym) return b.numel();
+  return std::max(compiler::sym_prod(b.sym->shape()).vmax(), b.numel());
+}
 
 std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets) {
   return Scheduler().run(targets);

@@ -14,7 +14,15 @@ namespace baregrad::tensor {
 struct ScheduleItem {
   compiler::UOpPtr ast;                         // a kernel AST (compiler/ast.h form)
   std::vector<std::shared_ptr<LazyBase>> bufs;  // bufs[slot]; slot 0 is the output
+  // A kernel over symbolic shapes: the values of its Variables (launch scalars by name).
+  compiler::Bindings vars;
+  // Built from views that hold a Variable (as a symbolic kernel, or for the current values).
+  bool saw_sym = false;
 };
+
+// Elements the output of a kernel needs: its size, or the largest any value of its Variables
+// gives (a symbolic base's buffer serves every value).
+int64_t output_elements(const LazyBase& b);
 
 // Kernels that compute every base `targets` depend on and that is not realized yet, in an
 // order where each kernel runs after the kernels producing its inputs.

@@ -244,7 +244,27 @@ std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tenso
     padded.insert(padded.end(), t.shape().begin(), t.shape().end());
     return t.reshape(padded).expand(out);
   };
-  return {to(a), to(b)};
+  std::optional<std::vector<compiler::Sym>> ya = a.sym_shape(), yb = b.sym_shape();
+  if (!ya && !yb) return {to(a), to(b)};
+  // Symbolic shapes: each dim takes the operand's Sym that is not 1 (a Variable's first).
+  auto padded_sym = [&](const Tensor& t, const std::optional<std::vector<compiler::Sym>>& y) {
+    std::vector<compiler::Sym> p(n - t.shape().size(), compiler::Sym(1));
+    std::vector<compiler::Sym> own = y ? *y : compiler::to_syms(t.shape());
+    p.insert(p.end(), own.begin(), own.end());
+    return p;
+  };
+  std::vector<compiler::Sym> pa = padded_sym(a, ya), pb = padded_sym(b, yb), out_sym(n);
+  for (size_t i = 0; i < n; i++)
+    out_sym[i] =
+        pa[i] == compiler::Sym(1) || (pa[i].is_const() && !pb[i].is_const()) ? pb[i] : pa[i];
+  compiler::Bindings vals = a.sym_vals();
+  compiler::merge_bindings(op, vals, b.sym_vals());
+  auto to_sym = [&](const Tensor& t) {
+    Shape padded(n - t.shape().size(), 1);
+    padded.insert(padded.end(), t.shape().begin(), t.shape().end());
+    return t.reshape(padded).expand_sym(out_sym, vals);
+  };
+  return {to_sym(a), to_sym(b)};
 }
 
 Tensor Tensor::record(Lazy out, const char* op, const std::vector<Tensor>& parents, BackwardFn fn) {

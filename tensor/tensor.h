@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -179,6 +180,16 @@ class Tensor {
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after) const;  // zeros
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const;
   Tensor flip(std::vector<int> axes) const;
+  // Symbolic shapes: sizes and bounds that may hold Variables (compiler/sym.h) bound to `vals`.
+  // The result has the sizes at those values; its kernels are compiled once for every value.
+  Tensor expand_sym(const std::vector<compiler::Sym>& shape, const compiler::Bindings& vals) const;
+  Tensor shrink_sym(const std::vector<std::pair<compiler::Sym, compiler::Sym>>& ranges,
+                    const compiler::Bindings& vals) const;
+  Tensor pad_sym(const std::vector<std::pair<compiler::Sym, compiler::Sym>>& before_after,
+                 const compiler::Bindings& vals) const;
+  // The shape with its Variables when it holds one (nullopt: concrete), and their values.
+  std::optional<std::vector<compiler::Sym>> sym_shape() const;
+  compiler::Bindings sym_vals() const;
   Tensor transpose(int a = -2, int b = -1) const;
   Tensor flatten() const { return reshape({numel()}); }
   Tensor unsqueeze(int axis) const;

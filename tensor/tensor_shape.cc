@@ -13,6 +13,77 @@ namespace baregrad::tensor {
 namespace {
 using compiler::least_upper_dtype;
 using Grads = std::vector<std::optional<Tensor>>;
+using compiler::Sym;
+using compiler::SymTracker;
+using SymRanges = std::vector<std::pair<Sym, Sym>>;
+
+SymTracker sym_or_const(const Lazy& l) { return l.sym ? *l.sym : SymTracker::of(l.st); }
+
+// The symbolic shape of a reshape of `from` (concrete `cur`) to `to`, matching groups of dims
+// with equal products. A symbolic dim keeps its Sym, merged dims multiply theirs; splitting a
+// symbolic dim, or one whose value is now 0 or 1 (the grouping is ambiguous), gives nullopt.
+std::optional<std::vector<Sym>> infer_reshape(const std::vector<Sym>& from,
+                                              const Shape& cur,
+                                              const Shape& to) {
+  for (size_t i = 0; i < from.size(); i++)
+    if (!from[i].is_const() && cur[i] <= 1) return std::nullopt;
+  std::vector<Sym> out;
+  size_t i = 0, j = 0;
+  while (i < cur.size() || j < to.size()) {
+    if (j < to.size() && to[j] == 1 && (i >= cur.size() || cur[i] != 1 || !from[i].is_const())) {
+      out.push_back(1);  // a new size-1 dim
+      j++;
+      continue;
+    }
+    if (i < cur.size() && cur[i] == 1 && from[i].is_const() && (j >= to.size() || to[j] != 1)) {
+      i++;  // a removed size-1 dim
+      continue;
+    }
+    if (i >= cur.size() || j >= to.size()) return std::nullopt;
+    size_t i0 = i, j0 = j;
+    int64_t a = cur[i++], b = to[j++];
+    while (a != b) {
+      if (a < b && i < cur.size())
+        a *= cur[i++];
+      else if (b < a && j < to.size())
+        b *= to[j++];
+      else
+        return std::nullopt;
+    }
+    std::vector<Sym> group(from.begin() + static_cast<long>(i0),
+                           from.begin() + static_cast<long>(i));
+    if (!compiler::any_symbolic(group)) {
+      for (size_t k = j0; k < j; k++) out.push_back(to[k]);
+      continue;
+    }
+    size_t big = 0, at = j0;
+    for (size_t k = j0; k < j; k++)
+      if (to[k] != 1) big++, at = k;
+    if (big != 1) return std::nullopt;  // a symbolic dim split in several
+    for (size_t k = j0; k < j; k++) out.push_back(k == at ? compiler::sym_prod(group) : Sym(1));
+  }
+  return out;
+}
+
+// `l` seen through `st`, with its symbolic form `op(sym)` when `l` has one.
+template <class F>
+Lazy view_of(const Lazy& l, compiler::ShapeTracker st, F op) {
+  if (!l.sym) return lazy_view(l, std::move(st));
+  return lazy_view(l, std::move(st), keep_sym(op(*l.sym)));
+}
+
+Shape eval_all(const std::vector<Sym>& v, const compiler::Bindings& vals) {
+  Shape out;
+  for (const Sym& s : v) out.push_back(s.eval(vals));
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> eval_ranges(const SymRanges& r,
+                                                     const compiler::Bindings& vals) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (auto& [a, b] : r) out.emplace_back(a.eval(vals), b.eval(vals));
+  return out;
+}
 }  // namespace
 
 int Tensor::norm_axis(const char* name, int axis, int n) const {
@@ -54,7 +125,12 @@ Tensor Tensor::reshape(Shape s) const {
   }
   if (s == shape()) return *this;
   Shape from = shape();
-  return record(lazy_view(impl_->lazy, compiler::reshape(impl_->lazy.st, s)), "reshape", {*this},
+  const Lazy& l = impl_->lazy;
+  Lazy v = view_of(l, compiler::reshape(l.st, s), [&](const SymTracker& st) {
+    auto to = infer_reshape(st.shape(), from, s);
+    return to ? compiler::sym_reshape(st, *to) : std::nullopt;
+  });
+  return record(std::move(v), "reshape", {*this},
                 [from](const Tensor& g) { return Grads{g.reshape(from)}; });
 }
 
@@ -66,8 +142,10 @@ Tensor Tensor::permute(std::vector<int> order) const {
   for (int& a : order) a = norm_axis("permute", a, ndim());
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); i++) inverse[order[i]] = static_cast<int>(i);
-  return record(lazy_view(impl_->lazy, compiler::permute(impl_->lazy.st, order)), "permute",
-                {*this}, [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
+  Lazy v = view_of(impl_->lazy, compiler::permute(impl_->lazy.st, order),
+                   [&](const SymTracker& st) { return compiler::sym_permute(st, order); });
+  return record(std::move(v), "permute", {*this},
+                [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
 }
 
 Tensor Tensor::expand(Shape s) const {
@@ -83,8 +161,63 @@ Tensor Tensor::expand(Shape s) const {
   std::vector<int> grown;  // the broadcast dims sum their gradient back
   for (size_t i = 0; i < s.size(); i++)
     if (cur[i] != s[i]) grown.push_back(static_cast<int>(i));
-  return record(lazy_view(t.impl_->lazy, compiler::expand(t.impl_->lazy.st, s)), "expand", {t},
+  Lazy v = view_of(t.impl_->lazy, compiler::expand(t.impl_->lazy.st, s), [&](const SymTracker& st) {
+    std::vector<Sym> to = st.shape();  // unchanged dims keep their Sym
+    for (int a : grown) to[a] = s[a];
+    return compiler::sym_expand(st, to);
+  });
+  return record(std::move(v), "expand", {t},
                 [grown](const Tensor& g) { return Grads{g.sum(grown, true)}; });
+}
+
+Tensor Tensor::expand_sym(const std::vector<Sym>& shape, const compiler::Bindings& vals) const {
+  if (!compiler::any_symbolic(shape)) return expand(eval_all(shape, vals));
+  if (std::optional<std::vector<Sym>> cur = sym_shape(); cur && *cur == shape) return *this;
+  Shape s = eval_all(shape, vals);
+  Tensor t = expand(s);  // checks the sizes
+  if (t.impl_ == impl_)  // a new tensor: its shadow differs from this one's
+    t = record(impl_->lazy, "expand", {*this}, [](const Tensor& g) { return Grads{g}; });
+  if (shape.size() > static_cast<size_t>(ndim())) {
+    std::vector<Sym> ones(shape.size() - ndim(), Sym(1));
+    std::optional<std::vector<Sym>> cur = sym_shape();
+    if (!cur) cur = compiler::to_syms(this->shape());
+    ones.insert(ones.end(), cur->begin(), cur->end());
+    SymTracker base = sym_or_const(impl_->lazy);
+    compiler::merge_bindings("expand", base.vals, vals);
+    std::optional<SymTracker> st = compiler::sym_reshape(base, ones);
+    if (st) st = compiler::sym_expand(*st, shape);
+    t.impl_->lazy.sym = keep_sym(st);
+    return t;
+  }
+  SymTracker base = sym_or_const(impl_->lazy);
+  compiler::merge_bindings("expand", base.vals, vals);
+  t.impl_->lazy.sym = keep_sym(compiler::sym_expand(base, shape));
+  return t;
+}
+
+Tensor Tensor::shrink_sym(const SymRanges& ranges, const compiler::Bindings& vals) const {
+  Tensor t = shrink(eval_ranges(ranges, vals));  // checks the ranges
+  SymTracker base = sym_or_const(impl_->lazy);
+  compiler::merge_bindings("shrink", base.vals, vals);
+  t.impl_->lazy.sym = keep_sym(compiler::sym_shrink(base, ranges));
+  return t;
+}
+
+Tensor Tensor::pad_sym(const SymRanges& before_after, const compiler::Bindings& vals) const {
+  Tensor t = pad(eval_ranges(before_after, vals));  // checks the sizes
+  SymTracker base = sym_or_const(impl_->lazy);
+  compiler::merge_bindings("pad", base.vals, vals);
+  t.impl_->lazy.sym = keep_sym(compiler::sym_pad(base, before_after));
+  return t;
+}
+
+std::optional<std::vector<Sym>> Tensor::sym_shape() const {
+  if (!impl_->lazy.sym) return std::nullopt;
+  return impl_->lazy.sym->shape();
+}
+
+compiler::Bindings Tensor::sym_vals() const {
+  return impl_->lazy.sym ? impl_->lazy.sym->vals : compiler::Bindings{};
 }
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const {
@@ -93,7 +226,12 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const 
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < before_after.size() && i < from.size(); i++)
     back.push_back({before_after[i].first, before_after[i].first + from[i]});
-  return record(lazy_view(impl_->lazy, std::move(st)), "pad", {*this},
+  Lazy v = view_of(impl_->lazy, std::move(st), [&](const SymTracker& t) {
+    SymRanges r;
+    for (auto& [b, a] : before_after) r.emplace_back(b, a);
+    return compiler::sym_pad(t, r);
+  });
+  return record(std::move(v), "pad", {*this},
                 [back](const Tensor& g) { return Grads{g.shrink(back)}; });
 }
 
@@ -103,7 +241,12 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < ranges.size() && i < from.size(); i++)
     back.push_back({ranges[i].first, from[i] - ranges[i].second});
-  return record(lazy_view(impl_->lazy, std::move(st)), "shrink", {*this},
+  Lazy v = view_of(impl_->lazy, std::move(st), [&](const SymTracker& t) {
+    SymRanges r;
+    for (auto& [lo, hi] : ranges) r.emplace_back(lo, hi);
+    return compiler::sym_shrink(t, r);
+  });
+  return record(std::move(v), "shrink", {*this},
                 [back](const Tensor& g) { return Grads{g.pad(back)}; });
 }
 
@@ -111,7 +254,9 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   std::vector<bool> f(ndim(), false);
   for (int a : norm_axes("flip", axes)) f[a] = true;
   std::vector<int> flipped = norm_axes("flip", axes);
-  return record(lazy_view(impl_->lazy, compiler::flip(impl_->lazy.st, f)), "flip", {*this},
+  Lazy v = view_of(impl_->lazy, compiler::flip(impl_->lazy.st, f),
+                   [&](const SymTracker& st) { return compiler::sym_flip(st, f); });
+  return record(std::move(v), "flip", {*this},
                 [flipped](const Tensor& g) { return Grads{g.flip(flipped)}; });
 }
 

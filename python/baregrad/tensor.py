@@ -24,6 +24,8 @@ from baregrad.mixin.linalg import LinalgMixin
 from baregrad.mixin.movement import MovementMixin
 from baregrad.mixin.nn import NNMixin
 from baregrad.mixin.reduce import ReduceMixin
+from baregrad import variable
+from baregrad.variable import make_sym
 
 ConstType = (bool, int, float)
 _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
@@ -170,7 +172,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   # ---- properties ----------------------------------------------------------------------------
 
   @property
-  def shape(self) -> tuple[int, ...]: return self._c.shape
+  def shape(self) -> tuple[int, ...]:
+    """The sizes; where a size holds a Variable, a SymInt (baregrad/variable.py)."""
+    s = self._c.shape
+    if not variable.in_use or (ss := self._c.sym_shape) is None: return s
+    vals = self._c.sym_vals
+    return tuple(make_sym(v, y, vals) for v, y in zip(s, ss))
   @property
   def dtype(self) -> DType: return _key_dtype(self._c.dtype)
   @property

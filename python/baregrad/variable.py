@@ -1,19 +1,22 @@
 """Variable: tinygrad's named integer with bounds, for sizes that change from call to call.
 
   vi = Variable("i", 1, 10).bind(4)
-  a[:, :vi]                  # a view of 4 columns
+  a[:, :vi]                  # a view of 4 columns whose shape is (3, i)
+  (a[:, :vi] * 2).sum(1)     # kernels compiled once for every value of i
   jf(a[:, :vi])              # TinyJit: one capture per value of i
 
-baregrad has no symbolic shapes yet. A bound Variable is an int (its value) that also carries
-its name and bounds: it is accepted wherever an int is (sizes, slices, pads, scalars in
-arithmetic) and the shapes it makes are concrete. Kernels are therefore compiled per value,
-and TinyJit keeps one capture per binding of the Variables it sees (python/README.md,
+A bound Variable is an int (its value) that is also a symbolic size: a SymInt, whose `.sym` is
+a polynomial over Variables (_baregrad.Sym). Arithmetic with +, - and * keeps it symbolic
+(`vi + 1`, `2 * vi`); anything else gives a plain int. Shapes made from SymInts (shrink, pad,
+expand, slicing) are symbolic: `Tensor.shape` holds SymInts there, and the kernels computing
+them take the values at launch, so each is compiled once for every value (python/README.md,
 "Variable"). An unbound Variable used as an int is a TypeError naming it.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import _baregrad as _C
 from baregrad.helpers import op_name, unbound_variable
 
 
@@ -64,13 +67,49 @@ class Variable:
   def __reduce__(self): return (Variable, (self.expr, self.vmin, self.vmax, None, self.multiple_of))
 
 
-class BoundVariable(int):
-  """A Variable bound to a value: the int itself, with `.unbind()`, `.expr`, `.vmin`, `.vmax`.
-  Arithmetic on it gives plain ints."""
-  # (int subclasses cannot have __slots__: `var` lives in the instance dict)
+class SymInt(int):
+  """An int that is also a size over bound Variables: `int(x)` is its current value, `x.sym` the
+  polynomial (a _baregrad.Sym) and `x.vals` the values of its Variables. +, - and * with ints or
+  SymInts stay symbolic; every other operation sees a plain int."""
+  # (int subclasses cannot have __slots__: the fields live in the instance dict)
+
+  def __new__(cls, val: int, sym, vals: dict):
+    obj = super().__new__(cls, val)
+    obj.sym, obj.vals = sym, vals
+    return obj
+
+  def _combine(self, other, fn, reverse: bool = False):
+    if isinstance(other, bool) or not isinstance(other, int): return NotImplemented
+    o_sym = other.sym if isinstance(other, SymInt) else _C.Sym(int(other))
+    vals = _merge_bindings(dict(self.vals), other.vals) if isinstance(other, SymInt) else self.vals
+    a, b = (o_sym, self.sym) if reverse else (self.sym, o_sym)
+    x, y = (int(other), int(self)) if reverse else (int(self), int(other))
+    return make_sym(fn(x, y), fn(a, b), vals)
+
+  def __add__(self, o): return self._combine(o, lambda a, b: a + b)
+  def __radd__(self, o): return self._combine(o, lambda a, b: a + b, True)
+  def __sub__(self, o): return self._combine(o, lambda a, b: a - b)
+  def __rsub__(self, o): return self._combine(o, lambda a, b: a - b, True)
+  def __mul__(self, o): return self._combine(o, lambda a, b: a * b)
+  def __rmul__(self, o): return self._combine(o, lambda a, b: a * b, True)
+  def __neg__(self): return make_sym(-int(self), -self.sym, self.vals)
+  def __pos__(self): return self
+  def __hash__(self): return int.__hash__(self)
+  def __repr__(self): return f"{self.sym}(={int(self)})"
+  def __reduce__(self): return (int, (int(self),))  # pickles as its value
+
+
+def make_sym(val: int, sym, vals: dict):
+  """A SymInt of `sym` valued `val`; a plain int when `sym` holds no Variable."""
+  if sym.is_const(): return int(val)
+  return SymInt(val, sym, vals)
+
+
+class BoundVariable(SymInt):
+  """A Variable bound to a value: the int itself, with `.unbind()`, `.expr`, `.vmin`, `.vmax`."""
 
   def __new__(cls, var: Variable, val: int):
-    obj = super().__new__(cls, val)
+    obj = SymInt.__new__(cls, val, _C.Sym.var(var.expr, var.vmin, var.vmax), {var.expr: val})
     obj.var = var
     return obj
 
@@ -87,12 +126,33 @@ class BoundVariable(int):
   def __reduce__(self): return (BoundVariable, (self.var, int(self)))
 
 
+def is_symbolic(x) -> bool:
+  """True for an int holding a Variable."""
+  return isinstance(x, SymInt)
+
+
+def sym_of(x):
+  """The _baregrad.Sym of an int or SymInt."""
+  return x.sym if isinstance(x, SymInt) else _C.Sym(int(x))
+
+
+def vals_of(*xs) -> dict:
+  """The merged Variable values of the SymInts in `xs` (nested lists and tuples)."""
+  out: dict = {}
+  def walk(x):
+    if isinstance(x, SymInt): _merge_bindings(out, x.vals)
+    elif isinstance(x, (list, tuple)):
+      for i in x: walk(i)
+  walk(xs)
+  return out
+
+
 def _bindings_in(x, found: dict | None = None) -> dict:
   """{name: value} of the bound Variables in `x` (nested lists, tuples, dicts and slices); an
   unbound Variable there is a TypeError naming it."""
   if found is None: found = {}
   if isinstance(x, Variable): x._unbound()
-  if type(x) is BoundVariable: _merge_bindings(found, {x.expr: int(x)})
+  if isinstance(x, SymInt): _merge_bindings(found, x.vals)
   elif isinstance(x, (list, tuple)):
     for i in x: _bindings_in(i, found)
   elif isinstance(x, dict):

@@ -28,5 +28,6 @@ void bind_tensor_ops(py::class_<Tensor>& cls);
 void bind_host(py::class_<Tensor>& cls);
 void bind_training(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_sym(py::module_& m, py::class_<Tensor>& cls);
 
 }  // namespace baregrad::python

@@ -84,6 +84,7 @@ void bind_creation(py::class_<Tensor>& cls) {
 void bind_tensor(py::module_& m) {
   py::class_<Tensor> cls(m, "Tensor");
   bind_creation(cls);
+  bind_sym(m, cls);
   cls.def_property_readonly("shape",
                             [](const Tensor& t) {
                               py::tuple out(t.shape().size());

@@ -20,7 +20,9 @@ def test_bind_unbind_and_attributes():
   assert repr(b) == "Variable('i', 1, 10).bind(4)"
   assert Variable("i", 1, 10) == v and hash(Variable("i", 1, 10)) == hash(v) and Variable("i", 1, 11) != v
   assert pickle.loads(pickle.dumps(b)).unbind() == (v, 4)
-  assert b * 2 == 8 and type(b * 2) is int  # arithmetic gives plain ints
+  # +, - and * stay symbolic (a SymInt: the value, and the polynomial); the rest are plain ints
+  assert b * 2 == 8 and str((b * 2).sym) == "2*i" and str((1 - b).sym) == "1 - i"
+  assert type(b // 2) is int and type(b % 3) is int and type(b * 1.5) is float
 
 
 @pytest.mark.parametrize("val", [0, 11, -3])

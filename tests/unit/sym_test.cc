@@ -22,6 +22,9 @@ TEST(Sym, ArithmeticIsPolynomial) {
   EXPECT_EQ(e.vmin(), -6 + 0 - 2);
   EXPECT_EQ(e.vmax(), -1 + 6 - 2);
   EXPECT_TRUE((i - i).is_const());
+  Sym sq = i * i - i;  // i*(i-1) over [1, 6]: 0 .. 30, not the term-wise [1 - 6, 36 - 1]
+  EXPECT_EQ(sq.vmin(), 0);
+  EXPECT_EQ(sq.vmax(), 30);
   EXPECT_EQ(Sym::var({"k", 4, 4}), Sym(4));  // a one-value variable is its value
   EXPECT_EQ((i * 6).exact_div(3), i * 2);
   EXPECT_FALSE((i * 6 + 1).exact_div(3));

@@ -6,7 +6,8 @@ import numpy as np
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
 from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
-from baregrad.variable import _merge_bindings, _op_bindings
+from baregrad import variable
+from baregrad.variable import _merge_bindings, _op_bindings, is_symbolic, sym_of, vals_of
 
 
 def _flat_to_grouped(padding) -> tuple:
@@ -55,6 +56,11 @@ class MovementMixin:
   def expand(self, shape, *args):
     new_shape = argfix(shape, *args)
     found = _op_bindings(new_shape)
+    if variable.in_use and any(is_symbolic(s) for s in new_shape):
+      cur = (1,) * (len(new_shape) - self.ndim) + self.shape
+      full = [c if s is None or (not is_symbolic(s) and s == -1) else s for s, c in zip(new_shape, cur)]
+      check_int64("expand", [int(s) for s in full])
+      return self._bind(self._wrap(self._c.expand_sym([sym_of(s) for s in full], vals_of(full))), found)
     return self._bind(self._m("expand", [-1 if s is None else s for s in new_shape]), found)
 
   def _broadcast_to(self, shape):
@@ -77,6 +83,11 @@ class MovementMixin:
   def shrink(self, arg):
     found = _op_bindings(arg)
     if len(arg) != self.ndim: raise ValueError(f"[shrink] a tensor of shape {self.shape} needs {self.ndim} ranges, got {arg}")
+    if variable.in_use and any(r is not None and (is_symbolic(r[0]) or is_symbolic(r[1])) for r in arg):
+      ranges = [(0, s) if r is None else (r[0], r[1]) for r, s in zip(arg, self.shape)]
+      check_int64("shrink", [(int(a), int(b)) for a, b in ranges])
+      out = self._c.shrink_sym([(sym_of(a), sym_of(b)) for a, b in ranges], vals_of(ranges))
+      return self._bind(self._wrap(out), found)
     ranges = [(0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape)]
     return self._bind(self if all(r == (0, s) for r, s in zip(ranges, self.shape)) else self._m("shrink", ranges), found)
 
@@ -93,6 +104,10 @@ class MovementMixin:
       pads = _flat_to_grouped(tuple(padding) + (0, 0) * (self.ndim - len(padding) // 2))
     else: pads = tuple((0, 0) if p is None else tuple(p) for p in padding)
     if len(pads) != self.ndim: raise ValueError(f"[pad] padding {padding} does not fit the {self.ndim} dims of {self.shape}")
+    if variable.in_use and mode == "constant" and value == 0 and any(is_symbolic(x) for p in pads for x in p):
+      if any(int(x) < 0 for p in pads for x in p): raise ValueError(f"[pad] a symbolic padding {pads} must not crop")
+      check_int64("pad", [(int(b), int(a)) for b, a in pads])
+      return self._wrap(self._c.pad_sym([(sym_of(b), sym_of(a)) for b, a in pads], vals_of(pads)))
     pads = [(int(b), int(a)) for b, a in pads]
     if mode in ("reflect", "replicate") and any(b < 0 or a < 0 for b, a in pads):  # torch: pad the input, then crop
       x = self.pad(tuple((max(b, 0), max(a, 0)) for b, a in pads), mode=mode)
@@ -470,7 +485,22 @@ class MovementMixin:
 
   def __getitem__(self, indices):
     found = _op_bindings(indices)
+    if (found or variable.in_use and self._c.sym_shape is not None) and (sym := self._symbolic_slices(indices)) is not None:
+      return self._bind(sym, found)
     return self._bind(self._wrap(self._c.getitem(self._index_items(indices))), found)
+
+  def _symbolic_slices(self, indices):
+    """x[a:b, ...] with SymInt bounds (steps 1, bounds >= 0) as a symbolic shrink; None for any
+    other index (it is then taken at the Variables' current values)."""
+    items = indices if isinstance(indices, tuple) else (indices,)
+    if len(items) > self.ndim or not all(isinstance(i, slice) and i.step in (None, 1) for i in items): return None
+    if not any(is_symbolic(i.start) or is_symbolic(i.stop) for i in items) and self._c.sym_shape is None: return None
+    ranges = []
+    for i, n in zip(items, self.shape):
+      lo, hi = 0 if i.start is None else i.start, n if i.stop is None else i.stop
+      if not all(isinstance(x, int) and int(x) >= 0 for x in (lo, hi)) or int(hi) > int(n) or int(lo) > int(hi): return None
+      ranges.append((lo, hi))
+    return self.shrink(tuple(ranges) + (None,) * (self.ndim - len(items)))
 
   def __setitem__(self, indices, v):
     """Writes `v` (broadcast) into the selected elements of this tensor's buffer: views of the

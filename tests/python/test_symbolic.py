@@ -1,0 +1,131 @@
+# Symbolic shapes: sizes holding a bound Variable (tinygrad's symbolic shapes). Kernels over
+# them are compiled once and take the Variable's value at launch; every value is checked
+# against numpy, and the compiles are counted with the device's program cache.
+import numpy as np
+import pytest
+
+import _baregrad as _C
+from baregrad import Tensor, Variable
+from baregrad.variable import SymInt
+
+RNG = np.random.default_rng(11)
+A = RNG.uniform(-1, 1, size=(3, 10)).astype(np.float32)
+
+
+def built(t: Tensor) -> int:
+  """Programs compiled so far on t's device."""
+  return _C.program_cache_stats(t.device)["built"]
+
+
+def test_shapes_hold_the_variable():
+  vi = Variable("i", 1, 10).bind(4)
+  x = Tensor(A)[:, :vi]
+  assert x.shape == (3, 4) and isinstance(x.shape[1], SymInt) and str(x.shape[1].sym) == "i"
+  assert str((x * 2 + 1).shape[1].sym) == "i"
+  assert str(x.reshape(3 * vi).shape[0].sym) == "3*i"
+  assert str(x.pad((None, (1, 2))).shape[1].sym) == "3 + i"
+  assert str(x[:, 1:].shape[1].sym) == "-1 + i"
+  assert x.sum(1).shape == (3,) and not isinstance(x.sum(1).shape[0], SymInt)
+  assert str(x.sum(0).shape[0].sym) == "i"
+  assert type(Tensor(A).shape[1]) is int
+
+
+@pytest.mark.parametrize("name,fn,ref", [
+  ("sum", lambda x: x.sum(1), lambda x: x.sum(1)),
+  ("max", lambda x: x.max(0), lambda x: x.max(0)),
+  ("softmax", lambda x: x.softmax(-1), lambda x: np.exp(x) / np.exp(x).sum(-1, keepdims=True)),
+  ("elementwise", lambda x: (x * 3 - 1).exp(), lambda x: np.exp(x * 3 - 1)),
+  ("transpose_contiguous", lambda x: x.T.contiguous(), lambda x: x.T),
+  ("pad", lambda x: x.pad((None, (2, 1))) + 1, lambda x: np.pad(x, ((0, 0), (2, 1))) + 1),
+  ("gram", lambda x: x @ x.T, lambda x: x @ x.T),
+  ("outer_reduce", lambda x: (x.T @ x).sum(), lambda x: (x.T @ x).sum()),
+])
+def test_kernels_compile_once_for_every_value(name, fn, ref):
+  a = Tensor(A).realize()
+  var = Variable("i", 1, 10)
+  before = None
+  for i in (3, 7, 10, 5, 2):
+    got = fn(a[:, :var.bind(i)]).numpy()
+    np.testing.assert_allclose(got, ref(A[:, :i]), rtol=1e-5, atol=1e-5, err_msg=f"{name} i={i}")
+    if before is None: before = built(a)  # the first value compiles
+  assert built(a) == before, f"{name}: later values of i compiled {built(a) - before} more programs"
+
+
+def test_attention_over_a_variable_length_compiles_once():
+  H, D, MAX = 2, 8, 16
+  k, v, q = (RNG.standard_normal(s).astype(np.float32) for s in [(1, H, MAX, D), (1, H, MAX, D), (1, H, 1, D)])
+  tk, tv, tq = Tensor(k).realize(), Tensor(v).realize(), Tensor(q).realize()
+  sp = Variable("sp", 1, MAX)
+  before = None
+  for n in (3, 16, 9, 4):
+    n_ = sp.bind(n)
+    got = (tq @ tk[:, :, :n_].transpose(-1, -2) / np.sqrt(D)).softmax(-1) @ tv[:, :, :n_]
+    s = q @ k[:, :, :n].transpose(0, 1, 3, 2) / np.sqrt(D)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(got.numpy(), (p / p.sum(-1, keepdims=True)) @ v[:, :, :n], rtol=1e-5, atol=1e-6)
+    if before is None: before = built(tk)
+  assert built(tk) == before
+
+
+def test_assign_at_a_variable_offset_compiles_once():
+  cache = Tensor.zeros(2, 8).contiguous().realize()
+  p = Variable("p", 0, 7)
+  want = np.zeros((2, 8), np.float32)
+  before = None
+  for n in (0, 3, 7, 5):
+    vp = p.bind(n)
+    cache[:, vp:vp + 1].assign(Tensor([[n + 1.0], [-n - 1.0]])).realize()
+    want[:, n] = [n + 1, -n - 1]
+    np.testing.assert_array_equal(cache.numpy(), want)
+    if before is None: before = built(cache)
+  assert built(cache) == before
+
+
+def test_two_variables():
+  a = Tensor(A).realize()
+  i, j = Variable("i", 1, 3), Variable("j", 1, 10)
+  before = None
+  for m, n in ((2, 3), (3, 10), (2, 5)):  # (a size of 1 specializes: see below)
+    x = a[:i.bind(m), :j.bind(n)]
+    assert str(x.shape[0].sym) == "i" and str(x.shape[1].sym) == "j"
+    np.testing.assert_allclose((x * x).sum(1).numpy(), (A[:m, :n] ** 2).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(x.reshape(-1).numpy(), A[:m, :n].reshape(-1))
+    if before is None: before = built(a)
+  assert built(a) == before
+
+
+@pytest.mark.parametrize("i", [1, 4, 9])
+def test_what_cannot_be_symbolic_is_computed_for_the_value(i):
+  # Splitting a symbolic dim, a size of 1, and bounds past the tensor give concrete kernels:
+  # right for the value bound, compiled for it.
+  a = Tensor(A)
+  vi = Variable("i", 1, 10).bind(i)
+  x = a[:, :vi]
+  if i % 2 == 0:
+    np.testing.assert_array_equal(x.reshape(3, 2, i // 2).numpy(), A[:, :i].reshape(3, 2, i // 2))
+  np.testing.assert_allclose(x.reshape(3, 1, i).sum(2).numpy(), A[:, :i].sum(1, keepdims=True), rtol=1e-5)
+  big = Variable("b", 1, 100).bind(i)  # its max reads past A: never instantiated there
+  np.testing.assert_allclose(a[:, :big].sum(1).numpy(), A[:, :i].sum(1), rtol=1e-5)
+
+
+def test_conflicting_values_are_an_error():
+  a = Tensor(A)
+  x = a[:, :Variable("i", 1, 10).bind(3)]
+  y = a[:, :Variable("i", 1, 10).bind(3)]
+  np.testing.assert_allclose((x + y).numpy(), 2 * A[:, :3])
+  z = a[:, 1:Variable("i", 1, 10).bind(4)]
+  with pytest.raises(ValueError, match=r"\[add\] Variable 'i' is bound to both 3 and 4"):
+    x + z
+
+
+def test_symbolic_arithmetic_in_sizes():
+  a = Tensor(A)
+  v = Variable("i", 1, 8)
+  before = None
+  for i in (2, 5, 8):
+    vi = v.bind(i)
+    x = a[:, vi - 1:vi + 2]  # three columns at a moving offset
+    assert x.shape == (3, 3)
+    np.testing.assert_array_equal(x.numpy(), A[:, i - 1:i + 2])
+    if before is None: before = built(a)
+  assert built(a) == before
