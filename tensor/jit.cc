@@ -1,6 +1,7 @@
 #include "tensor/jit.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -40,6 +41,14 @@ void JitCapture::record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate reg
 
 void JitCapture::reject(std::string why) { rejected_.push_back(std::move(why)); }
 
+void JitCapture::specialize(std::string why) {
+  if (specialized_.size() < 4) specialized_.push_back(std::move(why));
+}
+
+void jit_specialize(std::string why) {
+  if (JitCapture* c = jit_capture()) c->specialize(std::move(why));
+}
+
 }  // namespace detail
 
 struct TinyJit::Captured {
@@ -49,12 +58,14 @@ struct TinyJit::Captured {
     std::vector<runtime::Buffer> bufs;
     std::vector<int> input;  // per buffer: the input bound there, or -1
     detail::JitCapture::Regenerate regen;
-    std::vector<int64_t> vars;  // launch scalars
+    std::vector<int64_t> vars;           // launch scalars
+    std::vector<std::string> var_names;  // their Variables (a shared capture's replays)
   };
   struct Input {
     Shape shape;
     DType dtype;
     std::shared_ptr<runtime::Device> device;
+    std::shared_ptr<const compiler::SymTracker> sym;  // a symbolic shape: any value fits
   };
   struct Output {
     int input = -1;  // an input returned as is
@@ -62,15 +73,29 @@ struct TinyJit::Captured {
     DType dtype;
     Shape base_shape;
     ShapeTracker st;
+    // Symbolic outputs: their trackers, evaluated at each replay's values.
+    std::shared_ptr<const compiler::SymTracker> base_sym, sym;
   };
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   std::vector<Step> steps;
   std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use
   size_t kernels = 0, intermediate_bytes = 0, planned_bytes = 0;
+  std::vector<std::string> specialized;  // why replays need the captured values (empty: shared)
+  bool symbolic = false;                 // some kernel takes a Variable at launch
+  // Variables whose values were verified not to matter: a capture at values differing in them
+  // launched the same programs.
+  std::set<std::string> verified;
+  compiler::Bindings vals;  // the values it was captured with
   // The steps as one device graph (one submission per replay), when the device has graphs and
   // the capture has no random uploads between its kernels.
   std::unique_ptr<runtime::Graph> graph;
+
+  std::vector<StepView> step_views() const {
+    std::vector<StepView> out;
+    for (const Step& st : steps) out.push_back({st.prg.get(), &st.input, &st.var_names});
+    return out;
+  }
 };
 
 namespace {
@@ -105,19 +130,90 @@ void TinyJit::reset() {
   calls_ = 0;
 }
 
-std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
+bool TinyJit::may_share() const {
+  return captured_ && captured_->symbolic && captured_->specialized.empty();
+}
+
+bool TinyJit::shared() const {
+  if (!may_share()) return false;
+  for (auto& [k, v] : captured_->vals)
+    if (!captured_->verified.count(k)) return false;
+  return true;
+}
+
+const compiler::Bindings& TinyJit::captured_vals() const {
+  static const compiler::Bindings kNone;
+  return captured_ ? captured_->vals : kNone;
+}
+
+namespace {
+// Where captures `a` and `b` (of one function at different values) first differ in the programs
+// they launch, their inputs, Variables or random uploads; empty when they do not.
+std::string first_difference(const std::vector<TinyJit::StepView>& a,
+                             const std::vector<TinyJit::StepView>& b) {
+  auto name = [](const TinyJit::StepView& v) {
+    return v.prg ? v.prg->spec.name : std::string("a random upload");
+  };
+  for (size_t i = 0; i < std::min(a.size(), b.size()); i++)
+    if (a[i].prg != b[i].prg || *a[i].input != *b[i].input || *a[i].var_names != *b[i].var_names)
+      return "step " + std::to_string(i) + " is " + name(a[i]) + " in one and " + name(b[i]) +
+             " in the other";
+  if (a.size() != b.size())
+    return std::to_string(a.size()) + " steps in one and " + std::to_string(b.size()) +
+           " in the other";
+  return "";
+}
+}  // namespace
+
+std::string TinyJit::why_not_shared() const {
+  if (!captured_) return "nothing is captured yet";
+  if (!captured_->specialized.empty()) {
+    std::string why;
+    for (auto& r : captured_->specialized) why += (why.empty() ? "" : "; ") + r;
+    return why;
+  }
+  if (!captured_->symbolic) return "no kernel takes a Variable at launch";
+  return shared()
+             ? ""
+             : "not verified yet: no call with other values of every Variable since the capture";
+}
+
+std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs,
+                                        const compiler::Bindings& vals) {
   std::vector<Tensor> xs = as_buffers(inputs);
   calls_++;
-  if (captured_) return replay(xs);
+  std::set<std::string> changed;  // Variables whose values differ from the capture's
+  if (captured_ && may_share()) {
+    for (auto& [k, v] : vals)
+      if (auto it = captured_->vals.find(k); it == captured_->vals.end() || it->second != v)
+        changed.insert(k);
+    for (auto& k : captured_->verified) changed.erase(k);
+  }
+  if (!changed.empty()) {  // verify: capture again at these values and compare
+    std::unique_ptr<Captured> first = std::move(captured_);
+    std::vector<Tensor> outs = capture(xs, vals);
+    std::string diff = first_difference(first->step_views(), captured_->step_views());
+    if (diff.empty()) {
+      captured_->verified = first->verified;
+      captured_->verified.insert(changed.begin(), changed.end());
+    } else
+      captured_->specialized.push_back(
+          "the captures at two values of its Variables launch different programs (a value "
+          "used on the host, such as mean's divisor): " +
+          diff);
+    return outs;
+  }
+  if (captured_) return replay(xs, vals);
   if (calls_ == 1) {
     std::vector<Tensor> outs = as_buffers(fn_(xs));
     for (auto& o : outs) o = o.detach();
     return outs;
   }
-  return capture(xs);
+  return capture(xs, vals);
 }
 
-std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs) {
+std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs,
+                                     const compiler::Bindings& vals) {
   detail::JitCapture cap;
   std::vector<Tensor> outs;
   {
@@ -134,12 +230,12 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs) {
   std::unordered_map<const DeviceBuffer*, int> input_of;
   for (size_t i = 0; i < xs.size(); i++) {
     const Lazy& l = xs[i].lazy();
-    c->inputs.push_back({l.shape(), l.dtype(), l.base->device});
+    c->inputs.push_back({l.shape(), l.dtype(), l.base->device, l.sym});
     input_of.emplace(l.base->realized.get(), static_cast<int>(i));
   }
   for (const Tensor& o : outs) {
     const Lazy& l = o.lazy();
-    Captured::Output out{-1, l.base->realized, l.dtype(), l.base->shape, l.st};
+    Captured::Output out{-1, l.base->realized, l.dtype(), l.base->shape, l.st, l.base->sym, l.sym};
     if (auto it = input_of.find(out.buf.get()); it != input_of.end()) {
       out.input = it->second;
       out.buf.reset();
@@ -147,6 +243,9 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs) {
     c->outputs.push_back(std::move(out));
   }
   plan(cap, input_of, *c);
+  c->specialized = cap.specialized_;
+  c->vals = vals;
+  for (const Captured::Step& st : c->steps) c->symbolic |= !st.var_names.empty();
   captured_ = std::move(c);
   BG_LOG(1) << "jit: captured " << captured_->kernels << " kernels and "
             << captured_->steps.size() - captured_->kernels << " random uploads; intermediates "
@@ -216,7 +315,9 @@ void TinyJit::plan(detail::JitCapture& cap,
     placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
   }
   for (auto& st : cap.steps_) {
-    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars};
+    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}};
+    if (st.prg)
+      for (const compiler::VarArg& v : st.prg->spec.vars) step.var_names.push_back(v.name);
     for (auto& b : st.bufs) {
       auto p = placed.find(b.get());
       step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
@@ -244,8 +345,9 @@ void TinyJit::make_graph(Captured& c, size_t num_inputs) {
   }
 }
 
-std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
+std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs, const compiler::Bindings& vals) {
   const Captured& c = *captured_;
+  bool fresh = c.symbolic && c.specialized.empty();  // launch with this call's values
   if (xs.size() != c.inputs.size())
     fail("jit", std::to_string(xs.size()) + " inputs; the captured call had " +
                     std::to_string(c.inputs.size()));
@@ -253,7 +355,9 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
   for (size_t i = 0; i < xs.size(); i++) {
     const Lazy& l = xs[i].lazy();
     const auto& want = c.inputs[i];
-    if (l.shape() != want.shape || l.dtype() != want.dtype || l.base->device != want.device)
+    bool sym_ok = fresh && want.sym && l.sym && l.sym->shape() == want.sym->shape();
+    if ((l.shape() != want.shape && !sym_ok) || l.dtype() != want.dtype ||
+        l.base->device != want.device)
       fail("jit", "input " + std::to_string(i) + " is " +
                       describe(l.shape(), l.dtype(), *l.base->device) + "; the captured call had " +
                       describe(want.shape, want.dtype, *want.device));
@@ -263,27 +367,59 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs) {
     if (step.prg) counters().count_kernel(step.prg->spec);
   if (c.graph) {
     c.graph->replay(in).throw_if_error("jit");
-    return outputs(xs);
+    return outputs(xs, vals);
   }
   std::vector<runtime::Buffer> bufs;
+  std::vector<int64_t> vars;
   for (const Captured::Step& step : c.steps) {
     bufs = step.bufs;
     for (size_t s = 0; s < bufs.size(); s++)
       if (step.input[s] >= 0) bufs[s] = in[step.input[s]];
-    if (step.prg)
-      step.device->launch(*step.prg, bufs, step.vars).throw_if_error("jit");
-    else
+    if (!step.prg) {
       step.regen(*step.device, bufs[0]);
+      continue;
+    }
+    vars = step.vars;
+    for (size_t k = 0; fresh && k < step.var_names.size(); k++) {
+      auto it = vals.find(step.var_names[k]);
+      if (it == vals.end())
+        fail("jit", "the capture takes Variable '" + step.var_names[k] +
+                        "', which this call does not bind");
+      vars[k] = it->second;
+    }
+    step.device->launch(*step.prg, bufs, vars).throw_if_error("jit");
   }
-  return outputs(xs);
+  return outputs(xs, vals);
 }
 
-std::vector<Tensor> TinyJit::outputs(const std::vector<Tensor>& xs) const {
+std::vector<Tensor> TinyJit::outputs(const std::vector<Tensor>& xs,
+                                     const compiler::Bindings& vals) const {
   const Captured& c = *captured_;
+  bool fresh = c.symbolic && c.specialized.empty();
+  // A symbolic tracker at this call's values (its own, where this call binds fewer).
+  auto at = [&](const std::shared_ptr<const compiler::SymTracker>& s) {
+    auto out = std::make_shared<compiler::SymTracker>(*s);
+    for (auto& [k, v] : vals)
+      if (out->vals.count(k)) out->vals[k] = v;
+    return std::shared_ptr<const compiler::SymTracker>(std::move(out));
+  };
   std::vector<Tensor> outs;
   for (const Captured::Output& o : c.outputs) {
     if (o.input >= 0) {
-      outs.push_back(Tensor(lazy_view(xs[o.input].lazy(), o.st)));
+      const Lazy& in = xs[o.input].lazy();
+      if (fresh && o.sym && in.sym) {
+        auto s = at(o.sym);
+        outs.push_back(Tensor(lazy_view(in, s->eval(), s)));
+      } else {
+        outs.push_back(Tensor(lazy_view(in, o.st)));
+      }
+    } else if (fresh && o.sym) {
+      auto s = at(o.sym);
+      Shape base_shape = o.base_shape;
+      if (o.base_sym) base_shape = at(o.base_sym)->eval().shape();
+      Lazy base = lazy_buffer(o.buf, o.dtype, base_shape);
+      if (o.base_sym) base.base->sym = at(o.base_sym);
+      outs.push_back(Tensor(lazy_view(base, s->eval(), s)));
     } else {
       outs.push_back(Tensor(lazy_view(lazy_buffer(o.buf, o.dtype, o.base_shape), o.st)));
     }

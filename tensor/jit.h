@@ -42,7 +42,23 @@ class TinyJit {
   // Runs (calls 1 and 2) or replays (later calls) the function; the outputs are realized.
   // Throws Error("[jit] ...") for inputs unlike the captured ones, and when the second call
   // did something a replay cannot repeat (the message says what).
-  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+  //
+  // Symbolic shapes: `vals` are the values of the Variables of this call. A capture whose
+  // kernels all took the Variables as launch scalars (nothing was computed for the values of
+  // the capture) is shared(): a replay launches it with `vals`, and inputs of symbolic shape
+  // may have other sizes. Otherwise replays need the captured values.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs,
+                                 const compiler::Bindings& vals = {});
+  // Whether the capture serves every value of its Variables (see operator()), and if not why.
+  // A capture that may be shared is verified on the first call with other values: that call is
+  // captured again, and the capture is shared when both launch the same programs in the same
+  // way (a value used on the host, `mean`'s divisor, makes other programs); otherwise the new
+  // capture serves its values only.
+  bool shared() const;
+  bool may_share() const;
+  std::string why_not_shared() const;
+  // The values of the Variables the capture was made with.
+  const compiler::Bindings& captured_vals() const;
 
   int calls() const { return calls_; }
   bool captured() const { return captured_ != nullptr; }
@@ -56,16 +72,23 @@ class TinyJit {
   // Forgets the capture: the next call runs eagerly again.
   void reset();
 
+  // What verification compares of one captured step.
+  struct StepView {
+    const runtime::Program* prg;  // null for a random upload
+    const std::vector<int>* input;
+    const std::vector<std::string>* var_names;
+  };
+
  private:
   struct Captured;
-  std::vector<Tensor> capture(const std::vector<Tensor>& xs);
-  std::vector<Tensor> replay(const std::vector<Tensor>& xs);
+  std::vector<Tensor> capture(const std::vector<Tensor>& xs, const compiler::Bindings& vals);
+  std::vector<Tensor> replay(const std::vector<Tensor>& xs, const compiler::Bindings& vals);
   static void plan(detail::JitCapture& cap,
                    const std::unordered_map<const DeviceBuffer*, int>& input_of,
                    Captured& c);
   static void make_graph(Captured& c, size_t num_inputs);
   // The captured outputs as tensors over this replay's buffers.
-  std::vector<Tensor> outputs(const std::vector<Tensor>& xs) const;
+  std::vector<Tensor> outputs(const std::vector<Tensor>& xs, const compiler::Bindings& vals) const;
 
   Fn fn_;
   int calls_ = 0;
@@ -86,6 +109,9 @@ class JitCapture {
   void record_kernel(std::shared_ptr<runtime::Program> prg,
                      std::vector<std::shared_ptr<DeviceBuffer>> bufs,
                      std::vector<int64_t> vars = {});
+  // Something in the captured call was computed for the current values of its Variables (a
+  // kernel built for them, a size or scalar taken from one): its replays need those values.
+  void specialize(std::string why);
   void record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen);
   // Marks the capture as not replayable; the JIT throws `why` when the call ends.
   void reject(std::string why);
@@ -100,7 +126,11 @@ class JitCapture {
   };
   std::vector<Step> steps_;
   std::vector<std::string> rejected_;
+  std::vector<std::string> specialized_;
 };
+
+// JitCapture::specialize on the capture running on this thread, if any.
+void jit_specialize(std::string why);
 
 // The capture running on this thread, or null.
 JitCapture* jit_capture();

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "compiler/view_ops.h"
 #include "tensor/counters.h"
+#include "tensor/jit.h"
 
 namespace baregrad::tensor {
 
@@ -139,6 +140,11 @@ Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
     for (size_t i = 1; i < srcs.size(); i++) check_same_device(name, srcs[0], srcs[i]);
   }
   // Constant folding: an op on constants is a constant (so no kernel lacks a shape to run in).
+  // Of symbolic views, it is a constant of the current values' shape.
+  auto specialize_const = [&] {
+    for (auto& s : srcs)
+      if (s.sym) detail::jit_specialize("a constant of symbolic shape was folded");
+  };
   std::vector<double> vals;
   for (auto& s : srcs)
     if (auto v = const_value(s)) vals.push_back(*v);
@@ -147,10 +153,12 @@ Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
     std::vector<int64_t> iv(vals.begin(), vals.end());
     if (op == Op::WHERE) iv[0] = vals[0] != 0;
     bool div0 = (op == Op::IDIV || op == Op::MOD) && iv[1] == 0;
+    if (!div0) specialize_const();
     if (!div0)
       return lazy_const(srcs[0].base->device, dtype,
                         static_cast<double>(compiler::exec_alu_int(op, in, iv)), srcs[0].shape());
   } else if (vals.size() == srcs.size()) {
+    specialize_const();
     return lazy_const(srcs[0].base->device, dtype, compiler::exec_alu_float(op, in, vals),
                       srcs[0].shape());
   }
@@ -237,6 +245,8 @@ Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes) {
     empty |= out_shape[a] == 0;
     out_shape[a] = 1;
   }
+  if ((empty || const_value(src)) && src.sym)
+    detail::jit_specialize("a reduction over a symbolic shape was folded");
   if (empty) {
     double id = op == Op::ADD ? 0 : op == Op::MUL ? 1 : compiler::dtypes::min_value(src.dtype());
     if (op == Op::MAX && compiler::dtypes::is_float(src.dtype())) id = -INFINITY;

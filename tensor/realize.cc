@@ -45,7 +45,12 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       std::vector<int64_t> vars = launch_vars((*prg)->spec, plan, item.vars);
       dev->launch(**prg, bufs, vars).throw_if_error("realize");
       counters().count_kernel((*prg)->spec);
-      if (capture) capture->record_kernel(*prg, std::move(owners), std::move(vars));
+      if (capture) {
+        if (item.specialized)
+          capture->specialize("kernel " + (*prg)->spec.name +
+                              " was built for the current values of its Variables");
+        capture->record_kernel(*prg, std::move(owners), std::move(vars));
+      }
     }
     out->realized = std::move(realized);
     out->write_into.reset();

@@ -87,6 +87,11 @@ bool sym_kernel_ok(const UOpPtr& ast, const std::vector<std::shared_ptr<LazyBase
   };
   std::vector<Sym> sizes;
   for (const UOp* n : ast->toposort()) {
+    if (n->op() == Op::REDUCE_AXIS)  // the stored result has size 1 on the reduced axes
+      for (int a : n->arg_as<compiler::ReduceArg>().axes)
+        for (const UOpPtr& store : ast->src())
+          if (last_sym(store->src(0)->arg_as<ShapeTracker>()).shape[a] != Sym(1))
+            return no("the stored shape is not 1 on reduced axis " + std::to_string(a));
     if (n->op() != Op::VIEW) continue;
     const ShapeTracker& st = n->arg_as<ShapeTracker>();
     compiler::SymView v = last_sym(st);
@@ -322,13 +327,16 @@ class Scheduler {
     KernelCtx k;
     UOpPtr g = global_of(k, out);
     SymTracker st = out->sym ? *out->sym : SymTracker::contiguous(compiler::to_syms(out->shape));
-    if (!reduces.empty() && reduces[0]->shape != out->shape) {
-      const LazyBase* r = reduces[0];
-      std::optional<SymTracker> full =
-          compiler::sym_reshape(st, r->sym ? r->sym->shape() : compiler::to_syms(r->shape));
+    const LazyBase* r = reduces.empty() ? nullptr : reduces[0];
+    std::vector<Sym> r_shape = !r       ? st.shape()
+                               : r->sym ? r->sym->shape()
+                                        : compiler::to_syms(r->shape);
+    if (r_shape != st.shape()) {  // (symbolic shapes: also where a size is 1 for now only)
+      std::optional<SymTracker> full = compiler::sym_reshape(st, r_shape);
       if (!full) {
-        BG_LOG(2) << "symbolic kernel built for the current values: the reduction's shape "
-                  << compiler::syms_str(st.shape()) << " has no symbolic form";
+        BG_LOG(2) << "symbolic kernel built for the current values: the output "
+                  << compiler::syms_str(st.shape()) << " is no reshape of its reduction's "
+                  << compiler::syms_str(r_shape);
         return std::nullopt;
       }
       st = *full;
@@ -355,6 +363,7 @@ class Scheduler {
     ScheduleItem item = concrete_kernel(out, reduces);
     if (item.saw_sym && !symbolic)  // a concrete output reading a symbolic view (an offset)
       if (std::optional<ScheduleItem> sym = sym_kernel(out, reduces)) return std::move(*sym);
+    item.specialized = symbolic || item.saw_sym;
     return item;
   }
 

@@ -18,6 +18,8 @@ struct ScheduleItem {
   compiler::Bindings vars;
   // Built from views that hold a Variable (as a symbolic kernel, or for the current values).
   bool saw_sym = false;
+  // Built for the current values of Variables that it could not take at launch.
+  bool specialized = false;
 };
 
 // Elements the output of a kernel needs: its size, or the largest any value of its Variables

@@ -6,6 +6,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "compiler/view_ops.h"
+#include "tensor/jit.h"
 #include "tensor/tensor.h"
 #include "tensor/tensor_internal.h"
 
@@ -65,11 +66,18 @@ std::optional<std::vector<Sym>> infer_reshape(const std::vector<Sym>& from,
   return out;
 }
 
+// A symbolic shape `op` could not keep: the result has the current values' sizes, so a TinyJit
+// capture of it serves only those values.
+std::optional<SymTracker> or_specialize(std::optional<SymTracker> st, const char* op) {
+  if (!st) detail::jit_specialize(std::string(op) + " of a symbolic shape has no symbolic form");
+  return st;
+}
+
 // `l` seen through `st`, with its symbolic form `op(sym)` when `l` has one.
 template <class F>
-Lazy view_of(const Lazy& l, compiler::ShapeTracker st, F op) {
+Lazy view_of(const Lazy& l, compiler::ShapeTracker st, const char* name, F op) {
   if (!l.sym) return lazy_view(l, std::move(st));
-  return lazy_view(l, std::move(st), keep_sym(op(*l.sym)));
+  return lazy_view(l, std::move(st), keep_sym(or_specialize(op(*l.sym), name)));
 }
 
 Shape eval_all(const std::vector<Sym>& v, const compiler::Bindings& vals) {
@@ -126,7 +134,7 @@ Tensor Tensor::reshape(Shape s) const {
   if (s == shape()) return *this;
   Shape from = shape();
   const Lazy& l = impl_->lazy;
-  Lazy v = view_of(l, compiler::reshape(l.st, s), [&](const SymTracker& st) {
+  Lazy v = view_of(l, compiler::reshape(l.st, s), "reshape", [&](const SymTracker& st) {
     auto to = infer_reshape(st.shape(), from, s);
     return to ? compiler::sym_reshape(st, *to) : std::nullopt;
   });
@@ -142,7 +150,7 @@ Tensor Tensor::permute(std::vector<int> order) const {
   for (int& a : order) a = norm_axis("permute", a, ndim());
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); i++) inverse[order[i]] = static_cast<int>(i);
-  Lazy v = view_of(impl_->lazy, compiler::permute(impl_->lazy.st, order),
+  Lazy v = view_of(impl_->lazy, compiler::permute(impl_->lazy.st, order), "permute",
                    [&](const SymTracker& st) { return compiler::sym_permute(st, order); });
   return record(std::move(v), "permute", {*this},
                 [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
@@ -161,11 +169,12 @@ Tensor Tensor::expand(Shape s) const {
   std::vector<int> grown;  // the broadcast dims sum their gradient back
   for (size_t i = 0; i < s.size(); i++)
     if (cur[i] != s[i]) grown.push_back(static_cast<int>(i));
-  Lazy v = view_of(t.impl_->lazy, compiler::expand(t.impl_->lazy.st, s), [&](const SymTracker& st) {
-    std::vector<Sym> to = st.shape();  // unchanged dims keep their Sym
-    for (int a : grown) to[a] = s[a];
-    return compiler::sym_expand(st, to);
-  });
+  Lazy v = view_of(t.impl_->lazy, compiler::expand(t.impl_->lazy.st, s), "expand",
+                   [&](const SymTracker& st) {
+                     std::vector<Sym> to = st.shape();  // unchanged dims keep their Sym
+                     for (int a : grown) to[a] = s[a];
+                     return compiler::sym_expand(st, to);
+                   });
   return record(std::move(v), "expand", {t},
                 [grown](const Tensor& g) { return Grads{g.sum(grown, true)}; });
 }
@@ -186,12 +195,12 @@ Tensor Tensor::expand_sym(const std::vector<Sym>& shape, const compiler::Binding
     compiler::merge_bindings("expand", base.vals, vals);
     std::optional<SymTracker> st = compiler::sym_reshape(base, ones);
     if (st) st = compiler::sym_expand(*st, shape);
-    t.impl_->lazy.sym = keep_sym(st);
+    t.impl_->lazy.sym = keep_sym(or_specialize(st, "expand"));
     return t;
   }
   SymTracker base = sym_or_const(impl_->lazy);
   compiler::merge_bindings("expand", base.vals, vals);
-  t.impl_->lazy.sym = keep_sym(compiler::sym_expand(base, shape));
+  t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_expand(base, shape), "expand"));
   return t;
 }
 
@@ -199,7 +208,7 @@ Tensor Tensor::shrink_sym(const SymRanges& ranges, const compiler::Bindings& val
   Tensor t = shrink(eval_ranges(ranges, vals));  // checks the ranges
   SymTracker base = sym_or_const(impl_->lazy);
   compiler::merge_bindings("shrink", base.vals, vals);
-  t.impl_->lazy.sym = keep_sym(compiler::sym_shrink(base, ranges));
+  t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_shrink(base, ranges), "shrink"));
   return t;
 }
 
@@ -207,7 +216,7 @@ Tensor Tensor::pad_sym(const SymRanges& before_after, const compiler::Bindings& 
   Tensor t = pad(eval_ranges(before_after, vals));  // checks the sizes
   SymTracker base = sym_or_const(impl_->lazy);
   compiler::merge_bindings("pad", base.vals, vals);
-  t.impl_->lazy.sym = keep_sym(compiler::sym_pad(base, before_after));
+  t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_pad(base, before_after), "pad"));
   return t;
 }
 
@@ -226,7 +235,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after) const 
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < before_after.size() && i < from.size(); i++)
     back.push_back({before_after[i].first, before_after[i].first + from[i]});
-  Lazy v = view_of(impl_->lazy, std::move(st), [&](const SymTracker& t) {
+  Lazy v = view_of(impl_->lazy, std::move(st), "pad", [&](const SymTracker& t) {
     SymRanges r;
     for (auto& [b, a] : before_after) r.emplace_back(b, a);
     return compiler::sym_pad(t, r);
@@ -241,7 +250,7 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   std::vector<std::pair<int64_t, int64_t>> back;
   for (size_t i = 0; i < ranges.size() && i < from.size(); i++)
     back.push_back({ranges[i].first, from[i] - ranges[i].second});
-  Lazy v = view_of(impl_->lazy, std::move(st), [&](const SymTracker& t) {
+  Lazy v = view_of(impl_->lazy, std::move(st), "shrink", [&](const SymTracker& t) {
     SymRanges r;
     for (auto& [lo, hi] : ranges) r.emplace_back(lo, hi);
     return compiler::sym_shrink(t, r);
@@ -254,7 +263,7 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   std::vector<bool> f(ndim(), false);
   for (int a : norm_axes("flip", axes)) f[a] = true;
   std::vector<int> flipped = norm_axes("flip", axes);
-  Lazy v = view_of(impl_->lazy, compiler::flip(impl_->lazy.st, f),
+  Lazy v = view_of(impl_->lazy, compiler::flip(impl_->lazy.st, f), "flip",
                    [&](const SymTracker& st) { return compiler::sym_flip(st, f); });
   return record(std::move(v), "flip", {*this},
                 [flipped](const Tensor& g) { return Grads{g.flip(flipped)}; });

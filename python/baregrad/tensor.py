@@ -55,6 +55,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
     if isinstance(data, pathlib.PurePath) or (is_disk(device) and data is not None): return  # made by __new__
+    if variable.in_use and isinstance(data, (int, list, tuple)): variable.note_value_use("Tensor", data)
     _dtype = to_dtype(dtype) if dtype is not None else None
     _device = canonicalize_device(device)
     if isinstance(data, _C.Tensor): c = data
@@ -392,6 +393,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     check_int64("empty", argfix(*shape))
+    variable.note_value_use("empty", argfix(*shape))
     if is_disk(device): return DiskTensor.empty(argfix(*shape), dt, disk_device(device))
     return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
 
@@ -403,6 +405,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[full] invalid shape {shape}")
     if math.prod(s for s in shape if s) > 2**63 - 1: raise ValueError(f"[full] shape {tuple(shape)} has more than 2**63-1 elements")
     base = Tensor._const_c(fill_value, dt, canonicalize_device(device))
+    if variable.in_use and any(variable.is_symbolic(s) for s in shape):  # a symbolic shape
+      c = base.reshape([1] * len(shape)).expand_sym([variable.sym_of(s) for s in shape], variable.vals_of(shape))
+      return Tensor._finish(c, device, requires_grad)
     c = base.reshape([1] * len(shape)).expand(list(shape)) if shape else base
     return Tensor._finish(c, device, requires_grad)
 
@@ -415,6 +420,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def arange(start, stop=None, step=1, **kwargs) -> Tensor:
     if stop is None: stop, start = start, 0
     if step == 0: raise ValueError(f"[arange] step 0")
+    variable.note_value_use("arange", (start, stop, step))
     ints = not any(isinstance(x, float) for x in (start, stop, step))
     explicit = kwargs.pop("dtype", None)
     dt = to_dtype(explicit or (dtypes.default_int if ints else dtypes.default_float))
@@ -475,6 +481,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   @staticmethod
   def rand(*shape, device: str | None = None, dtype: Any = None, contiguous: bool = True, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    variable.note_value_use("rand", shape)
     if kwargs: raise TypeError(f"[rand] unexpected keyword arguments: {', '.join(sorted(kwargs))}")
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise ValueError(f"[rand] dtype {dt} is not a float dtype")
@@ -488,6 +495,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   @staticmethod
   def randn(*shape, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
+    variable.note_value_use("randn", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt):  # tinygrad's: float32 normal samples cast to the dtype (ints truncate)
       return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, canonicalize_device(device)).cast(dt.key), device, requires_grad)
@@ -498,6 +506,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   @staticmethod
   def randint(*shape, low=0, high=10, dtype=dtypes.int32, device: str | None = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
+    variable.note_value_use("randint", shape)
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"[randint] low={low} and high={high} must be integers")
     dt = to_dtype(dtype)
     if not dtypes.is_int(dt): raise TypeError(f"[randint] dtype={dt} must be int")
@@ -505,12 +514,14 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, requires_grad: bool | None = None, dtype: Any = None, device: str | None = None, **kwargs) -> Tensor:
+    variable.note_value_use("normal", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if std < 0: raise ValueError(f"[normal] std={std} must be >= 0")
     return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
+    variable.note_value_use("uniform", shape)
     # tinygrad's ((high - low) * rand(*shape)).cast(dtype) + low, rand in the default float
     dt = to_dtype(dtype or dtypes.default_float)
     shape = argfix(*shape)

@@ -147,6 +147,13 @@ def vals_of(*xs) -> dict:
   return out
 
 
+def note_value_use(op: str, *xs) -> None:
+  """Records that `op` used a SymInt in `xs` for its value (a scalar, or a size it cannot keep
+  symbolic): a TinyJit capture doing so serves only the values it was made with."""
+  if in_use and (vals := vals_of(*xs)):
+    _C.jit_specialize(f"[{op}] used the value of Variable " + ", ".join(f"'{k}'" for k in vals))
+
+
 def _bindings_in(x, found: dict | None = None) -> dict:
   """{name: value} of the bound Variables in `x` (nested lists, tuples, dicts and slices); an
   unbound Variable there is a TypeError naming it."""

@@ -60,12 +60,18 @@ void bind_training(py::module_& m) {
   py::class_<TinyJit>(m, "TinyJit")
       .def(py::init(
           [](py::function fn) { return std::make_unique<TinyJit>(jit_fn(std::move(fn))); }))
-      .def("__call__", &TinyJit::operator())
+      .def("__call__", &TinyJit::operator(), py::arg("inputs"),
+           py::arg("vals") = compiler::Bindings{})
+      .def_property_readonly("shared", &TinyJit::shared)
+      .def_property_readonly("may_share", &TinyJit::may_share)
+      .def_property_readonly("captured_vals", &TinyJit::captured_vals)
+      .def_property_readonly("why_not_shared", &TinyJit::why_not_shared)
       .def_property_readonly("calls", &TinyJit::calls)
       .def_property_readonly("captured", &TinyJit::captured)
       .def_property_readonly("kernel_count", &TinyJit::kernel_count)
       .def_property_readonly("uses_graph", &TinyJit::uses_graph)
       .def("reset", &TinyJit::reset);
+  m.def("jit_specialize", &tensor::detail::jit_specialize, py::arg("why"));
 
   m.def("safe_save", &tensor::safe_save, py::arg("tensors"), py::arg("path"), py::arg("metadata"));
   m.def("safe_load", &tensor::safe_load, py::arg("path"), py::arg("device") = "");

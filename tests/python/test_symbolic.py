@@ -129,3 +129,66 @@ def test_symbolic_arithmetic_in_sizes():
     np.testing.assert_array_equal(x.numpy(), A[:, i - 1:i + 2])
     if before is None: before = built(a)
   assert built(a) == before
+
+
+def test_jit_kv_cache_decode_shares_one_capture():
+  # A decoder's step: write this position's key and value into the caches, attend over the
+  # positions so far. One capture serves every position; each step matches numpy.
+  from baregrad import TinyJit
+  H, D, MAX = 2, 4, 12
+  ck = Tensor.zeros(1, H, MAX, D).contiguous().realize()
+  cv = Tensor.zeros(1, H, MAX, D).contiguous().realize()
+  calls = []
+  def step(q, k_new, v_new, sp):
+    calls.append(int(sp))
+    ck[:, :, sp:sp + 1].assign(k_new)
+    cv[:, :, sp:sp + 1].assign(v_new)
+    k, v = ck[:, :, :sp + 1], cv[:, :, :sp + 1]
+    return ((q @ k.transpose(-1, -2)) / np.sqrt(D)).softmax(-1) @ v
+  jf = TinyJit(step)
+  pos = Variable("sp", 0, MAX - 1)
+  keys, vals = np.zeros((1, H, MAX, D), np.float32), np.zeros((1, H, MAX, D), np.float32)
+  built_after_capture = None
+  for n in range(MAX):
+    q, kn, vn = (RNG.standard_normal((1, H, 1, D)).astype(np.float32) for _ in range(3))
+    out = jf(Tensor(q), Tensor(kn), Tensor(vn), pos.bind(n))
+    keys[:, :, n:n + 1], vals[:, :, n:n + 1] = kn, vn
+    s = q @ keys[:, :, :n + 1].transpose(0, 1, 3, 2) / np.sqrt(D)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), (p / p.sum(-1, keepdims=True)) @ vals[:, :, :n + 1], rtol=1e-5, atol=1e-6,
+                               err_msg=f"position {n}")
+    if n == 2: built_after_capture = built(ck)
+  assert calls == [0, 1, 2], calls  # an eager call, the capture, its check, then replays
+  assert jf.shared, jf.why_not_shared
+  assert built(ck) == built_after_capture
+
+
+def test_jit_output_sizes_follow_the_value():
+  from baregrad import TinyJit
+  jf = TinyJit(lambda x, n: (x[:, :n] * 2).realize())
+  a = Tensor(A).realize()
+  for i in (2, 3, 9, 5):
+    out = jf(a, Variable("n", 1, 10).bind(i))
+    assert out.shape == (3, i) and str(out.shape[1].sym) == "n"
+    np.testing.assert_allclose(out.numpy(), A[:, :i] * 2, rtol=1e-6)
+  assert jf.shared
+
+
+def test_jit_capture_with_a_kernel_for_the_values_is_not_shared():
+  from baregrad import TinyJit
+  jf = TinyJit(lambda x, n: x[:, :n].reshape(3, 2, -1).sum(2).realize())  # splits a symbolic dim
+  a = Tensor(A).realize()
+  for i in (2, 4, 6, 2, 4, 8, 6):
+    np.testing.assert_allclose(jf(a, Variable("n", 1, 10).bind(i)).numpy(), A[:, :i].reshape(3, 2, -1).sum(2), rtol=1e-5)
+  assert not jf.shared and "reshape of a symbolic shape has no symbolic form" in jf.why_not_shared
+
+
+def test_jit_value_used_on_the_host_is_caught_by_the_check():
+  # mean divides by the current size, a constant in the kernel: the capture at another value
+  # launches another program, so the capture is not shared and every value stays right.
+  from baregrad import TinyJit
+  jf = TinyJit(lambda x: x.mean().realize())
+  a = Tensor(A).realize()
+  for i in (2, 3, 9, 5, 3, 9):
+    np.testing.assert_allclose(jf(a[:, :Variable("n", 1, 10).bind(i)]).numpy(), A[:, :i].mean(), rtol=1e-5)
+  assert not jf.shared and "launch different programs" in jf.why_not_shared

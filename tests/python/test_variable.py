@@ -88,20 +88,38 @@ def test_views_carry_their_bindings():
     t[:, :Variable("i", 1, 10).bind(4)]
 
 
-def test_jit_one_capture_per_binding():
+def test_jit_shares_one_capture_across_values():
   calls = []
   def f(a):
-    calls.append(a.shape)
+    calls.append(tuple(int(s) for s in a.shape))
     return (a + 1).realize()
   jf = TinyJit(f)
   a = Tensor(A)
   for _ in range(4):
     for i in (1, 4, 7):
       vi = Variable("i", 1, 10).bind(i)
-      np.testing.assert_allclose(jf(a[:, :vi]).numpy(), A[:, :i] + 1, rtol=1e-6)
-  # each binding: one eager call, one capture, then replays (which do not call f)
-  assert sorted(calls) == sorted([(3, i) for i in (1, 4, 7) for _ in range(2)])
-  assert jf.captured and jf.cnt == 4
+      out = jf(a[:, :vi])
+      assert out.shape == (3, i)
+      np.testing.assert_allclose(out.numpy(), A[:, :i] + 1, rtol=1e-6)
+  # an eager call, the capture, its check at another value; later calls replay at their size
+  assert calls == [(3, 1), (3, 4), (3, 7)]
+  assert jf.captured and jf.shared and jf.why_not_shared == "" and jf.cnt == 12
+
+
+def test_jit_one_capture_per_binding_when_values_are_used():
+  calls = []
+  def f(a, n):
+    calls.append(int(n))
+    return (a * n).realize()  # n as a host scalar: the capture holds its value
+  jf = TinyJit(f)
+  a = Tensor(A)
+  for _ in range(4):
+    for i in (1, 4, 7):
+      np.testing.assert_allclose(jf(a, Variable("i", 1, 10).bind(i)).numpy(), A * i, rtol=1e-6)
+  # the first two calls (1 eager, 4 captured) made a capture that serves 4 only; 7 and 1 then
+  # get their own (an eager call, a capture); every later call replays (f is not called)
+  assert calls == [1, 4, 7, 1, 7, 1]
+  assert jf.captured and not jf.shared and "used the value of Variable 'i'" in jf.why_not_shared
 
 
 def test_jit_variable_argument_and_attention():
@@ -119,11 +137,11 @@ def test_jit_variable_argument_and_attention():
 
 
 def test_jit_keeps_the_last_bindings():
-  jf = TinyJit(lambda a: (a * 2).realize())
+  jf = TinyJit(lambda a: (a * a.shape[1]).realize())  # not shared: a size used as a scalar
   jf.MAX_BINDINGS = 2
   a = Tensor(A)
   for i in (1, 2, 3, 1):
-    np.testing.assert_allclose(jf(a[:, :Variable("i", 1, 10).bind(i)]).numpy(), A[:, :i] * 2)
+    np.testing.assert_allclose(jf(a[:, :Variable("i", 1, 10).bind(i)]).numpy(), A[:, :i] * i)
   assert len(jf._captures) == 2 and jf.cnt == 1  # binding 1 was dropped and starts again
 
 

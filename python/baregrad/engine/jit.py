@@ -6,13 +6,20 @@ reads (parameters, optimizer state) is bound by address and must change through 
 Non-Tensor arguments and return values are those of the last eager call.
 
 Bound Variables (baregrad/variable.py) in the arguments, and those that made a Tensor argument
-(`a[:, :vi]`), select a capture: each binding of them gets its own, made as the first one was
-(eager call, capture, then replays), so a replay never uses the kernels of another value. The
-last MAX_BINDINGS bindings are kept.
+(`a[:, :vi]`), are the call's binding. The first call is eager and the second is captured. When
+every kernel of the capture takes the Variables at launch (symbolic shapes) and nothing in the
+call used their values on the host (`x * vi`, `arange(vi)`, a shape with no symbolic form), the
+capture may be shared: the first call where a Variable has another value is captured again, and
+if both captures launch the same programs (a value used on the host, such as mean's divisor,
+makes other programs), every later value replays it, with outputs of the new sizes. Otherwise
+(`jit.shared` is False; `jit.why_not_shared` says why) the capture serves its own values and
+other values get captures of their own, made as the first one was, so a replay never uses
+another value's kernels. The last MAX_BINDINGS captures are kept.
 """
 from __future__ import annotations
 
 import functools
+import gc
 import weakref
 from typing import Any, Callable
 
@@ -82,6 +89,12 @@ class TinyJit:
     self._cur.structure = flat(ret)
     return outs
 
+  # Whether the capture the last call used serves every value of its Variables.
+  @property
+  def shared(self) -> bool: return self._cur.jit.shared
+  @property
+  def why_not_shared(self) -> str: return self._cur.jit.why_not_shared
+
   def __call__(self, *args, **kwargs):
     slots = [("arg", i) for i, a in enumerate(args) if isinstance(a, Tensor)]
     slots += [("kw", k) for k in sorted(kwargs) if isinstance(kwargs[k], Tensor)]
@@ -89,10 +102,25 @@ class TinyJit:
     inputs = [t._c for t in tensors]
     found = _bindings_in((args, kwargs))
     for t in tensors: _merge_bindings(found, getattr(t, "_bound", None) or {}, JitError)
-    self._cur = self._capture_for(tuple(sorted(found.items())))
+    binding = tuple(sorted(found.items()))
+    # The first capture of these Variables is keyed by their names: shared, it serves every value;
+    # if not, only the values it was captured with, and other values get captures of their own.
+    names = ("vars",) + tuple(sorted(found)) if found else ()
+    first = self._captures.get(names)
+    if first is None or not first.jit.captured or first.jit.may_share or first.jit.captured_vals == found: key = names
+    else: key = binding
+    self._cur = self._capture_for(key)
+    jit = self._cur.jit
+    if jit.calls == 1 or (jit.captured and jit.may_share and not jit.shared and jit.captured_vals != found):
+      # This call captures: graphs of earlier calls that only a reference cycle keeps alive must
+      # not be realized inside it (assign() realizes the lazy readers of what it overwrites).
+      gc.collect()
     self._call_args = (args, kwargs, slots)
     try:
-      outs = self._cur.jit(inputs)
+      outs = self._cur.jit(inputs, found)
+    except RuntimeError as e:  # inputs unlike the captured ones: tinygrad's JitError
+      if str(e).startswith("[jit] input"): raise JitError(str(e)) from None
+      raise
     finally:
       self._call_args = ((), {}, [])
     def fill(x):
@@ -104,7 +132,7 @@ class TinyJit:
 
 
 class _Capture:
-  """One binding's C++ TinyJit and the return value of its last eager call, tensors as slots."""
+  """One C++ TinyJit and the return value of its last eager call, tensors as slots."""
   __slots__ = ("jit", "structure")
   def __init__(self, jit): self.jit, self.structure = jit, None
 

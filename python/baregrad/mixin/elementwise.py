@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 import _baregrad as _C
+from baregrad import variable
 from baregrad.dtype import _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import DTypeError, op_name
 
@@ -41,6 +42,7 @@ class ElementwiseMixin:
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True, widen: bool = False):
     """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
     if widen and isinstance(y, np.generic): y = y.item()
+    if variable.in_use: variable.note_value_use(op_name(), y)
     x, y = self, self._to_tensor(y, _scalar_dtype(self.dtype, y, True) if widen and isinstance(y, _CONST) else None)
     if match_dtype and x.dtype != y.dtype:
       out = least_upper_dtype(x.dtype, y.dtype)

@@ -38,6 +38,8 @@ class MovementMixin:
     prev = getattr(self, "_bound", None)
     if not found and not prev or not hasattr(type(out), "_bound"): return out
     merged = _merge_bindings(dict(prev or {}), found)
+    if found and out._c.sym_shape is None:  # sized by the values: a capture serves only them
+      _C.jit_specialize(f"[{op_name()}] made a shape from the value of Variable " + ", ".join(f"'{k}'" for k in found))
     if out is self: out = self._wrap(self._c)
     out._bound = merged
     return out
