@@ -22,6 +22,16 @@ UOpPtr reduce_axis(Op op, std::vector<int> axes, const UOpPtr& value) {
   return UOp::make(Op::REDUCE_AXIS, value->dtype(), {value}, ReduceArg{op, std::move(axes)});
 }
 
+UOpPtr sym_index(const Sym& s) {
+  UOpPtr out = UOp::index_const(0);
+  for (const Sym::Term& t : s.terms()) {
+    UOpPtr term = UOp::index_const(t.coeff);
+    for (const SymVar& v : t.vars) term = term * UOp::var(v.name, v.min, v.max);
+    out = out + term;
+  }
+  return out;
+}
+
 UOpPtr sink(std::vector<UOpPtr> stores) {
   return UOp::make(Op::SINK, dtypes::kVoid, std::move(stores));
 }

@@ -23,6 +23,10 @@ UOpPtr store(const UOpPtr& buf, ShapeTracker st, const UOpPtr& value);
 UOpPtr reduce_axis(Op op, std::vector<int> axes, const UOpPtr& value);
 UOpPtr sink(std::vector<UOpPtr> stores);
 
+// `s` (a Sym over Variables) as index math: DEFINE_VARs named after its Variables, with their
+// bounds; a launch passes their values.
+UOpPtr sym_index(const Sym& s);
+
 // A strided view of `shape` (stride 0 broadcasts); optional mask gives padding.
 ShapeTracker strided(std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset = 0);
 // The view a contiguous buffer of `shape` has when broadcast to `full` (dims of size 1 in

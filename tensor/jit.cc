@@ -199,7 +199,7 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs,
     } else
       captured_->specialized.push_back(
           "the captures at two values of its Variables launch different programs (a value "
-          "used on the host, such as mean's divisor): " +
+          "computed from a value on the host, such as x * float(n)): " +
           diff);
     return outs;
   }

@@ -52,7 +52,7 @@ class TinyJit {
   // Whether the capture serves every value of its Variables (see operator()), and if not why.
   // A capture that may be shared is verified on the first call with other values: that call is
   // captured again, and the capture is shared when both launch the same programs in the same
-  // way (a value used on the host, `mean`'s divisor, makes other programs); otherwise the new
+  // way (a constant computed on the host from a value makes other programs); otherwise the new
   // capture serves its values only.
   bool shared() const;
   bool may_share() const;

@@ -52,7 +52,8 @@ DeviceBuffer::~DeviceBuffer() {
 namespace {
 // The value of `l` when it is a constant seen without padding (every element equal).
 std::optional<double> const_value(const Lazy& l) {
-  if (l.base->kind != LazyKind::kConst || l.base->realized) return std::nullopt;
+  if (l.base->kind != LazyKind::kConst || l.base->realized || l.base->sym_value)
+    return std::nullopt;
   for (const auto& v : l.st.views)
     if (v.mask) return std::nullopt;
   return l.base->value;
@@ -124,6 +125,20 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
   Lazy scalar = make(std::move(b));
   std::vector<int64_t> ones(shape.size(), 1);
   return lazy_view(scalar, compiler::expand(compiler::reshape(scalar.st, ones), shape));
+}
+
+Lazy lazy_sym_const(const std::shared_ptr<runtime::Device>& dev,
+                    DType dtype,
+                    const compiler::Sym& value,
+                    const compiler::Bindings& vals) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kConst;
+  b->dtype = dtype;
+  b->value = to_dtype(dtype, static_cast<double>(value.eval(vals)));
+  b->sym_value = value;
+  b->sym_value_vals = vals;
+  b->device = dev;
+  return make(std::move(b));
 }
 
 void check_same_device(std::string_view op, const Lazy& a, const Lazy& b) {

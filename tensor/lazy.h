@@ -63,6 +63,9 @@ struct LazyBase {
   Op op = Op::ADD;        // kAlu / kReduce
   std::vector<int> axes;  // kReduce
   double value = 0;       // kConst
+  // kConst of a Variable expression (Tensor::sym_scalar): `value` is its current value.
+  std::optional<compiler::Sym> sym_value;
+  compiler::Bindings sym_value_vals;
   std::vector<Lazy> srcs;
   std::shared_ptr<DeviceBuffer> realized;  // set once computed (any kind)
   std::shared_ptr<runtime::Device> device;
@@ -96,6 +99,12 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
                 DType dtype,
                 double value,
                 std::vector<int64_t> shape);
+// A 0-d constant whose value is `value` (a Sym over Variables) at `vals`: kernels reading it
+// take the Variables at launch.
+Lazy lazy_sym_const(const std::shared_ptr<runtime::Device>& dev,
+                    DType dtype,
+                    const compiler::Sym& value,
+                    const compiler::Bindings& vals);
 // Throws baregrad::Error("[op] ...") naming both devices when `a` and `b` are on different
 // devices: a kernel reads every input through its own device's address space.
 void check_same_device(std::string_view op, const Lazy& a, const Lazy& b);

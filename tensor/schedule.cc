@@ -297,7 +297,9 @@ class Scheduler {
   UOpPtr build_expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
     if (b->kind == LazyKind::kConst && !has_mask(st)) {
       check_not_overwritten(*b);  // a constant that write_view replaced
-      return UOp::cnst(b->dtype, b->value);
+      if (!b->sym_value) return UOp::cnst(b->dtype, b->value);
+      compiler::merge_bindings("realize", k.vals, b->sym_value_vals);
+      return compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
     }
     if (!pending(b) || (!top && outputs_.count(b))) {
       check_not_overwritten(*b);
@@ -380,8 +382,8 @@ class Scheduler {
       CHECK(reduces.empty()) << "schedule: a write through a view fused a reduction";
       st = *out->write_view;
     }
-    return ScheduleItem{
-        compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs), {}, k.saw_sym};
+    return ScheduleItem{compiler::sink({compiler::store(g, st, value)}), std::move(k.bufs),
+                        std::move(k.vals), k.saw_sym};
   }
 
   // A kernel over `full` (its shape with any reduced axes) must be one that can finish: a graph

@@ -178,6 +178,16 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, std::string_view dev
   return Tensor(lazy_const(device_or_throw(device), dtype, value, std::move(shape)));
 }
 
+Tensor Tensor::sym_scalar(const compiler::Sym& value,
+                          const compiler::Bindings& vals,
+                          DType dtype,
+                          std::string_view device) {
+  if (value.is_const()) return full({}, static_cast<double>(value.const_value()), dtype, device);
+  Tensor t(lazy_sym_const(device_or_throw(device), dtype, value, vals));
+  t.impl_->mode = GradMode::kOff;  // a scalar operand: never a gradient target
+  return t;
+}
+
 Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   std::string args = "arange(" + num(start) + ", " + num(stop) + ", " + num(step) + ")";
   if (step == 0) fail("arange", args + ": step is 0", ErrorKind::kValue);

@@ -187,6 +187,12 @@ class Tensor {
                     const compiler::Bindings& vals) const;
   Tensor pad_sym(const std::vector<std::pair<compiler::Sym, compiler::Sym>>& before_after,
                  const compiler::Bindings& vals) const;
+  // A 0-d tensor whose value is `value` over Variables bound to `vals`: kernels reading it take
+  // the Variables at launch (one program for every value).
+  static Tensor sym_scalar(const compiler::Sym& value,
+                           const compiler::Bindings& vals,
+                           DType dtype,
+                           std::string_view device = {});
   // The shape with its Variables when it holds one (nullopt: concrete), and their values.
   std::optional<std::vector<compiler::Sym>> sym_shape() const;
   compiler::Bindings sym_vals() const;

@@ -64,11 +64,25 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
   return order_inverse(order_inverse(*this).max(axes, keepdim));
 }
 
+namespace {
+// The element count of `axes` of `t` when one of them has a symbolic size, else nullopt.
+std::optional<compiler::Sym> sym_count(const Tensor& t, const std::vector<int>& axes) {
+  std::optional<std::vector<compiler::Sym>> s = t.sym_shape();
+  if (!s) return std::nullopt;
+  compiler::Sym n = 1;
+  for (int a : axes) n = n * (*s)[a];
+  if (n.is_const()) return std::nullopt;
+  return n;
+}
+}  // namespace
+
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   std::vector<int> ax = norm_axes("mean", axes);
   int64_t n = 1;
   for (int a : ax) n *= shape()[a];
   Tensor s = cast(compiler::least_upper_float(dtype())).sum(ax, keepdim);
+  if (std::optional<compiler::Sym> count = sym_count(*this, ax))  // the size at launch
+    return s / sym_scalar(*count, sym_vals(), s.dtype(), device()).maximum(s.scalar_like(1));
   return s / static_cast<double>(std::max<int64_t>(n, 1));
 }
 
@@ -115,6 +129,10 @@ Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const
   for (int a : ax) n *= shape()[a];
   Tensor x = as_float(*this);
   Tensor sq = (x - x.mean(ax, true)).square();
+  if (std::optional<compiler::Sym> count = sym_count(*this, ax)) {
+    Tensor c = sym_scalar(*count, sym_vals(), sq.dtype(), device());
+    return sq.sum(ax, keepdim) / (c - correction).maximum(sq.scalar_like(0));
+  }
   return sq.sum(ax, keepdim) / std::max(0.0, static_cast<double>(n) - correction);
 }
 

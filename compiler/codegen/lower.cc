@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "compiler/ast.h"
 #include "compiler/codegen/reduce.h"
 
 namespace baregrad::compiler {
@@ -24,16 +25,7 @@ struct Ctx {
   int id = 0;
 };
 
-// `s` as index math over DEFINE_VARs (one per Variable, named after it, with its bounds).
-UOpPtr sym_uop(const Sym& s) {
-  UOpPtr out = UOp::index_const(0);
-  for (const Sym::Term& t : s.terms()) {
-    UOpPtr term = UOp::index_const(t.coeff);
-    for (const SymVar& v : t.vars) term = term * UOp::var(v.name, v.min, v.max);
-    out = out + term;
-  }
-  return out;
-}
+UOpPtr sym_uop(const Sym& s) { return sym_index(s); }
 
 // The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
 UOpPtr axis_size(const Kernel& k, int axis) {

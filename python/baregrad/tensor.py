@@ -55,7 +55,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
     if isinstance(data, pathlib.PurePath) or (is_disk(device) and data is not None): return  # made by __new__
-    if variable.in_use and isinstance(data, (int, list, tuple)): variable.note_value_use("Tensor", data)
+    if variable.in_use and isinstance(data, variable.SymInt):  # its value at launch
+      c = _C.Tensor.sym_scalar(data.sym, data.vals, (to_dtype(dtype) if dtype is not None else dtypes.default_int).key, canonicalize_device(device))
+      if requires_grad is not None: c.requires_grad_(requires_grad)
+      self._c = c
+      return
+    if variable.in_use and isinstance(data, (list, tuple)): variable.note_value_use("Tensor", data)
     _dtype = to_dtype(dtype) if dtype is not None else None
     _device = canonicalize_device(device)
     if isinstance(data, _C.Tensor): c = data

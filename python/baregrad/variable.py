@@ -3,12 +3,12 @@
   vi = Variable("i", 1, 10).bind(4)
   a[:, :vi]                  # a view of 4 columns whose shape is (3, i)
   (a[:, :vi] * 2).sum(1)     # kernels compiled once for every value of i
-  jf(a[:, :vi])              # TinyJit: one capture per value of i
+  jf(a[:, :vi])              # TinyJit: one capture serves every value of i
 
 A bound Variable is an int (its value) that is also a symbolic size: a SymInt, whose `.sym` is
 a polynomial over Variables (_baregrad.Sym). Arithmetic with +, - and * keeps it symbolic
 (`vi + 1`, `2 * vi`); anything else gives a plain int. Shapes made from SymInts (shrink, pad,
-expand, slicing) are symbolic: `Tensor.shape` holds SymInts there, and the kernels computing
+expand, slicing, `full`) are symbolic: `Tensor.shape` holds SymInts there, and the kernels computing
 them take the values at launch, so each is compiled once for every value (python/README.md,
 "Variable"). An unbound Variable used as an int is a TypeError naming it.
 """

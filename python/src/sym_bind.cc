@@ -38,7 +38,12 @@ void bind_sym(py::module_& m, py::class_<Tensor>& cls) {
       .def("__repr__", [](const Sym& s) { return "Sym(" + s.str() + ")"; });
   py::implicitly_convertible<int64_t, Sym>();
 
-  cls.def("expand_sym", &Tensor::expand_sym)
+  cls.def_static("sym_scalar",
+                 [](const Sym& value, const Bindings& vals, const std::string& dtype,
+                    const std::string& device) {
+                   return Tensor::sym_scalar(value, vals, dtype_of(dtype), device);
+                 })
+      .def("expand_sym", &Tensor::expand_sym)
       .def("shrink_sym", &Tensor::shrink_sym)
       .def("pad_sym", &Tensor::pad_sym)
       .def_property_readonly("sym_shape", &Tensor::sym_shape)

@@ -118,6 +118,34 @@ def test_conflicting_values_are_an_error():
     x + z
 
 
+def test_variables_as_values_compile_once():
+  # A SymInt scalar, Tensor(vi), and mean/var over a symbolic axis take the value at launch.
+  a = Tensor(A).realize()
+  v = Variable("i", 2, 10)
+  before = None
+  for i in (3, 7, 10, 4):
+    vi = v.bind(i)
+    x = a[:, :vi]
+    np.testing.assert_allclose((x * vi + 1).numpy(), A[:, :i] * i + 1, rtol=1e-6)
+    np.testing.assert_allclose(x.mean(1).numpy(), A[:, :i].mean(1), rtol=1e-5)
+    np.testing.assert_allclose(x.var(1).numpy(), A[:, :i].var(1, ddof=1), rtol=1e-4)
+    np.testing.assert_allclose(x.mean().numpy(), A[:, :i].mean(), rtol=1e-5)
+    assert Tensor(vi).item() == i and (Tensor(vi) * 2).item() == 2 * i
+    if before is None: before = built(a)
+  assert built(a) == before
+
+
+def test_jit_with_variables_as_values_is_shared():
+  from baregrad import TinyJit
+  jf = TinyJit(lambda x, n: (x.mean(1) * n + x.var(1)).realize())
+  a = Tensor(A).realize()
+  v = Variable("n", 2, 10)
+  for i in (2, 3, 9, 5, 4):
+    got = jf(a[:, :v.bind(i)], v.bind(i)).numpy()
+    np.testing.assert_allclose(got, A[:, :i].mean(1) * i + A[:, :i].var(1, ddof=1), rtol=1e-4)
+  assert jf.shared, jf.why_not_shared
+
+
 def test_symbolic_arithmetic_in_sizes():
   a = Tensor(A)
   v = Variable("i", 1, 8)
@@ -184,10 +212,10 @@ def test_jit_capture_with_a_kernel_for_the_values_is_not_shared():
 
 
 def test_jit_value_used_on_the_host_is_caught_by_the_check():
-  # mean divides by the current size, a constant in the kernel: the capture at another value
-  # launches another program, so the capture is not shared and every value stays right.
+  # float(size) is a constant in the kernel: the capture at another value launches another
+  # program, so the capture is not shared and every value stays right.
   from baregrad import TinyJit
-  jf = TinyJit(lambda x: x.mean().realize())
+  jf = TinyJit(lambda x: (x.sum() / float(x.shape[1] * x.shape[0])).realize())
   a = Tensor(A).realize()
   for i in (2, 3, 9, 5, 3, 9):
     np.testing.assert_allclose(jf(a[:, :Variable("n", 1, 10).bind(i)]).numpy(), A[:, :i].mean(), rtol=1e-5)

@@ -8,9 +8,9 @@ Non-Tensor arguments and return values are those of the last eager call.
 Bound Variables (baregrad/variable.py) in the arguments, and those that made a Tensor argument
 (`a[:, :vi]`), are the call's binding. The first call is eager and the second is captured. When
 every kernel of the capture takes the Variables at launch (symbolic shapes) and nothing in the
-call used their values on the host (`x * vi`, `arange(vi)`, a shape with no symbolic form), the
+call used their values on the host (`arange(vi)`, `float(vi)`, a shape with no symbolic form), the
 capture may be shared: the first call where a Variable has another value is captured again, and
-if both captures launch the same programs (a value used on the host, such as mean's divisor,
+if both captures launch the same programs (a constant computed from a value, `x * float(vi)`,
 makes other programs), every later value replays it, with outputs of the new sizes. Otherwise
 (`jit.shared` is False; `jit.why_not_shared` says why) the capture serves its own values and
 other values get captures of their own, made as the first one was, so a replay never uses
@@ -29,8 +29,9 @@ from baregrad.tensor import Tensor
 from baregrad.variable import _bindings_in, _merge_bindings
 
 
-class JitError(Exception):
-  pass
+class JitError(RuntimeError):
+  """tinygrad's JitError (inputs unlike the captured ones); a RuntimeError, as baregrad's errors
+  from the C++ TinyJit are."""
 
 
 class TinyJit:

@@ -32,8 +32,12 @@ class ElementwiseMixin:
   # ---- operands ------------------------------------------------------------------------------
 
   def _to_tensor(self, y, dtype=None):
-    """`y` as a tensor on this device: a Tensor as is, a scalar as a 0-d constant."""
+    """`y` as a tensor on this device: a Tensor as is, a scalar as a 0-d constant (a SymInt as
+    one whose value kernels take at launch)."""
     if isinstance(y, type(self)): return y
+    if isinstance(y, variable.SymInt):
+      dt = dtype or _scalar_dtype(self.dtype, y)
+      return self._wrap(_C.Tensor.sym_scalar(y.sym, y.vals, dt.key, self.device))
     if isinstance(y, np.generic): y = y.item()
     if isinstance(y, _CONST): return self._const(y, dtype or _scalar_dtype(self.dtype, y), self.device)
     if isinstance(y, (list, tuple, np.ndarray)): return type(self)(y, device=self.device)
@@ -42,7 +46,6 @@ class ElementwiseMixin:
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True, widen: bool = False):
     """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
     if widen and isinstance(y, np.generic): y = y.item()
-    if variable.in_use: variable.note_value_use(op_name(), y)
     x, y = self, self._to_tensor(y, _scalar_dtype(self.dtype, y, True) if widen and isinstance(y, _CONST) else None)
     if match_dtype and x.dtype != y.dtype:
       out = least_upper_dtype(x.dtype, y.dtype)
