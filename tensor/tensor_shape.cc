@@ -20,6 +20,13 @@ using SymRanges = std::vector<std::pair<Sym, Sym>>;
 
 SymTracker sym_or_const(const Lazy& l) { return l.sym ? *l.sym : SymTracker::of(l.st); }
 
+// sym_or_const(l) that also carries the values `vals` of an op's symbolic arguments.
+SymTracker sym_with(const Lazy& l, const char* op, const compiler::Bindings& vals) {
+  SymTracker st = sym_or_const(l);
+  compiler::merge_bindings(op, st.vals, vals);
+  return st;
+}
+
 // The symbolic shape of a reshape of `from` (concrete `cur`) to `to`, matching groups of dims
 // with equal products. A symbolic dim keeps its Sym, merged dims multiply theirs; splitting a
 // symbolic dim, or one whose value is now 0 or 1 (the grouping is ambiguous), gives nullopt.
@@ -191,31 +198,27 @@ Tensor Tensor::expand_sym(const std::vector<Sym>& shape, const compiler::Binding
     std::optional<std::vector<Sym>> cur = sym_shape();
     if (!cur) cur = compiler::to_syms(this->shape());
     ones.insert(ones.end(), cur->begin(), cur->end());
-    SymTracker base = sym_or_const(impl_->lazy);
-    compiler::merge_bindings("expand", base.vals, vals);
-    std::optional<SymTracker> st = compiler::sym_reshape(base, ones);
+    std::optional<SymTracker> st =
+        compiler::sym_reshape(sym_with(impl_->lazy, "expand", vals), ones);
     if (st) st = compiler::sym_expand(*st, shape);
     t.impl_->lazy.sym = keep_sym(or_specialize(st, "expand"));
     return t;
   }
-  SymTracker base = sym_or_const(impl_->lazy);
-  compiler::merge_bindings("expand", base.vals, vals);
+  SymTracker base = sym_with(impl_->lazy, "expand", vals);
   t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_expand(base, shape), "expand"));
   return t;
 }
 
 Tensor Tensor::shrink_sym(const SymRanges& ranges, const compiler::Bindings& vals) const {
   Tensor t = shrink(eval_ranges(ranges, vals));  // checks the ranges
-  SymTracker base = sym_or_const(impl_->lazy);
-  compiler::merge_bindings("shrink", base.vals, vals);
+  SymTracker base = sym_with(impl_->lazy, "shrink", vals);
   t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_shrink(base, ranges), "shrink"));
   return t;
 }
 
 Tensor Tensor::pad_sym(const SymRanges& before_after, const compiler::Bindings& vals) const {
   Tensor t = pad(eval_ranges(before_after, vals));  // checks the sizes
-  SymTracker base = sym_or_const(impl_->lazy);
-  compiler::merge_bindings("pad", base.vals, vals);
+  SymTracker base = sym_with(impl_->lazy, "pad", vals);
   t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_pad(base, before_after), "pad"));
   return t;
 }

@@ -29,8 +29,7 @@ UOpPtr sym_uop(const Sym& s) { return sym_index(s); }
 
 // The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
 UOpPtr axis_size(const Kernel& k, int axis) {
-  const Sym& s = k.sym_shape()[axis];
-  return s.is_const() ? UOp::index_const(k.shape()[axis]) : sym_uop(s);
+  return k.sym_axis(axis) ? sym_uop(k.sym_shape()[axis]) : UOp::index_const(k.shape()[axis]);
 }
 
 // Elements of its buffer that `st` can touch (one past the largest index).
@@ -165,7 +164,7 @@ UOpPtr Lowerer::make_range(int axis, const UOpPtr& parent, int64_t id) {
   if (axis == 0 && k_.kinds()[0] == AxisKind::kGlobal) {
     // Cores split [0, n) of the max size; a symbolic axis stops at its launch value.
     UOpPtr hi = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_hi", 0, n});
-    if (!k_.sym_shape()[0].is_const()) hi = -maximum(-hi, -axis_size(k_, 0));
+    if (k_.sym_axis(0)) hi = -maximum(-hi, -axis_size(k_, 0));
     src = {UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"core_lo", 0, n}), hi};
   } else {
     src = {UOp::index_const(0), axis_size(k_, axis)};
@@ -497,7 +496,8 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
                UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
   UOpPtr guard;
   Sym n_sym = 1;
-  for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
+  if (k_.symbolic())
+    for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
   if (grid * block > n || !n_sym.is_const()) {           // a symbolic size is at most its max n
     UOpPtr end = -maximum(-(idx + 1), -sym_uop(n_sym));  // min(idx + 1, n)
     guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);

@@ -40,9 +40,10 @@ bool full_mask(const View& v, int axis) {
 }
 
 // `f` applied to the shadow of `v` too (a shadow that ends up constant is dropped).
-View with_sym(View out, const View& v, const std::function<SymView(SymView)>& f) {
-  out.sym.reset();
+template <class F>
+View with_sym(View out, const View& v, const F& f) {
   if (!v.sym) return out;
+  out.sym.reset();
   SymView s = f(*v.sym);
   if (s.is_symbolic()) out.sym = std::make_shared<const SymView>(std::move(s));
   return out;
@@ -143,7 +144,7 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   std::vector<Sym> sym_permuted;
   for (int a : perm) {
     permuted.push_back(shape_[a]);
-    sym_permuted.push_back(sym_shape_[a]);
+    if (symbolic_) sym_permuted.push_back(sym_shape_[a]);
   }
   shape_ = permuted;
   sym_shape_ = sym_permuted;
@@ -158,11 +159,11 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
 // views disagree about a symbolic size is rejected (the scheduler builds it for the current
 // values instead).
 void Kernel::init_sym_shape() {
-  sym_shape_ = to_syms(shape_);
   for (const UOp* n : ast_->toposort()) {
     if (!is_view(n)) continue;
     const View& v = n->arg_as<ShapeTracker>().views.back();
     if (!v.sym) continue;
+    if (!symbolic_) sym_shape_ = to_syms(shape_);
     symbolic_ = true;
     for (size_t i = 0; i < shape_.size(); i++)
       if (!v.sym->shape[i].is_const()) sym_shape_[i] = v.sym->shape[i];
@@ -246,7 +247,7 @@ void Kernel::merge_dims() {
   for (int i = ndim() - 2; i >= 0; i--) {
     if (kinds_[i] != kinds_[i + 1]) continue;
     // Symbolic sizes stay separate axes (loops that end at a launch scalar).
-    bool ok = sym_shape_[i].is_const() && sym_shape_[i + 1].is_const();
+    bool ok = !sym_axis(i) && !sym_axis(i + 1);
     for (const auto& st : views()) {
       const View& v = st.views.back();
       ok &= full_mask(v, i) && full_mask(v, i + 1);
@@ -258,8 +259,10 @@ void Kernel::merge_dims() {
     if (!ok) continue;
     shape_[i] *= shape_[i + 1];
     shape_.erase(shape_.begin() + i + 1);
-    sym_shape_[i] = sym_shape_[i] * sym_shape_[i + 1];
-    sym_shape_.erase(sym_shape_.begin() + i + 1);
+    if (symbolic_) {
+      sym_shape_[i] = sym_shape_[i] * sym_shape_[i + 1];
+      sym_shape_.erase(sym_shape_.begin() + i + 1);
+    }
     kinds_.erase(kinds_.begin() + i + 1);
     map_views([&](const View& v) { return merge_view(v, i); });
   }
@@ -291,8 +294,7 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
       o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce : AxisKind::kGlobal;
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
-  if (!sym_shape_[o.axis].is_const())
-    return no("axis has the symbolic size " + sym_shape_[o.axis].str());
+  if (sym_axis(o.axis)) return no("axis has the symbolic size " + sym_shape_[o.axis].str());
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
     return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
   if (!unmasked(o.axis)) return no("axis is masked (padded)");
@@ -307,7 +309,7 @@ void Kernel::apply(const Opt& o) {
   if (o.op == OptOp::kSwap) {
     std::swap(perm[o.axis], perm[o.amt]);
     std::swap(shape_[o.axis], shape_[o.amt]);
-    std::swap(sym_shape_[o.axis], sym_shape_[o.amt]);
+    if (symbolic_) std::swap(sym_shape_[o.axis], sym_shape_[o.amt]);
     std::swap(kinds_[o.axis], kinds_[o.amt]);
     permute(perm);
     applied_.push_back(o);
@@ -322,8 +324,10 @@ void Kernel::apply(const Opt& o) {
                                                  : AxisKind::kOuterReduce;
   shape_[o.axis] /= o.amt;
   shape_.insert(shape_.begin() + o.axis + 1, o.amt);
-  sym_shape_[o.axis] = shape_[o.axis];
-  sym_shape_.insert(sym_shape_.begin() + o.axis + 1, Sym(o.amt));
+  if (symbolic_) {
+    sym_shape_[o.axis] = shape_[o.axis];
+    sym_shape_.insert(sym_shape_.begin() + o.axis + 1, Sym(o.amt));
+  }
   kinds_.insert(kinds_.begin() + o.axis + 1, kinds_[o.axis]);
   int moved = outer_moves ? o.axis : o.axis + 1;
   kinds_[moved] = moved_kind;
@@ -339,7 +343,7 @@ void Kernel::apply(const Opt& o) {
   std::vector<AxisKind> new_kinds;
   for (int i : order) {
     new_shape.push_back(shape_[i]);
-    new_sym.push_back(sym_shape_[i]);
+    if (symbolic_) new_sym.push_back(sym_shape_[i]);
     new_kinds.push_back(kinds_[i]);
   }
   shape_ = new_shape;
@@ -371,8 +375,7 @@ std::string Kernel::str() const {
   std::ostringstream os;
   os << "(";
   for (int i = 0; i < ndim(); i++)
-    os << (i ? ", " : "")
-       << (sym_shape_[i].is_const() ? std::to_string(shape_[i]) : sym_shape_[i].str()) << ":"
+    os << (i ? ", " : "") << (sym_axis(i) ? sym_shape_[i].str() : std::to_string(shape_[i])) << ":"
        << axis_kind_name(kinds_[i])[0];
   os << ")";
   return os.str();

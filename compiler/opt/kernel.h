@@ -52,9 +52,11 @@ class Kernel {
 
   // The AST with views and reduce axes in terms of the current shape.
   const UOpPtr& ast() const { return ast_; }
-  // Sizes; a symbolic axis (a Variable's size) shows its max here and its Sym in sym_shape().
+  // Sizes; a symbolic axis (a Variable's size) shows its max here and its Sym in sym_shape()
+  // (which is empty unless symbolic()).
   const std::vector<int64_t>& shape() const { return shape_; }
   const std::vector<Sym>& sym_shape() const { return sym_shape_; }
+  bool sym_axis(int axis) const { return symbolic_ && !sym_shape_[axis].is_const(); }
   // True when some view carries a symbolic shadow (View::sym): sizes passed at launch.
   bool symbolic() const { return symbolic_; }
   const std::vector<AxisKind>& kinds() const { return kinds_; }
