@@ -495,10 +495,12 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
   UOpPtr idx = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"gidx0", 0, grid - 1}) * block +
                UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
   UOpPtr guard;
-  Sym n_sym = 1;
-  if (k_.symbolic())
+  Sym n_sym = n;  // the thread count as a Sym (symbolic axes: at most its max n)
+  if (k_.symbolic()) {
+    n_sym = 1;
     for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
-  if (grid * block > n || !n_sym.is_const()) {           // a symbolic size is at most its max n
+  }
+  if (grid * block > n || !n_sym.is_const()) {
     UOpPtr end = -maximum(-(idx + 1), -sym_uop(n_sym));  // min(idx + 1, n)
     guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);
     idx = guard;

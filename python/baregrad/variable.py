@@ -93,6 +93,9 @@ class SymInt(int):
   def __mul__(self, o): return self._combine(o, lambda a, b: a * b)
   def __rmul__(self, o): return self._combine(o, lambda a, b: a * b, True)
   def __neg__(self): return make_sym(-int(self), -self.sym, self.vals)
+  def sym_infer(self, var_vals: dict) -> int:
+    """The value at `var_vals` ({name: int}; its own values for names not given)."""
+    return self.sym.eval({**self.vals, **{str(k.expr if isinstance(k, Variable) else k): int(v) for k, v in var_vals.items()}})
   def __pos__(self): return self
   def __hash__(self): return int.__hash__(self)
   def __repr__(self): return f"{self.sym}(={int(self)})"
@@ -124,6 +127,11 @@ class BoundVariable(SymInt):
   def vmax(self) -> int: return self.var.vmax
   def __repr__(self): return f"{self.var!r}.bind({int(self)})"
   def __reduce__(self): return (BoundVariable, (self.var, int(self)))
+
+
+def sym_infer(x, var_vals: dict) -> int:
+  """tinygrad's sym_infer: a size (int or SymInt) at the values `var_vals` ({name: int})."""
+  return x.sym_infer(var_vals) if isinstance(x, SymInt) else int(x)
 
 
 def is_symbolic(x) -> bool:

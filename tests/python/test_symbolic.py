@@ -28,6 +28,9 @@ def test_shapes_hold_the_variable():
   assert x.sum(1).shape == (3,) and not isinstance(x.sum(1).shape[0], SymInt)
   assert str(x.sum(0).shape[0].sym) == "i"
   assert type(Tensor(A).shape[1]) is int
+  from baregrad.variable import sym_infer
+  n = x.reshape(3 * vi).shape[0]
+  assert sym_infer(n, {"i": 7}) == 21 and sym_infer(n, {}) == 12 and sym_infer(5, {"i": 7}) == 5
 
 
 @pytest.mark.parametrize("name,fn,ref", [
