@@ -1,6 +1,6 @@
 // Kernels over symbolic shapes (views with a SymView shadow): compiled once, launched with the
-// Variable's value as a launch scalar, on each CPU backend and MOCK+NV. The oracle is a plain
-// loop in double over the same indices.
+// Variable's value as a launch scalar, on each CPU backend and MOCK+NV; and a concrete kernel
+// beside them. The oracle is a plain loop in double over the same indices.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -142,6 +142,21 @@ TEST_P(SymbolicKernelTest, ReshapeThroughTwoViews) {
         EXPECT_EQ(got[r * 4 + c], ha[c * n + r]) << "i=" << n << " at " << r << "," << c;
     EXPECT_EQ(got[n * 4], -100) << "wrote past 4*i";
   }
+}
+
+// A kernel without Variables beside them: on a GPU its grid overshoots 1000 threads and the
+// bounds check must stop at 1000, not at a symbolic count (a regression seen on MOCK+NV).
+TEST_P(SymbolicKernelTest, ConcreteKernelsStillCoverEveryElement) {
+  UOpPtr a = global(1, kF32), out = global(0, kF32);
+  UOpPtr ast = sink({store(out, ShapeTracker::contiguous({1000}),
+                           load(a, ShapeTracker::contiguous({1000})) * UOp::cnst(kF32, 2))});
+  auto prg = dev_->compile(ast);
+  ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+  std::vector<float> ha = ramp(1000);
+  Buffer da = upload(ha), dout = upload(std::vector<float>(1000, -100));
+  ASSERT_TRUE(dev_->launch(**prg, std::vector<Buffer>{dout, da}).ok());
+  std::vector<float> got = download(dout);
+  for (int k = 0; k < 1000; k++) ASSERT_EQ(got[k], 2 * ha[k]) << "element " << k;
 }
 
 // Opts never split a symbolic axis, and the kernel keeps it as its own loop.
