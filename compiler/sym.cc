@@ -119,28 +119,12 @@ int64_t Sym::eval(const Bindings& b) const {
   return r;
 }
 
-int64_t Sym::at_max() const {
-  Bindings b;
-  for (const SymVar& v : vars()) b[v.name] = v.max;
-  return eval(b);
-}
-
 std::vector<SymVar> Sym::vars() const {
   std::vector<SymVar> out;
   for (auto& t : terms_)
     for (const SymVar& v : t.vars)
       if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::optional<Sym> Sym::exact_div(int64_t d) const {
-  CHECK(d != 0) << "Sym::exact_div by 0";
-  Sym out = *this;
-  for (auto& t : out.terms_) {
-    if (t.coeff % d != 0) return std::nullopt;
-    t.coeff /= d;
-  }
   return out;
 }
 

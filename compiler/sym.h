@@ -39,12 +39,8 @@ class Sym {
   int64_t vmax() const;
   // The value at `b`; throws Error("[sym] ...") naming a variable `b` lacks.
   int64_t eval(const Bindings& b) const;
-  // The value with every variable at its max (how kernels are instantiated).
-  int64_t at_max() const;
   // The variables it uses, by name, each once.
   std::vector<SymVar> vars() const;
-  // Exact division by a constant when it divides every coefficient; else nullopt.
-  std::optional<Sym> exact_div(int64_t d) const;
 
   friend Sym operator+(const Sym& a, const Sym& b);
   friend Sym operator-(const Sym& a, const Sym& b);

@@ -350,7 +350,7 @@ class Scheduler {
       st = SymTracker::of(*out->write_view);
     compiler::merge_bindings("realize", k.vals, st.vals);
     ScheduleItem item{compiler::sink({compiler::store(g, ast_view(st), value)}), std::move(k.bufs),
-                      std::move(k.vals), true};
+                      std::move(k.vals), false};
     if (!sym_kernel_ok(item.ast, item.bufs)) return std::nullopt;
     return item;
   }
@@ -362,10 +362,10 @@ class Scheduler {
         out->sym || out->write_view_sym || (!reduces.empty() && reduces[0]->srcs[0].sym);
     if (symbolic)
       if (std::optional<ScheduleItem> item = sym_kernel(out, reduces)) return std::move(*item);
-    ScheduleItem item = concrete_kernel(out, reduces);
-    if (item.saw_sym && !symbolic)  // a concrete output reading a symbolic view (an offset)
+    ScheduleItem item = concrete_kernel(out, reduces);  // specialized: it read a symbolic view
+    if (item.specialized && !symbolic)  // a concrete output reading a symbolic view (an offset)
       if (std::optional<ScheduleItem> sym = sym_kernel(out, reduces)) return std::move(*sym);
-    item.specialized = symbolic || item.saw_sym;
+    item.specialized |= symbolic;
     return item;
   }
 

@@ -16,8 +16,6 @@ struct ScheduleItem {
   std::vector<std::shared_ptr<LazyBase>> bufs;  // bufs[slot]; slot 0 is the output
   // A kernel over symbolic shapes: the values of its Variables (launch scalars by name).
   compiler::Bindings vars;
-  // Built from views that hold a Variable (as a symbolic kernel, or for the current values).
-  bool saw_sym = false;
   // Built for the current values of Variables that it could not take at launch.
   bool specialized = false;
 };

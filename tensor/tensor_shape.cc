@@ -193,19 +193,15 @@ Tensor Tensor::expand_sym(const std::vector<Sym>& shape, const compiler::Binding
   Tensor t = expand(s);  // checks the sizes
   if (t.impl_ == impl_)  // a new tensor: its shadow differs from this one's
     t = record(impl_->lazy, "expand", {*this}, [](const Tensor& g) { return Grads{g}; });
-  if (shape.size() > static_cast<size_t>(ndim())) {
-    std::vector<Sym> ones(shape.size() - ndim(), Sym(1));
-    std::optional<std::vector<Sym>> cur = sym_shape();
-    if (!cur) cur = compiler::to_syms(this->shape());
-    ones.insert(ones.end(), cur->begin(), cur->end());
-    std::optional<SymTracker> st =
-        compiler::sym_reshape(sym_with(impl_->lazy, "expand", vals), ones);
-    if (st) st = compiler::sym_expand(*st, shape);
-    t.impl_->lazy.sym = keep_sym(or_specialize(st, "expand"));
-    return t;
-  }
   SymTracker base = sym_with(impl_->lazy, "expand", vals);
-  t.impl_->lazy.sym = keep_sym(or_specialize(compiler::sym_expand(base, shape), "expand"));
+  std::optional<SymTracker> st = base;
+  if (shape.size() > base.shape().size()) {  // new leading dims of size 1 first
+    std::vector<Sym> padded(shape.size() - base.shape().size(), Sym(1));
+    padded.insert(padded.end(), base.shape().begin(), base.shape().end());
+    st = compiler::sym_reshape(base, padded);
+  }
+  if (st) st = compiler::sym_expand(*st, shape);
+  t.impl_->lazy.sym = keep_sym(or_specialize(st, "expand"));
   return t;
 }
 

@@ -25,11 +25,9 @@ struct Ctx {
   int id = 0;
 };
 
-UOpPtr sym_uop(const Sym& s) { return sym_index(s); }
-
 // The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
 UOpPtr axis_size(const Kernel& k, int axis) {
-  return k.sym_axis(axis) ? sym_uop(k.sym_shape()[axis]) : UOp::index_const(k.shape()[axis]);
+  return k.sym_axis(axis) ? sym_index(k.sym_shape()[axis]) : UOp::index_const(k.shape()[axis]);
 }
 
 // Elements of its buffer that `st` can touch (one past the largest index).
@@ -104,13 +102,13 @@ class Lowerer {
                                   const Ctx& ctx,
                                   const std::vector<int64_t>& c,
                                   int lane) const;
-  UOpPtr sym_index(const SymView& v,
-                   bool last,
-                   const UOpPtr& idx,
-                   const Ctx& ctx,
-                   const std::vector<int64_t>& c,
-                   int lane,
-                   const std::function<void(UOpPtr)>& add_valid) const;
+  UOpPtr sym_view_index(const SymView& v,
+                        bool last,
+                        const UOpPtr& idx,
+                        const Ctx& ctx,
+                        const std::vector<int64_t>& c,
+                        int lane,
+                        const std::function<void(UOpPtr)>& add_valid) const;
   Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   // `gate`, when given, is and-ed into the validity of every element loaded.
   Val lower_load(const UOpPtr& n,
@@ -190,7 +188,7 @@ std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st,
   for (size_t vi = st.views.size(); vi-- > 0;) {
     const View& v = st.views[vi];
     if (v.sym) {
-      idx = sym_index(*v.sym, vi + 1 == st.views.size(), idx, ctx, c, lane, add_valid);
+      idx = sym_view_index(*v.sym, vi + 1 == st.views.size(), idx, ctx, c, lane, add_valid);
       continue;
     }
     std::vector<UOpPtr> x(v.shape.size());
@@ -223,13 +221,13 @@ std::pair<UOpPtr, UOpPtr> Lowerer::index(const ShapeTracker& st,
 
 // index() for one view with a symbolic shadow: sizes, strides, offset and mask bounds are
 // index math over the launch scalars.
-UOpPtr Lowerer::sym_index(const SymView& v,
-                          bool last,
-                          const UOpPtr& idx,
-                          const Ctx& ctx,
-                          const std::vector<int64_t>& c,
-                          int lane,
-                          const std::function<void(UOpPtr)>& add_valid) const {
+UOpPtr Lowerer::sym_view_index(const SymView& v,
+                               bool last,
+                               const UOpPtr& idx,
+                               const Ctx& ctx,
+                               const std::vector<int64_t>& c,
+                               int lane,
+                               const std::function<void(UOpPtr)>& add_valid) const {
   std::vector<UOpPtr> x(v.shape.size());
   if (last) {
     for (size_t d = 0; d < x.size(); d++)
@@ -237,17 +235,17 @@ UOpPtr Lowerer::sym_index(const SymView& v,
   } else {
     Sym inner = 1;
     for (size_t d = x.size(); d-- > 0;) {
-      x[d] = (idx / sym_uop(inner)) % sym_uop(v.shape[d]);
+      x[d] = (idx / sym_index(inner)) % sym_index(v.shape[d]);
       inner = inner * v.shape[d];
     }
   }
-  UOpPtr out = sym_uop(v.offset);
+  UOpPtr out = sym_index(v.offset);
   for (size_t d = 0; d < x.size(); d++) {
-    if (v.strides[d] != Sym(0)) out = out + x[d] * sym_uop(v.strides[d]);
+    if (v.strides[d] != Sym(0)) out = out + x[d] * sym_index(v.strides[d]);
     if (!v.mask) continue;
     const auto& [lo, hi] = (*v.mask)[d];
-    if (lo != Sym(0)) add_valid(lt(sym_uop(lo) - 1, x[d]));
-    if (hi != v.shape[d]) add_valid(lt(x[d], sym_uop(hi)));
+    if (lo != Sym(0)) add_valid(lt(sym_index(lo) - 1, x[d]));
+    if (hi != v.shape[d]) add_valid(lt(x[d], sym_index(hi)));
   }
   return out;
 }
@@ -501,7 +499,7 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
     for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
   }
   if (grid * block > n || !n_sym.is_const()) {
-    UOpPtr end = -maximum(-(idx + 1), -sym_uop(n_sym));  // min(idx + 1, n)
+    UOpPtr end = -maximum(-(idx + 1), -sym_index(n_sym));  // min(idx + 1, n)
     guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);
     idx = guard;
   }
@@ -509,7 +507,7 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
   Sym inner_sym = 1;
   for (size_t i = axes.size(); i-- > 0;) {
     if (!n_sym.is_const()) {
-      UOpPtr c = inner_sym == Sym(1) ? idx : idx / sym_uop(inner_sym);
+      UOpPtr c = inner_sym == Sym(1) ? idx : idx / sym_index(inner_sym);
       top.loops[axes[i]] = i == 0 ? c : c % axis_size(k_, axes[i]);
       inner_sym = inner_sym * k_.sym_shape()[axes[i]];
       continue;
