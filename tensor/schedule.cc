@@ -243,13 +243,15 @@ class Scheduler {
     return reduces;
   }
 
-  // The reductions an output's kernel would contain must share source shape and axes.
+  // The reductions an output's kernel would contain must share source shape and axes. A write
+  // through a view (setitem, assign into t[1:]) runs in the view's shape, so it fuses none.
   bool split_conflicting_reduces(LazyBase* root) {
     std::vector<LazyBase*> reduces = fused_reduces(root);
     bool changed = false;
     for (LazyBase* r : reduces) {
       const LazyBase* first = reduces[0];
-      if (r->axes != first->axes || r->srcs[0].shape() != first->srcs[0].shape()) {
+      if (root->write_view || r->axes != first->axes ||
+          r->srcs[0].shape() != first->srcs[0].shape()) {
         changed |= outputs_.insert(r).second;
       }
     }

@@ -135,6 +135,19 @@ def test_setitem_tensor_index():
   _setitem_case((3, 4), np.array([2, 0]), -1.0)
 
 
+def test_setitem_2d_tensor_index_with_a_computed_value():
+  # a scatter (a reduction) written through the view aborted the scheduler's write-view check
+  t = Tensor.zeros(5, dtype=dtypes.int32).contiguous()
+  v = Tensor.arange(4).reshape(2, 2).contiguous()
+  t[Tensor([[0, 3], [4, 1]])] = v
+  ref = np.zeros(5, np.int32)
+  ref[np.array([[0, 3], [4, 1]])] = np.arange(4).reshape(2, 2)
+  compare_np("setitem 2-d index", t, ref, dtypes.int32)
+  t[1:4] = Tensor([1, 2, 3, 4, 5, 6]).reshape(3, 2).sum(1)  # a reduction into a slice
+  ref[1:4] = [3, 7, 11]
+  compare_np("setitem of a sum", t, ref, dtypes.int32)
+
+
 def test_setitem_int_dtype():
   x = Tensor([1, 2, 3, 4])
   x[1:3] = 0
