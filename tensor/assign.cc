@@ -305,6 +305,19 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
   run_schedule(create_schedule(targets));
   for (auto& [o, snap] : snapshots) repoint_readers(*o, snap.base);
   for (const BasePtr& o : olds) o->overwritten = true;
+  // A value still lazy (new_a in `a.assign(new_a)`) would read the buffers just overwritten:
+  // it becomes a read of what was assigned, which later assigns realize before overwriting.
+  for (size_t i = 0; i < ups.size(); i++) {
+    const Lazy& v = ups[i].value;
+    if (v.base->realized || v.base->kind == LazyKind::kConst || v.base == news[i].base ||
+        !v.is_base_view() || v.sym)
+      continue;
+    v.base->kind = LazyKind::kCast;
+    v.base->axes.clear();
+    v.base->srcs = {news[i]};
+    v.base->force_kernel = false;
+    news[i].base->readers.push_back(v.base);
+  }
   for (size_t i = 0; i < updates.size(); i++) {
     TensorImpl& t = *updates[i].first.impl_;
     t.lazy = news[i];

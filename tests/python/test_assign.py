@@ -21,6 +21,20 @@ def test_lazy_reader_keeps_old_value():
   compare_np("new value", a * 2, np.array([10.0, 10.0], np.float32), dtypes.float32)
 
 
+def test_the_assigned_value_keeps_its_value():
+  # new_a read a's buffer after the assign overwrote it: the next assign (of b, which new_a
+  # also read) raised "reads a buffer that assign() has overwritten"
+  a, b = Tensor([0.0, 1.0, 2.0, 3.0]), Tensor([4.0, 5.0, 6.0, 7.0])
+  new_a, new_b = a + b, a * 2
+  a.assign(new_a)
+  b.assign(new_b)
+  compare_np("a", a, np.array([4.0, 6.0, 8.0, 10.0], np.float32), dtypes.float32)
+  compare_np("b, from the old a", b, np.array([0.0, 2.0, 4.0, 6.0], np.float32), dtypes.float32)
+  compare_np("the value assigned to a", new_a, np.array([4.0, 6.0, 8.0, 10.0], np.float32), dtypes.float32)
+  a.assign(Tensor([9.0, 9.0, 9.0, 9.0]))
+  compare_np("new_a after a changes again", new_a, np.array([4.0, 6.0, 8.0, 10.0], np.float32), dtypes.float32)
+
+
 def test_augmented_ops_update_in_place():
   a = Tensor([1.0, 2.0, 3.0])
   alias = a
