@@ -8,6 +8,11 @@ UOpPtr global(int slot, DType dtype) {
   return UOp::make(Op::DEFINE_GLOBAL, dtype.as_ptr(), {}, int64_t{slot});
 }
 
+UOpPtr iota(DType dtype) {
+  CHECK(dtypes::is_int(dtype)) << "iota of " << dtype.name();
+  return UOp::make(Op::IOTA, dtype.as_ptr(), {});
+}
+
 UOpPtr load(const UOpPtr& buf, ShapeTracker st) {
   UOpPtr view = UOp::make(Op::VIEW, buf->dtype(), {buf}, std::move(st));
   return UOp::make(Op::LOAD, buf->dtype().base(), {view});

@@ -17,6 +17,9 @@ namespace baregrad::compiler {
 UOpPtr global(int slot, DType dtype);
 // Loads `buf` through `st`.
 UOpPtr load(const UOpPtr& buf, ShapeTracker st);
+// The virtual buffer 0, 1, 2, ... of int `dtype` (an arange): load(iota(dt), st) is the index
+// `st` computes, converted to `dt` (0 where st is masked). Lowering turns it into index math.
+UOpPtr iota(DType dtype);
 // Stores `value` into `buf` through `st`.
 UOpPtr store(const UOpPtr& buf, ShapeTracker st, const UOpPtr& value);
 // Reduces `value` over kernel `axes` with ADD, MUL or MAX; the result has size 1 there.

@@ -118,6 +118,10 @@ Status verify_other(const UOp* n) {
       if (!std::holds_alternative<int64_t>(n->arg()) || n->arg_as<int64_t>() < 0)
         return bad(n, "has an arg that is not an int64 slot");
       return {};
+    case Op::IOTA:
+      if (!n->dtype().ptr || !dtypes::is_int(n->dtype().base()))
+        return bad(n, "has a dtype that is not a pointer to an int type");
+      return {};
     case Op::VIEW:
       if (!std::holds_alternative<ShapeTracker>(n->arg())) return bad(n, "has no ShapeTracker");
       if (n->arg_as<ShapeTracker>().views.empty()) return bad(n, "has an empty ShapeTracker");
@@ -166,7 +170,8 @@ class AstChecker {
 
   Status view(const UOp* v, uint64_t scope, const UOp* user) {
     if (v->op() != Op::VIEW) return bad(user, "does not go through a VIEW");
-    if (v->src(0)->op() != Op::DEFINE_GLOBAL) return bad(v, "is not a view of a DEFINE_GLOBAL");
+    if (v->src(0)->op() != Op::DEFINE_GLOBAL && v->src(0)->op() != Op::IOTA)
+      return bad(v, "is not a view of a DEFINE_GLOBAL or IOTA");
     const std::vector<int64_t>& shape = v->arg_as<ShapeTracker>().shape();
     if (shape.size() != out_.size())
       return bad(v, "has " + std::to_string(shape.size()) + " dims, the kernel has " +
@@ -184,6 +189,8 @@ class AstChecker {
     elem.addr = AddrSpace::kGlobal;
     if (user->op() == Op::LOAD && user->dtype() != elem)
       return bad(user, "loads a different dtype than its buffer's " + elem.name());
+    if (user->op() == Op::STORE && v->src(0)->op() == Op::IOTA)
+      return bad(user, "stores into an IOTA");
     if (user->op() == Op::STORE && user->src(1)->dtype() != elem)
       return bad(user,
                  "stores " + user->src(1)->dtype().name() + " into a buffer of " + elem.name());
@@ -278,7 +285,8 @@ Status verify_lowered(const UOpPtr& sink) {
   for (const UOp* n : sink->toposort()) {
     RETURN_IF_ERROR(verify_node(n));
     Op op = n->op();
-    if (op == Op::VIEW || op == Op::REDUCE_AXIS) return bad(n, "survives lowering");
+    if (op == Op::VIEW || op == Op::REDUCE_AXIS || op == Op::IOTA)
+      return bad(n, "survives lowering");
     if ((op == Op::LOAD || op == Op::STORE) && n->src(0)->op() != Op::INDEX)
       return bad(n, "does not go through INDEX");
     if (op == Op::STORE && n->src(0)->src().size() > 2) return bad(n, "stores through a valid");

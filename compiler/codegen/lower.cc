@@ -20,7 +20,9 @@ struct Val {
 };
 
 struct Ctx {
-  std::vector<UOpPtr> loops;  // RANGE per loop axis (null for expand axes)
+  // RANGE per loop axis (null for expand axes); a one-hot axis holds the index it samples.
+  std::vector<UOpPtr> loops;
+  UOpPtr gate;  // and-ed into the validity of every load (a one-hot index in range), or null
   bool vector_active = false;
   int id = 0;
 };
@@ -48,9 +50,14 @@ int64_t extent(const ShapeTracker& st) {
 
 // Buffer arguments and the FLOP / byte estimates of `k`.
 void estimate(const Kernel& k, Lowered* out) {
+  std::vector<bool> hot(k.ndim(), false);  // one-hot axes run no loop
+  for (const UOp* n : k.ast()->toposort())
+    if (n->op() == Op::REDUCE_AXIS)
+      for (const OneHotAxis& h : one_hot_axes(n, k.shape()))
+        hot[h.axis] = k.kinds()[h.axis] == AxisKind::kReduce;
   int64_t all = 1, outer = 1;
   for (int a = 0; a < k.ndim(); a++) {
-    all *= k.shape()[a];
+    if (!hot[a]) all *= k.shape()[a];
     if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll &&
         k.kinds()[a] != AxisKind::kOuterReduce)
       outer *= k.shape()[a];
@@ -64,7 +71,7 @@ void estimate(const Kernel& k, Lowered* out) {
   for (const UOp* n : topo) {
     if (is_alu(n->op()) || n->op() == Op::REDUCE_AXIS)
       out->flops += static_cast<double>(in_reduce[n] ? all : outer);
-    if (n->op() != Op::VIEW) continue;
+    if (n->op() != Op::VIEW || n->src(0)->op() != Op::DEFINE_GLOBAL) continue;
     int slot = static_cast<int>(n->src(0)->arg_as<int64_t>());
     if (static_cast<int>(out->bufs.size()) <= slot) out->bufs.resize(slot + 1);
     BufferArg& b = out->bufs[slot];
@@ -116,6 +123,11 @@ class Lowerer {
                  const std::vector<int64_t>& c,
                  const UOpPtr& gate = nullptr);
   Val lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
+  // The body of reduction `n` at its one-hot axes' indices (0 where one is out of range).
+  Val lower_one_hot(const UOpPtr& n,
+                    const std::vector<OneHotAxis>& hot,
+                    const Ctx& inner,
+                    const std::vector<int64_t>& c);
   bool has_outer_reduce() const { return k_.count(AxisKind::kOuterReduce) > 0; }
   Val accumulate(const UOpPtr& store, Val v, const Ctx& ctx, const std::vector<int64_t>& c);
   std::vector<UOpPtr> lower_store(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
@@ -136,6 +148,10 @@ class Lowerer {
 
 int Lowerer::pick_vector_axis() const {
   auto views = k_.views();
+  std::vector<UOpPtr> hot_index;  // a one-hot axis keeps its load only with a scalar index
+  for (const UOp* n : k_.ast()->toposort())
+    if (n->op() == Op::REDUCE_AXIS)
+      for (const OneHotAxis& h : one_hot_axes(n, k_.shape())) hot_index.push_back(h.index);
   int best = -1;
   for (int a = 0; a < k_.ndim(); a++) {
     int64_t n = k_.shape()[a];
@@ -149,6 +165,9 @@ int Lowerer::pick_vector_axis() const {
       any_unit |= s == 1;
     }
     if (!ok || !any_unit || !k_.unmasked(a)) continue;
+    if (std::any_of(hot_index.begin(), hot_index.end(),
+                    [&](const UOpPtr& e) { return !constant_along(e.get(), a); }))
+      continue;
     // Prefer UPCAST axes (vector accumulators need no horizontal reduce), then the last one.
     if (best < 0 || k_.kinds()[a] == AxisKind::kUpcast || k_.kinds()[best] != AxisKind::kUpcast)
       best = a;
@@ -275,16 +294,28 @@ Val Lowerer::lower_load(const UOpPtr& n,
   const auto& st = view->arg_as<ShapeTracker>();
   const UOpPtr& buf = view->src(0);
   DType dt = n->dtype();
+  int64_t s = ctx.vector_active && width_ > 1 ? Kernel::stride(st, vaxis_) : 0;
+  if (buf->op() == Op::IOTA) {  // the index itself, 0 where masked: no memory
+    auto iota_at = [&](int lane) {
+      auto [idx, valid] = index(st, ctx, c, lane);
+      UOpPtr v = cast(idx, dt);
+      return valid ? where(valid, v, UOp::cnst(dt, 0)) : v;
+    };
+    if (s == 0) return {iota_at(0), false};
+    std::vector<UOpPtr> lanes;
+    for (int l = 0; l < width_; l++) lanes.push_back(iota_at(l));
+    return {UOp::make(Op::VECTORIZE, dt.vec(width_), std::move(lanes)), true};
+  }
   // LOAD(INDEX(buf, idx, valid && gate)) of `lanes` consecutive elements starting at `lane`.
   auto load_at = [&](int lane, int lanes) {
     auto [idx, valid] = index(st, ctx, c, lane);
-    if (gate) valid = valid ? logical_and(valid, gate) : gate;
+    UOpPtr g = gate && ctx.gate ? logical_and(gate, ctx.gate) : gate ? gate : ctx.gate;
+    if (g) valid = valid ? logical_and(valid, g) : g;
     std::vector<UOpPtr> src{buf, idx};
     if (valid) src.push_back(valid);
     UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
     return UOp::make(Op::LOAD, dt.vec(lanes), {ix});
   };
-  int64_t s = ctx.vector_active && width_ > 1 ? Kernel::stride(st, vaxis_) : 0;
   if (s == 0) return {load_at(0, 1), false};
   if (s == 1) return {load_at(0, width_), true};
   std::vector<UOpPtr> lanes;
@@ -294,6 +325,16 @@ Val Lowerer::lower_load(const UOpPtr& n,
 
 Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {
   Op op = n->arg_as<ReduceArg>().op;
+  // One-hot axes (a sum of where(e == iota, v, 0)) get no loop: v is read at e. An index that
+  // differs across vector lanes keeps the loop.
+  std::vector<OneHotAxis> hot = one_hot_axes(n.get(), k_.shape());
+  std::erase_if(hot, [&](const OneHotAxis& h) {
+    return kind(h.axis) != AxisKind::kReduce ||
+           (vaxis_ >= 0 && !constant_along(h.index.get(), vaxis_));
+  });
+  auto is_hot = [&](int a) {
+    return std::any_of(hot.begin(), hot.end(), [&](const OneHotAxis& h) { return h.axis == a; });
+  };
   // Every copy of one reduction shares its loops, so their accumulators update side by side.
   auto [it, fresh] = reduce_ctx_.try_emplace({n.get(), ctx.id});
   Ctx& inner = it->second;
@@ -306,14 +347,14 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
       if ((is_outer_loop(kind(a)) || kind(a) == AxisKind::kLocal) && !is_thread_axis(a))
         parent = ctx.loops[a];
     for (int a = 0; a < k_.ndim(); a++) {
-      if (kind(a) != AxisKind::kReduce) continue;
+      if (kind(a) != AxisKind::kReduce || is_hot(a)) continue;
       parent = make_range(a, parent, next_loop_id_++);
       inner.loops[a] = parent;
     }
   }
   std::vector<UOpPtr> ranges;
   for (int a = 0; a < k_.ndim(); a++)
-    if (kind(a) == AxisKind::kReduce) ranges.push_back(inner.loops[a]);
+    if (kind(a) == AxisKind::kReduce && !is_hot(a)) ranges.push_back(inner.loops[a]);
   // Every combination of the (non-vector) UNROLL axes, combined in registers.
   std::vector<int> unroll;
   for (int a = 0; a < k_.ndim(); a++)
@@ -323,7 +364,7 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
   std::vector<int64_t> cc = c;
   std::function<void(size_t)> each = [&](size_t i) {
     if (i == unroll.size()) {
-      Val v = lower(n->src(0), inner, cc);
+      Val v = hot.empty() ? lower(n->src(0), inner, cc) : lower_one_hot(n, hot, inner, cc);
       vals.push_back(vec_reduced ? widen(v) : v.u);
       return;
     }
@@ -348,6 +389,30 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
   for (int l = 0; l < width_; l++)
     lanes.push_back(UOp::make(Op::GEP, acc->dtype().base(), {acc}, int64_t{l}));
   return {combine(op, std::move(lanes)), false};
+}
+
+Val Lowerer::lower_one_hot(const UOpPtr& n,
+                           const std::vector<OneHotAxis>& hot,
+                           const Ctx& inner,
+                           const std::vector<int64_t>& c) {
+  Ctx at = inner;
+  at.id = next_ctx_++;
+  UOpPtr in_range;
+  for (const OneHotAxis& h : hot) {
+    Val e = lower(h.index, inner, c);
+    CHECK(!e.vec) << "lower: a one-hot index that differs across lanes";
+    UOpPtr i = cast(e.u, dtypes::kIndex);
+    UOpPtr ok =
+        logical_and(lt(i, axis_size(k_, h.axis)), UOp::alu(Op::CMPLT, {UOp::index_const(-1), i}));
+    in_range = in_range ? logical_and(in_range, ok) : ok;
+    at.loops[h.axis] = i;
+  }
+  at.gate = inner.gate ? logical_and(inner.gate, in_range) : in_range;
+  Val v = lower(n->src(0), at, c);
+  UOpPtr zero = UOp::cnst(n->dtype(), 0);
+  if (!v.vec) return {where(in_range, v.u, zero), false};
+  return {UOp::make(Op::WHERE, v.u->dtype(), {widen({in_range, false}), v.u, widen({zero, false})}),
+          true};
 }
 
 Val Lowerer::lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c) {

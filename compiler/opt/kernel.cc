@@ -111,7 +111,78 @@ View merge_view(const View& v, int axis) {
 }
 
 bool is_view(const UOp* n) { return n->op() == Op::VIEW; }
+
+// `n` is LOAD(VIEW(IOTA)) whose value is the coordinate of kernel axis `axis` itself.
+bool is_axis_iota(const UOp* n, int axis, int64_t size) {
+  if (n->op() != Op::LOAD || n->src(0)->src(0)->op() != Op::IOTA) return false;
+  const ShapeTracker& st = n->src(0)->arg_as<ShapeTracker>();
+  if (st.views.size() != 1) return false;
+  const View& v = st.views[0];
+  if (v.sym || v.mask || v.offset != 0 || v.shape[axis] != size || v.strides[axis] != 1)
+    return false;
+  for (size_t d = 0; d < v.shape.size(); d++)
+    if (static_cast<int>(d) != axis && v.shape[d] != 1 && v.strides[d] != 0) return false;
+  return true;
+}
+
 }  // namespace
+
+bool constant_along(const UOp* n, int axis) {
+  for (const UOp* u : n->toposort()) {
+    if (u->op() == Op::REDUCE_AXIS) return false;
+    if (!is_view(u)) continue;
+    const View& v = u->arg_as<ShapeTracker>().views.back();
+    if (v.shape[axis] == 1) continue;
+    if (v.sym ? v.sym->strides[axis] != Sym(0) : v.strides[axis] != 0) return false;
+    if (v.mask && ((*v.mask)[axis].first != 0 || (*v.mask)[axis].second != v.shape[axis]))
+      return false;
+  }
+  return true;
+}
+
+std::vector<OneHotAxis> one_hot_axes(const UOp* reduce, const std::vector<int64_t>& shape) {
+  const ReduceArg& r = reduce->arg_as<ReduceArg>();
+  if (r.op != Op::ADD) return {};
+  const UOp* body = reduce->src(0).get();
+  while (body->op() == Op::CAST) body = body->src(0).get();
+  if (body->op() != Op::WHERE || body->src(2)->op() != Op::CONST) return {};
+  const UOp* zero = body->src(2).get();
+  if (dtypes::is_float(zero->dtype())  ? zero->arg_as<double>() != 0.0
+      : dtypes::is_bool(zero->dtype()) ? zero->arg_as<bool>()
+                                       : zero->arg_as<int64_t>() != 0)
+    return {};
+  std::vector<const UOp*> terms, stack{body->src(0).get()};
+  while (!stack.empty()) {
+    const UOp* t = stack.back();
+    stack.pop_back();
+    if (t->op() == Op::AND && dtypes::is_bool(t->dtype())) {
+      stack.push_back(t->src(1).get());
+      stack.push_back(t->src(0).get());
+    } else {
+      terms.push_back(t);
+    }
+  }
+  std::vector<OneHotAxis> out;
+  for (const UOp* t : terms) {
+    if (t->op() != Op::CMPEQ || !dtypes::is_int(t->src(0)->dtype())) continue;
+    for (int side = 0; side < 2; side++) {
+      const UOp* e = t->src(1 - side).get();
+      int axis = -1;
+      for (int a : r.axes)
+        if (shape[a] > 1 && is_axis_iota(t->src(side).get(), a, shape[a])) axis = a;
+      if (axis < 0 ||
+          std::any_of(out.begin(), out.end(), [&](const OneHotAxis& o) { return o.axis == axis; }))
+        continue;
+      out.push_back({axis, UOpPtr(e)});
+      break;
+    }
+  }
+  // Each index must not depend on any axis collapsed with it (it is computed once for all).
+  for (const OneHotAxis& o : out)
+    for (const OneHotAxis& p : out)
+      if (!constant_along(o.index.get(), p.axis)) return {};
+  return out;
+}
 
 Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   std::vector<int> reduce_axes;
@@ -295,6 +366,11 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (sym_axis(o.axis)) return no("axis has the symbolic size " + sym_shape_[o.axis].str());
+  if (k == AxisKind::kReduce)
+    for (const UOp* n : ast_->toposort())
+      if (n->op() == Op::REDUCE_AXIS)
+        for (const OneHotAxis& h : one_hot_axes(n, shape_))
+          if (h.axis == o.axis) return no("axis is a one-hot sum, lowered to one load");
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
     return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
   if (!unmasked(o.axis)) return no("axis is masked (padded)");

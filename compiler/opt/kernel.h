@@ -44,6 +44,20 @@ struct Opt {
   std::string str() const;
 };
 
+// A reduced axis that a sum only samples at one computed position: REDUCE_AXIS(ADD) of
+// WHERE(e == iota(axis) [&& ...], v, 0), with e an integer that does not depend on the axis
+// (the one-hot sum that indexing with a tensor, gather and embedding build). The sum is v at
+// axis = e, or 0 when e is outside the axis: lowering loads there instead of looping over the
+// axis (tinygrad's reduce collapse of an arange).
+struct OneHotAxis {
+  int axis;
+  UOpPtr index;  // e
+};
+// True when no value below `n` changes along kernel axis `axis`.
+bool constant_along(const UOp* n, int axis);
+// The one-hot axes of `reduce` (a REDUCE_AXIS) in a kernel of `shape`; each axis once.
+std::vector<OneHotAxis> one_hot_axes(const UOp* reduce, const std::vector<int64_t>& shape);
+
 class Kernel {
  public:
   // Analyses `ast` (a verified kernel AST): moves reduce axes last and merges dims that are

@@ -365,6 +365,54 @@ TEST_P(KernelTest, Conv2dPadded) {
         tol(t, 27));
 }
 
+// out[i, j] = sum over r of where(idx[i] == r, a[r, j], 0): indexing with a tensor. Lowered
+// as one load of a at row idx[i] (no loop over r; 0 for rows outside a), checked against the
+// reference, which loops over every r. The program has no loop of r's size.
+TEST_P(KernelTest, OneHotSumLoadsAtTheIndex) {
+  DType f = dtypes::kFloat32, i32 = dtypes::kInt32;
+  for (auto [n, rows, cols] : {std::tuple<int64_t, int64_t, int64_t>{7, 6, 9}, {16, 40, 32}}) {
+    SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(rows) + " x " + std::to_string(cols));
+    auto idx = global(0, i32), a = global(1, f), out = global(2, f);
+    auto hit = UOp::alu(Op::CMPEQ, {load(idx, strided({n, rows, cols}, {1, 0, 0})),
+                                    load(iota(i32), strided({n, rows, cols}, {0, 1, 0}))});
+    auto body = where(hit, load(a, strided({n, rows, cols}, {0, cols, 1})), UOp::cnst(f, 0));
+    auto ast =
+        sink({store(out, strided({n, 1, cols}, {cols, 0, 1}), reduce_axis(Op::ADD, {1}, body))});
+    std::vector<double> ix;
+    for (int64_t k = 0; k < n; k++) ix.push_back(static_cast<double>(k * 5 % (rows + 3)) - 1);
+    check(ast, {{i32, ix}, {f, random(rows * cols, f, 5)}, {f, std::vector<double>(n * cols, 9)}},
+          tol(f));
+    auto prg = dev_->compile(ast);
+    ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+    for (const UOpPtr& u : (*prg)->spec.uops)
+      EXPECT_FALSE(u->op() == Op::RANGE && u->src(1)->op() == Op::CONST &&
+                   u->src(1)->const_value() == static_cast<double>(rows))
+          << "a loop over the " << rows << " rows";
+  }
+}
+
+// A table read at two computed coordinates (an AND of one-hots), through a cast, in int32.
+TEST_P(KernelTest, TwoAxisOneHotSumThroughACast) {
+  DType u8 = dtypes::kUint8, i32 = dtypes::kInt32, i64 = dtypes::kInt64;
+  int64_t n = 9, r0 = 4, r1 = 5;
+  auto i0 = global(0, i64), i1 = global(1, i64), x = global(2, u8), out = global(3, i32);
+  auto at = [&](const UOpPtr& b, std::vector<int64_t> strides) {
+    return load(b, strided({n, r0, r1}, std::move(strides)));
+  };
+  auto hit = logical_and(UOp::alu(Op::CMPEQ, {at(i0, {1, 0, 0}), at(iota(i64), {0, 1, 0})}),
+                         UOp::alu(Op::CMPEQ, {at(iota(i64), {0, 0, 1}), at(i1, {1, 0, 0})}));
+  auto body = cast(where(hit, at(x, {0, r1, 1}), UOp::cnst(u8, 0)), i32);
+  auto ast = sink({store(out, strided({n, 1, 1}, {1, 0, 0}), reduce_axis(Op::ADD, {1, 2}, body))});
+  std::vector<double> a, b;
+  for (int64_t k = 0; k < n; k++) {
+    a.push_back(static_cast<double>(k % (r0 + 1)));  // r0: out of range
+    b.push_back(static_cast<double>((k * 3) % r1));
+  }
+  std::vector<double> table;
+  for (int64_t k = 0; k < r0 * r1; k++) table.push_back(static_cast<double>(k * 11 % 256));
+  check(ast, {{i64, a}, {i64, b}, {u8, table}, {i32, std::vector<double>(n, 7)}}, 0);
+}
+
 TEST_P(KernelTest, MalformedAstIsRejectedByTheVerifier) {
   auto a = global(0, dtypes::kFloat32), b = global(1, dtypes::kInt32),
        out = global(2, dtypes::kFloat32);

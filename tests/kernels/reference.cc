@@ -72,6 +72,9 @@ double apply(Op op, DType dt, const std::vector<double>& a) {
       return a[0] != a[1];
     case Op::CMPEQ:
       return a[0] == a[1];
+    case Op::AND:  // bool operands only (the tests' masks)
+      CHECK(dtypes::is_bool(dt)) << "reference: AND of " << dt.name();
+      return a[0] != 0 && a[1] != 0;
     case Op::WHERE:
       return a[0] != 0 ? a[1] : a[2];
     case Op::MULACC:
@@ -101,6 +104,7 @@ void reference_run(const UOpPtr& ast, std::vector<std::vector<double>>& bufs) {
       case Op::LOAD: {
         const UOp* view = n->src(0).get();
         int64_t i = view_index(view->arg_as<ShapeTracker>(), x);
+        if (view->src(0)->op() == Op::IOTA) return i < 0 ? 0.0 : static_cast<double>(i);
         return i < 0 ? 0.0 : bufs[view->src(0)->arg_as<int64_t>()][i];
       }
       case Op::CAST: {
