@@ -127,6 +127,15 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
   return lazy_view(scalar, compiler::expand(compiler::reshape(scalar.st, ones), shape));
 }
 
+Lazy lazy_iota(const std::shared_ptr<runtime::Device>& dev, DType dtype, int64_t n) {
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kIota;
+  b->dtype = dtype;
+  b->device = dev;
+  b->shape = {n};
+  return make(std::move(b));
+}
+
 Lazy lazy_sym_const(const std::shared_ptr<runtime::Device>& dev,
                     DType dtype,
                     const compiler::Sym& value,
@@ -223,8 +232,29 @@ constexpr int64_t kSplitReduceMin = 32768;
 // output with d threads, and a second kernel combines them. d is the axis' largest divisor up to
 // 256 (4096 on GPUs, which need many more threads) leaving at least 16 elements per partial
 // result; d is the inner, contiguous part, so neighbouring threads read neighbouring elements.
+// True when `src` is where(... == arange ..., v, 0): a sum of it reads one element per output
+// (a one-hot axis, compiler/opt/kernel.h), which a split would turn back into a loop.
+bool one_hot_sum(const Lazy& src) {
+  const LazyBase* b = src.base.get();
+  while (b->kind == LazyKind::kCast && !b->realized) b = b->srcs[0].base.get();
+  if (b->kind != LazyKind::kAlu || b->op != Op::WHERE || b->realized) return false;
+  std::vector<const LazyBase*> stack{b->srcs[0].base.get()};
+  while (!stack.empty()) {
+    const LazyBase* t = stack.back();
+    stack.pop_back();
+    if (t->realized || t->kind != LazyKind::kAlu) continue;
+    if (t->op == Op::AND)
+      for (auto& s : t->srcs) stack.push_back(s.base.get());
+    if (t->op == Op::CMPEQ)
+      for (auto& s : t->srcs)
+        if (s.base->kind == LazyKind::kIota && !s.base->realized) return true;
+  }
+  return false;
+}
+
 std::optional<Lazy> split_reduce(Op op, const Lazy& src, const std::vector<int>& axes) {
   if (op != Op::ADD && op != Op::MAX) return std::nullopt;
+  if (op == Op::ADD && one_hot_sum(src)) return std::nullopt;
   if (src.sym) return std::nullopt;  // a symbolic axis is never split
   int64_t per_output = 1;
   int axis = -1;

@@ -52,6 +52,7 @@ enum class LazyKind : uint8_t {
   kAlu,     // op(srcs...) elementwise
   kReduce,  // op over `axes` of srcs[0]; the reduced dims keep size 1
   kCast,    // srcs[0] converted to dtype
+  kIota,    // element i is i (an int dtype): no memory, computed where it is read
 };
 
 struct LazyBase {
@@ -105,6 +106,8 @@ Lazy lazy_sym_const(const std::shared_ptr<runtime::Device>& dev,
                     DType dtype,
                     const compiler::Sym& value,
                     const compiler::Bindings& vals);
+// 0, 1, ..., n - 1 in the int `dtype`, computed inside the kernels that read it.
+Lazy lazy_iota(const std::shared_ptr<runtime::Device>& dev, DType dtype, int64_t n);
 // Throws baregrad::Error("[op] ...") naming both devices when `a` and `b` are on different
 // devices: a kernel reads every input through its own device's address space.
 void check_same_device(std::string_view op, const Lazy& a, const Lazy& b);

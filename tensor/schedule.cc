@@ -103,6 +103,7 @@ bool sym_kernel_ok(const UOpPtr& ast, const std::vector<std::shared_ptr<LazyBase
                   v.shape[i].str() + " in another");
       sizes[i] = v.shape[i];
     }
+    if (n->src(0)->op() == Op::IOTA) continue;  // no buffer: any index is a value
     const compiler::View& first = st.views.front();
     int64_t need =
         first.sym ? first.sym->extent_bound() : compiler::real_size(ShapeTracker{{first}});
@@ -216,7 +217,8 @@ class Scheduler {
                          [](const auto& u) { return has_mask(u.second->st); });
     if (b->kind == LazyKind::kReduce && uses.size() > 1) return true;  // never recompute
     for (auto& [consumer, view] : uses) {
-      if (has_mask(view->st) && b->kind != LazyKind::kBuffer) return true;  // pad needs zeros
+      if (has_mask(view->st) && b->kind != LazyKind::kBuffer && b->kind != LazyKind::kIota)
+        return true;  // pad needs zeros (a load of a buffer or an iota gives them)
       if (has_reduce(b) && (consumer->kind == LazyKind::kReduce || !is_unit_reshape(*view)))
         return true;  // a reduction is only read unchanged, by elementwise work
     }
@@ -302,6 +304,11 @@ class Scheduler {
       if (!b->sym_value) return UOp::cnst(b->dtype, b->value);
       compiler::merge_bindings("realize", k.vals, b->sym_value_vals);
       return compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
+    }
+    if (b->kind == LazyKind::kIota && !b->realized && (top || !outputs_.count(b))) {
+      if constexpr (std::is_same_v<T, SymTracker>)
+        compiler::merge_bindings("realize", k.vals, st.vals);
+      return compiler::load(compiler::iota(b->dtype), ast_view(st));
     }
     if (!pending(b) || (!top && outputs_.count(b))) {
       check_not_overwritten(*b);

@@ -188,7 +188,8 @@ Tensor Tensor::sym_scalar(const compiler::Sym& value,
   return t;
 }
 
-Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
+Tensor Tensor::arange(
+    double start, double stop, double step, DType dtype, std::string_view device) {
   std::string args = "arange(" + num(start) + ", " + num(stop) + ", " + num(step) + ")";
   if (step == 0) fail("arange", args + ": step is 0", ErrorKind::kValue);
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
@@ -197,7 +198,23 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   if (!(count < 9223372036854775808.0))
     fail("arange", args + " has " + num(count) + " elements, more than 2**63-1", ErrorKind::kValue);
   int64_t n = static_cast<int64_t>(count);
-  Tensor out = empty_for("arange", {n}, dtype);  // first: a MemoryError names its bytes
+  double last = start + static_cast<double>(std::max<int64_t>(n - 1, 0)) * step;
+  double big = std::max(std::abs(start), std::abs(last));
+  bool exact = dtypes::is_int(dtype) ? std::min(start, last) >= dtypes::min_value(dtype) &&
+                                           std::max(start, last) <= dtypes::max_value(dtype)
+               : dtype == dtypes::kFloat32 ? big <= 16777216.0
+               : dtype == dtypes::kFloat64 ? big <= 9007199254740992.0
+                                           : false;
+  bool small = std::max(std::abs(start), std::abs(step)) <= 9007199254740992.0;  // exact doubles
+  if (exact && small && start == std::trunc(start) && step == std::trunc(step)) {
+    bool wide = n > INT32_MAX || 2 * big > INT32_MAX;  // i * step fits too
+    DType it = wide ? dtypes::kInt64 : dtypes::kInt32;
+    Tensor out(lazy_iota(device_or_throw(device), it, n));
+    if (step != 1) out = out * Tensor::full({}, step, it, device);
+    if (start != 0) out = out + Tensor::full({}, start, it, device);
+    return out.dtype() == dtype ? out : out.cast(dtype);
+  }
+  Tensor out = empty_for("arange", {n}, dtype, device);  // first: a MemoryError names its bytes
   std::vector<double> v = host_vector<double>("arange", n);
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
   std::vector<uint8_t> bytes = detail::encode_values(v, dtype);

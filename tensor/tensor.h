@@ -69,8 +69,14 @@ class Tensor {
   static Tensor empty(Shape shape, DType dtype = dtypes::kFloat32, std::string_view device = {});
   static Tensor zeros(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 0, dtype); }
   static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
-  // [start, stop) in steps of `step`.
-  static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::kInt32);
+  // [start, stop) in steps of `step`. Integer values that `dtype` holds exactly (int dtypes,
+  // float32 to 2**24, float64 to 2**53) are computed inside the kernels that read them, from the
+  // element index: no buffer and no host work. Others are computed on the host in float64.
+  static Tensor arange(double start,
+                       double stop,
+                       double step = 1,
+                       DType dtype = dtypes::kInt32,
+                       std::string_view device = {});
   // Seeds tinygrad's generator (tensor/random.cc): after manual_seed(s), the same calls on the
   // same devices (in the same order) give tinygrad's numbers, whatever the thread count.
   static void manual_seed(uint64_t seed);

@@ -152,10 +152,8 @@ Tensor Tensor::operator[](const std::vector<Idx>& idx) const {
     ts_shape.resize(n + nb, 1);
     Shape ar_shape(n + nb, 1);
     ar_shape[dims[j] + nb] = size;
-    std::vector<double> ar(size);
-    std::iota(ar.begin(), ar.end(), 0.0);
     Tensor hit = t.reshape(ts_shape).eq(
-        Tensor::from_data(ar, {size}, t.dtype(), device()).reshape(ar_shape));
+        Tensor::arange(0, static_cast<double>(size), 1, t.dtype(), device()).reshape(ar_shape));
     mask = mask ? mask->logical_and(hit) : hit;
   }
   Shape spread(x.shape().begin(), x.shape().begin() + d0);

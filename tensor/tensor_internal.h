@@ -75,11 +75,10 @@ inline Tensor const_like(const Tensor& t, double v, DType dt) {
   return Tensor::full({}, v, dt, t.device());
 }
 
-// 0, 1, ..., n-1 as int32 on `t`'s device.
+// 0, 1, ..., n-1 as int32 (int64 past 2**31 - 1) on `t`'s device, computed where read.
 inline Tensor arange_on(const Tensor& t, int64_t n) {
-  std::vector<double> v = host_vector<double>("arange", n);
-  std::iota(v.begin(), v.end(), 0.0);
-  return Tensor::from_data(v, {n}, dtypes::kInt32, t.device());
+  return Tensor::arange(0, static_cast<double>(n), 1,
+                        n > INT32_MAX ? dtypes::kInt64 : dtypes::kInt32, t.device());
 }
 
 // `r` (freshly generated on the default device) moved to `t`'s device when they differ.

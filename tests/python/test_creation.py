@@ -119,6 +119,11 @@ def test_empty():
 ARANGE = [
     ((5,), {}), ((2, 8), {}), ((2, 8, 3), {}), ((5, 0, -1), {}), ((0,), {}), ((3, 3), {}), ((-3, 4, 2), {}),
     ((0.0, 1.0, 0.25), {}), ((5,), {"dtype": "float32"}), ((1, 4, 0.5), {}),
+    # computed in the kernels that read them (integral values): every dtype, negative steps
+    ((-7, 20, 3), {"dtype": "float32"}), ((30, -4, -5), {"dtype": "int8"}), ((250, 256), {"dtype": "uint8"}),
+    ((-300, 300, 97), {"dtype": "int16"}), ((-2**40, -2**40 + 9, 2), {"dtype": "float64"}),
+    # on the host: past float32's exact integers, and fractional steps
+    ((2**24 - 2, 2**24 + 3), {"dtype": "float32"}), ((0.5, 3), {"dtype": "float32"}),
 ]
 
 

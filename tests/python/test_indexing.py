@@ -135,6 +135,27 @@ def test_setitem_tensor_index():
   _setitem_case((3, 4), np.array([2, 0]), -1.0)
 
 
+def test_tensor_index_reads_one_row_per_index():
+  # X[samples] was a one-hot sum over all 2048 rows for every output element (822M ops); it is
+  # now one load per element at the sampled row
+  from baregrad import GlobalCounters
+  rng = np.random.default_rng(3)
+  x = rng.integers(0, 256, size=(2048, 1, 28, 28), dtype=np.uint8)
+  s = rng.integers(0, 2048, size=512).astype(np.int32)
+  X, S = Tensor(x), Tensor(s)
+  GlobalCounters.reset()
+  got = X[S].numpy()
+  assert GlobalCounters.global_ops < 512 * 784 * 13, GlobalCounters.global_ops
+  np.testing.assert_equal(got, x[s])
+  np.testing.assert_equal(X[S - 2048].numpy(), x[s])  # negative indices count from the end
+
+
+def test_tensor_index_into_a_huge_broadcast():
+  # made a host arange of 2**31 elements (16 GiB) and never finished
+  big = Tensor([1]).expand(2**31 + 3)
+  np.testing.assert_equal(big[Tensor([0, 2**31 + 2])].numpy(), [1, 1])
+
+
 def test_setitem_2d_tensor_index_with_a_computed_value():
   # a scatter (a reduction) written through the view aborted the scheduler's write-view check
   t = Tensor.zeros(5, dtype=dtypes.int32).contiguous()
