@@ -222,3 +222,65 @@ def _from_np_dtype(npdtype) -> DType:
   if (d := _FROM_NP.get(npdtype.newbyteorder("=") if npdtype.byteorder not in "=|" else npdtype)) is None:
     raise TypeError(f"[{op_name()}] numpy dtype {npdtype} is not supported")
   return d
+
+
+# ---- scalar conversions, as tinygrad.dtype's ----------------------------------------------------
+
+def strong_dtype(dtype: DType) -> DType:
+  """tinygrad maps its weak dtypes to the defaults here; baregrad has none, so every dtype is
+  its own strong dtype."""
+  return dtype
+
+
+def float_to_fp8(x: float, dtype: DType) -> int:
+  """The fp8 code (0..255) of `x` rounded once to nearest even in `dtype`, as Tensor.cast
+  rounds (and torch's float8 types: past the largest finite value, e4m3 gives NaN)."""
+  if dtype not in dtypes.fp8s: raise TypeError(f"[float_to_fp8] {dtype} is not an fp8 dtype")
+  import _baregrad as _C
+  return _C.fp8_encode(dtype.key, float(x))
+
+
+def fp8_to_float(x: int, dtype: DType) -> float:
+  """The value of fp8 code `x` (0..255) in `dtype`."""
+  if dtype not in dtypes.fp8s: raise TypeError(f"[fp8_to_float] {dtype} is not an fp8 dtype")
+  import _baregrad as _C
+  return _C.fp8_decode(dtype.key, int(x))
+
+
+def _round_bf16(x: float) -> float:
+  f = np.array([x], np.float32)
+  if not np.isfinite(f[0]): return float(f[0])
+  b = int(f.view(np.uint32)[0])
+  b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000  # round to nearest even
+  return float(np.array([b], np.uint32).view(np.float32)[0])
+
+
+def _wrap(np_type):
+  def f(x):
+    with np.errstate(over="ignore"):
+      return np_type(x).item() if not isinstance(x, int) else np.array(x & ((1 << (8 * np.dtype(np_type).itemsize)) - 1)).astype(np.uint64).astype(np_type).item()
+  return f
+
+
+# A Python value as `dtype` stores it: floats rounded (float32 and below), ints wrapped.
+truncate: dict = {dtypes.bool: bool, dtypes.float16: lambda x: float(np.float16(x)), dtypes.bfloat16: _round_bf16,
+                  dtypes.float32: lambda x: float(np.float32(x)), dtypes.float64: float,
+                  **{d: (lambda x, d=d: fp8_to_float(float_to_fp8(x, d), d)) for d in dtypes.fp8s},
+                  **{d: _wrap(_NP[d]) for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+                                                dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)}}
+
+
+def _to_torch_dtype(dtype: DType):
+  """The torch dtype of `dtype` (uint8 for the fp8s' codes); None when torch has none."""
+  import torch
+  if dtype == dtypes.uint64: return getattr(torch, "uint64", None)
+  if dtype == dtypes.bfloat16: return torch.bfloat16
+  if dtype in dtypes.fp8s: return torch.uint8
+  np_type = _NP.get(dtype)
+  return None if np_type is None else torch.from_numpy(np.array([], dtype=np_type)).dtype
+
+
+def _from_torch_dtype(torchdtype) -> DType:
+  for d in DTYPES_DICT.values():
+    if d not in dtypes.fp8s and _to_torch_dtype(d) == torchdtype: return d
+  raise TypeError(f"[{op_name()}] torch dtype {torchdtype} has no baregrad dtype")

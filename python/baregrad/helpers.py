@@ -5,6 +5,7 @@ import contextlib
 import dataclasses
 import ctypes
 import functools
+import gc
 import getpass
 import gzip
 import hashlib
@@ -75,6 +76,23 @@ def check_int64(op: str, args) -> None:
 def prod(x: Iterable) -> Any:
   """The product of the items (1 for none); works for any type with `*`, as tinygrad's."""
   return functools.reduce(lambda a, b: a * b, x, 1)
+def polyN(x: T, p: list[float]) -> T:
+  """p[0] * x**(n-1) + ... + p[-1] by Horner's rule (x a number or a Tensor)."""
+  return functools.reduce(lambda acc, c: acc * x + c, p, 0.0)  # type: ignore
+
+
+class disable_gc(contextlib.ContextDecorator):  # noqa: N801 (tinygrad's name)
+  """Turns Python's garbage collector off inside (a decorator or a `with`); nesting and
+  recursion restore it only when the outermost use ends."""
+  def __init__(self): self._was: list[bool] = []
+  def __enter__(self):
+    self._was.append(gc.isenabled())
+    gc.disable()
+  def __exit__(self, *exc):
+    if self._was.pop(): gc.enable()
+    return False
+
+
 def dedup(x: Iterable[T]) -> list[T]:
   """The items without repeats, in first-seen order."""
   return list(dict.fromkeys(x))
@@ -173,6 +191,12 @@ class ContextVar:
   def __lt__(self, x): return self.value < x
   def __hash__(self): return hash(self.key)
 
+  def tolist(self, obj=None) -> list:
+    """The comma-separated value as a list; with `obj`, each name looked up on it
+    (`EMULATED_DTYPES.tolist(dtypes)`)."""
+    names = [x.strip() for x in str(self.value).split(",") if x.strip()]
+    return [getattr(obj, x) for x in names] if obj is not None else names
+
 
 @functools.cache
 def _native_options() -> frozenset: return frozenset(_c().option_names())
@@ -242,6 +266,14 @@ DEBUG, BEAM, NOOPT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("
 DEV, TRAINING, NO_COLOR = _DevVar("DEV", ""), _TrainingVar("TRAINING", 0), ContextVar("NO_COLOR", 0)
 # tinygrad's image-dtype switches: read by tinygrad programs; baregrad has no image dtypes, so setting them changes nothing
 IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
+# JIT=0: TinyJit calls its function every time, capturing nothing (as tinygrad).
+JIT = ContextVar("JIT", 1)
+# tinygrad switches for code paths baregrad does not have, read by tinygrad programs and tests;
+# setting them changes no result: EMULATED_DTYPES (dtypes tinygrad's renderers emulate; every
+# baregrad CPU target computes each dtype natively), CHECK_OOB (tinygrad's optional check that
+# no index leaves its buffer; baregrad always builds a kernel whose views could read past a
+# buffer for the current sizes instead), WINO (winograd convolutions).
+EMULATED_DTYPES, CHECK_OOB, WINO = ContextVar("EMULATED_DTYPES", ""), ContextVar("CHECK_OOB", 0), ContextVar("WINO", 0)
 
 
 def _option_default(key: str):

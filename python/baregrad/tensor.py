@@ -32,6 +32,11 @@ _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go thro
 _FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
 
 
+def is_numpy_ndarray(x) -> bool:
+  """True for a numpy array (tinygrad's test, which works without importing numpy)."""
+  return str(type(x)) == "<class 'numpy.ndarray'>"
+
+
 def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.bool_, np.integer, np.floating))
 
 

@@ -1,6 +1,7 @@
 // _baregrad runtime pieces: devices (runtime/device.h), options (base/options.h) and the global
 // counters (tensor/counters.h).
 #include "base/options.h"
+#include "compiler/fp8.h"
 #include "python/src/bind.h"
 #include "runtime/device.h"
 #include "tensor/counters.h"
@@ -58,6 +59,24 @@ void bind_runtime(py::module_& m) {
   });
   m.def("program_cache_stats", &program_cache_stats, py::arg("name"));
   m.def("counters", &counters);
+  // One fp8 code and its value (compiler/fp8.h): rounded once to nearest even, as Tensor.cast.
+  m.def(
+      "fp8_encode",
+      [](const std::string& dtype, double v) {
+        DType t = dtype_of(dtype);
+        if (!compiler::dtypes::is_fp8(t)) throw py::type_error("[float_to_fp8] " + dtype + " is not an fp8 dtype");
+        return compiler::fp8_encode(t, v);
+      },
+      py::arg("dtype"), py::arg("value"));
+  m.def(
+      "fp8_decode",
+      [](const std::string& dtype, int64_t code) {
+        DType t = dtype_of(dtype);
+        if (!compiler::dtypes::is_fp8(t)) throw py::type_error("[fp8_to_float] " + dtype + " is not an fp8 dtype");
+        if (code < 0 || code > 255) throw py::value_error("[fp8_to_float] code " + std::to_string(code) + " is not a byte");
+        return compiler::fp8_decode(t, static_cast<uint8_t>(code));
+      },
+      py::arg("dtype"), py::arg("code"));
   m.def("reset_counters", [] { tensor::counters().reset(); });
 }
 

@@ -174,6 +174,69 @@ def test_sequence_helpers():
   with pytest.raises(AssertionError, match=r"\[unwrap\]"): H.unwrap(None)
 
 
+def test_poly_n_and_disable_gc():
+  import gc
+  assert helpers.polyN(3.0, [2.0, -1.0, 5.0]) == 2 * 9 - 3 + 5
+  np.testing.assert_allclose(helpers.polyN(Tensor([1.0, 2.0, 3.0]), [1.0, -2.0, 1.0]).numpy(), [0.0, 1.0, 4.0])
+  was = gc.isenabled()
+  gc.enable()
+  try:
+    @helpers.disable_gc()
+    def depth(n):
+      assert not gc.isenabled()
+      return 0 if n == 0 else 1 + depth(n - 1)
+    assert depth(3) == 3 and gc.isenabled()  # restored when the outermost call ends
+    with helpers.disable_gc(): assert not gc.isenabled()
+    assert gc.isenabled()
+  finally:
+    (gc.enable if was else gc.disable)()
+  assert tinygrad.tensor.is_numpy_ndarray(np.zeros(2)) and not tinygrad.tensor.is_numpy_ndarray(Tensor([1]))
+
+
+def test_jit_zero_runs_every_call_eagerly():
+  calls = []
+  def f(x):
+    calls.append(1)
+    return (x * 2).realize()
+  jf = tinygrad.TinyJit(f)
+  with Context(JIT=0):
+    for i in range(4): np.testing.assert_allclose(jf(Tensor([float(i)])).numpy(), [2.0 * i])
+  assert len(calls) == 4 and not jf.captured
+  for i in range(4): jf(Tensor([float(i)]))
+  assert len(calls) == 6  # JIT=1 again: an eager call, a capture, then replays
+
+
+def test_context_var_tolist_and_switches_that_change_nothing():
+  with Context(EMULATED_DTYPES="half, long"):
+    assert helpers.EMULATED_DTYPES.tolist(dtypes) == [dtypes.half, dtypes.long]
+    assert helpers.EMULATED_DTYPES.tolist() == ["half", "long"]
+    np.testing.assert_allclose((Tensor([1.5], dtype=dtypes.half) * 2).numpy(), [3.0])
+  assert helpers.EMULATED_DTYPES.tolist(dtypes) == [] and not helpers.CHECK_OOB and not helpers.WINO
+
+
+def test_scalar_dtype_conversions():
+  import torch
+  from baregrad.dtype import truncate, float_to_fp8, fp8_to_float, strong_dtype, _to_torch_dtype, _from_torch_dtype
+  # int wrap and float rounding, against numpy's
+  for d, n in [(dtypes.int8, np.int8), (dtypes.uint8, np.uint8), (dtypes.int32, np.int32), (dtypes.uint16, np.uint16)]:
+    for x in (200, -1, 2**31, 70000, -129):
+      assert truncate[d](x) == np.array(x).astype(np.int64).astype(n).item(), (d, x)
+  assert truncate[dtypes.float16](1 / 3) == float(np.float16(1 / 3)) and truncate[dtypes.float32](0.1) == float(np.float32(0.1))
+  assert truncate[dtypes.bfloat16](1 / 3) == torch.tensor(1 / 3).to(torch.bfloat16).item()
+  assert truncate[dtypes.bfloat16](1.0 + 2**-8) == 1.0 and truncate[dtypes.bfloat16](1.0 + 3 * 2**-8) == 1.0 + 2**-6  # ties to even
+  # fp8 codes from the OCP formats' definitions (e4m3: bias 7, 3 mantissa bits; e5m2: bias 15, 2)
+  assert [float_to_fp8(x, dtypes.fp8e4m3) for x in (1.0, -2.0, 448.0, 0.0, 2**-9)] == [0x38, 0xC0, 0x7E, 0x00, 0x01]
+  assert [float_to_fp8(x, dtypes.fp8e5m2) for x in (1.0, 57344.0, -0.5)] == [0x3C, 0x7B, 0xB8]
+  assert [fp8_to_float(c, dtypes.fp8e4m3) for c in (0x38, 0xC0, 0x7E, 0x01)] == [1.0, -2.0, 448.0, 2**-9]
+  assert np.isnan(fp8_to_float(0x7F, dtypes.fp8e4m3)) and fp8_to_float(0x7C, dtypes.fp8e5m2) == float("inf")
+  assert truncate[dtypes.fp8e4m3](1.06) == 1.0 and truncate[dtypes.fp8e4m3](1.07) == 1.125
+  with pytest.raises(TypeError, match=r"\[float_to_fp8\].*not an fp8"): float_to_fp8(1.0, dtypes.float32)
+  with pytest.raises(ValueError, match=r"\[fp8_to_float\] code 256"): fp8_to_float(256, dtypes.fp8e4m3)
+  assert strong_dtype(dtypes.int8) is dtypes.int8
+  assert _to_torch_dtype(dtypes.float32) == torch.float32 and _to_torch_dtype(dtypes.fp8e5m2) == torch.uint8
+  assert _from_torch_dtype(torch.int16) is dtypes.int16 and _to_torch_dtype(dtypes.bfloat16) == torch.bfloat16
+
+
 def test_number_helpers():
   assert [helpers.ceildiv(n, 4) for n in (0, 1, 4, 5, -5)] == [0, 1, 1, 2, -1]
   assert helpers.ceildiv(5.0, 2) == 3 and isinstance(helpers.ceildiv(5.0, 2), int)

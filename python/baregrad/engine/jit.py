@@ -24,7 +24,7 @@ import weakref
 from typing import Any, Callable
 
 import _baregrad as _C
-from baregrad.helpers import op_name
+from baregrad.helpers import JIT, op_name
 from baregrad.tensor import Tensor
 from baregrad.variable import _bindings_in, _merge_bindings
 
@@ -97,6 +97,7 @@ class TinyJit:
   def why_not_shared(self) -> str: return self._cur.jit.why_not_shared
 
   def __call__(self, *args, **kwargs):
+    if not JIT: return self.fxn(*args, **kwargs)  # JIT=0: every call runs eagerly, as tinygrad's
     slots = [("arg", i) for i, a in enumerate(args) if isinstance(a, Tensor)]
     slots += [("kw", k) for k in sorted(kwargs) if isinstance(kwargs[k], Tensor)]
     tensors = [args[k] if w == "arg" else kwargs[k] for w, k in slots]
