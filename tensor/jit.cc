@@ -39,6 +39,12 @@ void JitCapture::record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate reg
   steps_.push_back({nullptr, {std::move(buf)}, std::move(regen), {}});
 }
 
+void check_no_host_read(const char* op) {
+  if (jit_capture())
+    fail("jit", std::string("cannot access tensor data during JIT capture (") + op +
+                    "): the value would be baked into every replay");
+}
+
 void JitCapture::reject(std::string why) { rejected_.push_back(std::move(why)); }
 
 void JitCapture::specialize(std::string why) {
@@ -181,6 +187,11 @@ std::string TinyJit::why_not_shared() const {
 std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs,
                                         const compiler::Bindings& vals) {
   std::vector<Tensor> xs = as_buffers(inputs);
+  std::unordered_map<const DeviceBuffer*, size_t> seen;
+  for (size_t i = 0; i < xs.size(); i++)
+    if (auto [it, fresh] = seen.emplace(xs[i].lazy().base->realized.get(), i); !fresh)
+      fail("jit", "duplicate inputs to JIT: inputs " + std::to_string(it->second) + " and " +
+                      std::to_string(i) + " are one buffer (pass a .clone() of one of them)");
   calls_++;
   std::set<std::string> changed;  // Variables whose values differ from the capture's
   if (captured_ && may_share()) {
@@ -221,6 +232,8 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs,
     outs = as_buffers(fn_(xs));
   }
   for (auto& o : outs) o = o.detach();  // the history would pin every activation
+  if (cap.steps_.empty())
+    fail("jit", "didn't JIT anything: the captured call ran no kernel and made no upload");
   if (!cap.rejected_.empty()) {
     std::string why;
     for (auto& r : cap.rejected_) why += (why.empty() ? "" : "; ") + r;
@@ -363,6 +376,19 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs, const compile
                       describe(want.shape, want.dtype, *want.device));
     in[i] = l.base->realized->buffer;
   }
+  // An input that is one of the capture's own buffers (an output of the previous replay fed
+  // back, say) would be overwritten while it is read: it is read from a copy.
+  std::set<uint64_t> own;
+  for (const Captured::Step& step : c.steps)
+    for (size_t s = 0; s < step.bufs.size(); s++)
+      if (step.input[s] < 0) own.insert(step.bufs[s].va);
+  std::vector<Tensor> copies;
+  for (size_t i = 0; i < xs.size(); i++)
+    if (own.count(in[i].va)) {
+      copies.push_back(xs[i].detach().contiguous());
+      copies.back().realize();
+      in[i] = copies.back().lazy().base->realized->buffer;
+    }
   for (const Captured::Step& step : c.steps)
     if (step.prg) counters().count_kernel(step.prg->spec);
   if (c.graph) {

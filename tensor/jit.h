@@ -134,6 +134,9 @@ void jit_specialize(std::string why);
 
 // The capture running on this thread, or null.
 JitCapture* jit_capture();
+// Throws "[jit] cannot access tensor data during JIT capture" while a capture runs: a value
+// read to the host there would be baked into every replay (tinygrad's JitError).
+void check_no_host_read(const char* op);
 
 }  // namespace detail
 }  // namespace baregrad::tensor

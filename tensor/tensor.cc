@@ -514,6 +514,7 @@ const Tensor& Tensor::realize() const {
 }
 
 std::vector<double> Tensor::to_vector() const {
+  detail::check_no_host_read("to_vector");
   Tensor c = impl_->lazy.is_base_view() ? *this : contiguous();
   c.realize();
   const auto& db = c.impl_->lazy.base->realized;

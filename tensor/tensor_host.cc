@@ -1,5 +1,6 @@
 // Raw host data in and out of tensors: exact byte copies, in-place host views, device moves.
 #include "base/error.h"
+#include "tensor/jit.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -30,6 +31,7 @@ Tensor Tensor::from_bytes(
 }
 
 std::vector<uint8_t> Tensor::to_bytes() const {
+  detail::check_no_host_read("to_bytes");
   Tensor c = lazy().is_base_view() ? detach() : detach().contiguous();
   c.realize();
   const auto& db = c.lazy().base->realized;
@@ -41,6 +43,7 @@ std::vector<uint8_t> Tensor::to_bytes() const {
 }
 
 std::optional<Tensor::HostView> Tensor::host_view() const {
+  detail::check_no_host_read("host_view");
   realize();
   const Lazy& l = lazy();
   const auto& db = l.base->realized;

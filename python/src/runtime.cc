@@ -64,7 +64,8 @@ void bind_runtime(py::module_& m) {
       "fp8_encode",
       [](const std::string& dtype, double v) {
         DType t = dtype_of(dtype);
-        if (!compiler::dtypes::is_fp8(t)) throw py::type_error("[float_to_fp8] " + dtype + " is not an fp8 dtype");
+        if (!compiler::dtypes::is_fp8(t))
+          throw py::type_error("[float_to_fp8] " + dtype + " is not an fp8 dtype");
         return compiler::fp8_encode(t, v);
       },
       py::arg("dtype"), py::arg("value"));
@@ -72,8 +73,10 @@ void bind_runtime(py::module_& m) {
       "fp8_decode",
       [](const std::string& dtype, int64_t code) {
         DType t = dtype_of(dtype);
-        if (!compiler::dtypes::is_fp8(t)) throw py::type_error("[fp8_to_float] " + dtype + " is not an fp8 dtype");
-        if (code < 0 || code > 255) throw py::value_error("[fp8_to_float] code " + std::to_string(code) + " is not a byte");
+        if (!compiler::dtypes::is_fp8(t))
+          throw py::type_error("[fp8_to_float] " + dtype + " is not an fp8 dtype");
+        if (code < 0 || code > 255)
+          throw py::value_error("[fp8_to_float] code " + std::to_string(code) + " is not a byte");
         return compiler::fp8_decode(t, static_cast<uint8_t>(code));
       },
       py::arg("dtype"), py::arg("code"));

@@ -72,6 +72,7 @@ void bind_training(py::module_& m) {
       .def_property_readonly("uses_graph", &TinyJit::uses_graph)
       .def("reset", &TinyJit::reset);
   m.def("jit_specialize", &tensor::detail::jit_specialize, py::arg("why"));
+  m.def("jit_capturing", [] { return tensor::detail::jit_capture() != nullptr; });
 
   m.def("safe_save", &tensor::safe_save, py::arg("tensors"), py::arg("path"), py::arg("metadata"));
   m.def("safe_load", &tensor::safe_load, py::arg("path"), py::arg("device") = "");

@@ -322,3 +322,48 @@ def test_jit_rejects_changed_input_shape():
   # tinygrad asserts; the binding raises a value misuse
   with pytest.raises((ValueError, RuntimeError, AssertionError)):
     f(Tensor.ones(3, 3))
+
+
+def test_jit_output_fed_back_as_input():
+  # the replay wrote the output buffer while reading it as the input: 67% of the elements wrong
+  n = 1 << 20
+  f = TinyJit(lambda buf, new: buf[n // 2:].cat(new))
+  buf = Tensor.zeros(n, dtype=dtypes.int32).contiguous().realize()
+  for i in range(6):
+    buf = f(buf, Tensor(np.full(n // 2, i + 1, np.int32)))
+    np.testing.assert_array_equal(buf[:n // 2].numpy(), np.full(n // 2, i, np.int32))
+  np.testing.assert_array_equal(buf[n // 2:].numpy(), np.full(n // 2, 6, np.int32))
+  step = TinyJit(lambda x: ((x + 1).realize() * 2).realize())
+  x = Tensor([20.0]).contiguous().realize()
+  for _ in range(5): x = step(x)
+  assert x.item() == 2 * (2 * (2 * (2 * (2 * 21 + 1) + 1) + 1) + 1)
+  y = Tensor([100.0]).contiguous().realize()  # a new input after the output was fed back
+  assert step(y).item() == 202.0
+
+
+def test_jit_tensors_inside_list_arguments_are_inputs():
+  # they were frozen at the capture: every replay added the captured b
+  @TinyJit
+  def f(a, arr, d): return (a + arr[0] * d["k"]).realize()
+  for i in range(5):
+    got = f(Tensor([1.0, 1.0]), [Tensor([float(i), float(i)])], {"k": Tensor([2.0, 3.0])})
+    np.testing.assert_allclose(got.numpy(), [1 + 2 * i, 1 + 3 * i])
+
+
+@pytest.mark.parametrize("case", ["non-tensor return", "duplicate inputs", "nothing captured", "item", "tolist"])
+def test_jit_misuse_raises_jit_error(case):
+  # tinygrad's JitError for calls a replay would get wrong; before, replays returned the values
+  # of the capture (a Python int, .item(), .tolist()) or failed inside the graph replay
+  from baregrad.engine.jit import JitError
+  x = Tensor([1.0, 2.0, 3.0]).realize()
+  fns = {"non-tensor return": (lambda t, k: ((t * 2).realize(), k * 10), "non-Tensor value of type int"),
+         "duplicate inputs": (lambda t, u: (t + u).realize(), "duplicate inputs"),
+         "nothing captured": (lambda t, k: None, "didn't JIT anything"),
+         "item": (lambda t, k: Tensor.zeros(int(t.sum().item())), "cannot access tensor data during JIT capture"),
+         "tolist": (lambda t, k: Tensor(t.tolist()) * 2, "cannot access tensor data during JIT capture")}
+  fn, msg = fns[case]
+  f = TinyJit(fn)
+  with pytest.raises(JitError, match=msg):
+    for k in range(3):
+      if case == "duplicate inputs": f(x, x)
+      else: f(Tensor([1.0, 2.0, 3.0]).realize(), k)

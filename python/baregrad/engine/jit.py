@@ -74,18 +74,33 @@ class TinyJit:
     """The eager call: the tensor arguments replaced by the realized inputs C++ passes."""
     args, kwargs, slots = self._call_args
     args, kwargs = list(args), dict(kwargs)
-    for (where, key), c in zip(slots, cs):
+    copied: set = set()
+    for (where, key, sub), c in zip(slots, cs):
       t = Tensor._wrap(c)
-      if where == "arg": args[key] = t
-      else: kwargs[key] = t
+      box = args if where == "arg" else kwargs
+      if sub is None:
+        box[key] = t
+        continue
+      if (where, key) not in copied:  # the caller's container stays as it was
+        x = box[key]
+        box[key] = dict(x) if isinstance(x, dict) else list(x)
+        copied.add((where, key))
+      box[key][sub] = t
+    for where, key in copied:
+      orig = (self._call_args[0][key] if where == "arg" else self._call_args[1][key])
+      box = args if where == "arg" else kwargs
+      if isinstance(orig, tuple): box[key] = type(orig)(*box[key]) if hasattr(orig, "_fields") else tuple(box[key])
     ret = self.fxn(*args, **kwargs)
     outs: list = []
+    capturing = _C.jit_capturing()
     def flat(x):
       if isinstance(x, Tensor):
         outs.append(x._c)
         return _Slot(len(outs) - 1)
       if isinstance(x, (list, tuple)): return type(x)(flat(i) for i in x)
       if isinstance(x, dict): return {k: flat(v) for k, v in x.items()}
+      if capturing and x is not None:  # a replay would return this value, whatever the inputs
+        raise JitError(f"JIT return contains non-Tensor value of type {type(x).__name__}")
       return x
     self._cur.structure = flat(ret)
     return outs
@@ -98,9 +113,17 @@ class TinyJit:
 
   def __call__(self, *args, **kwargs):
     if not JIT: return self.fxn(*args, **kwargs)  # JIT=0: every call runs eagerly, as tinygrad's
-    slots = [("arg", i) for i, a in enumerate(args) if isinstance(a, Tensor)]
-    slots += [("kw", k) for k in sorted(kwargs) if isinstance(kwargs[k], Tensor)]
-    tensors = [args[k] if w == "arg" else kwargs[k] for w, k in slots]
+    # The inputs: tensor arguments, then (as tinygrad) tensors directly inside a list, tuple or
+    # dict argument, each slot (where, key, key in the container or None).
+    slots = [("arg", i, None) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    slots += [("kw", k, None) for k in sorted(kwargs) if isinstance(kwargs[k], Tensor)]
+    for where, key, x in [("arg", i, a) for i, a in enumerate(args)] + [("kw", k, kwargs[k]) for k in sorted(kwargs)]:
+      items = enumerate(x) if isinstance(x, (list, tuple)) else x.items() if isinstance(x, dict) else ()
+      slots += [(where, key, j) for j, t in items if isinstance(t, Tensor)]
+    def at(where, key, sub):
+      x = args[key] if where == "arg" else kwargs[key]
+      return x if sub is None else x[sub]
+    tensors = [at(*s) for s in slots]
     inputs = [t._c for t in tensors]
     found = _bindings_in((args, kwargs))
     for t in tensors: _merge_bindings(found, getattr(t, "_bound", None) or {}, JitError)
@@ -120,8 +143,8 @@ class TinyJit:
     self._call_args = (args, kwargs, slots)
     try:
       outs = self._cur.jit(inputs, found)
-    except RuntimeError as e:  # inputs unlike the captured ones: tinygrad's JitError
-      if str(e).startswith("[jit] input"): raise JitError(str(e)) from None
+    except RuntimeError as e:  # the JIT's own errors (inputs unlike the captured ones, ...)
+      if str(e).startswith("[jit] ") and not isinstance(e, JitError): raise JitError(str(e)) from None
       raise
     finally:
       self._call_args = ((), {}, [])
