@@ -61,10 +61,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
     if isinstance(data, pathlib.PurePath) or (is_disk(device) and data is not None): return  # made by __new__
     if variable.in_use and isinstance(data, variable.SymInt):  # its value at launch
-      c = _C.Tensor.sym_scalar(data.sym, data.vals, (to_dtype(dtype) if dtype is not None else dtypes.default_int).key, canonicalize_device(device))
+      # default_int, or int64 when the Variables' bounds let the value leave int32
+      fits = -2**31 <= data.sym.vmin and data.sym.vmax < 2**31
+      dt = to_dtype(dtype) if dtype is not None else dtypes.default_int if fits else dtypes.int64
+      c = _C.Tensor.sym_scalar(data.sym, data.vals, dt.key, canonicalize_device(device))
       if requires_grad is not None: c.requires_grad_(requires_grad)
       self._c = c
       return
+    if isinstance(data, variable.Variable):  # tinygrad: a RuntimeError naming it unbound
+      raise RuntimeError(f"[Tensor] {variable.unbound_variable(data.expr)}")
     if variable.in_use and isinstance(data, (list, tuple)): variable.note_value_use("Tensor", data)
     _dtype = to_dtype(dtype) if dtype is not None else None
     _device = canonicalize_device(device)

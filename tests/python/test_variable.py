@@ -59,6 +59,19 @@ def test_unbound_variable_is_a_type_error_naming_the_op(use):
     use(Tensor.ones(8), Variable("n", 1, 8))
 
 
+def test_tensor_of_an_unbound_variable_is_a_runtime_error():
+  # tinygrad raises RuntimeError("... unbound ...") when it runs; baregrad when it is made
+  with pytest.raises(RuntimeError, match=r"\[Tensor\] Variable 'u' is unbound"): Tensor(Variable("u", 1, 10)).item()
+
+
+def test_tensor_of_a_variable_past_int32_is_int64():
+  # was int32: 2**35 became 0
+  t = Tensor(Variable("b", 0, 2**40).bind(2**35))
+  assert t.dtype == dtypes.int64 and t.item() == 2**35
+  assert Tensor(Variable("a", 0, 2**10).bind(3) + Variable("b", 0, 2**40).bind(2**35)).item() == 2**35 + 3
+  assert Tensor(Variable("c", -5, 5).bind(-2)).dtype == dtypes.int32
+
+
 def test_views_match_numpy():
   a = Tensor(A)
   for i in range(1, 6):
