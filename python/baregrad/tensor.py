@@ -370,10 +370,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if isinstance(x, DiskTensor): x = x.to(self.device)
     if x._c.same(self._c): return self
     if x.shape != self.shape: x = x._broadcast_to(self.shape)
-    if x.dtype != self.dtype:
-      if least_upper_dtype(self.dtype, x.dtype) != self.dtype:
-        raise RuntimeError(f"[assign] a {x.dtype} value into a {self.dtype} tensor")
-      x = x.cast(self.dtype)
+    if x.dtype != self.dtype:  # as tinygrad: no implicit cast (int64 -> float32 would round)
+      raise RuntimeError(f"[assign] assign dtype mismatch: a {x.dtype} value into a {self.dtype} tensor (cast it first)")
     if x.device != self.device: raise RuntimeError(f"[assign] a value on {x.device} into a tensor on {self.device}")
     self._c.assign(x._c)
     return self

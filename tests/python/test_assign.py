@@ -62,3 +62,15 @@ def test_assign_keeps_requires_grad():
   w.assign(Tensor([3.0, 4.0]))
   (w * w).sum().backward()
   compare_np("gradient after assign", w.grad, np.array([6.0, 8.0], np.float32), dtypes.float32)
+
+
+def test_assign_and_setitem_never_cast_a_tensor_value():
+  # tinygrad's "assign dtype mismatch": int64 -> float32 would silently round 2**24 + 1
+  a = Tensor.zeros(2, dtype=dtypes.float32).contiguous().realize()
+  with pytest.raises(RuntimeError, match=r"\[assign\] assign dtype mismatch: a dtypes.long value into a dtypes.float tensor"):
+    a.assign(Tensor([16777217, 1], dtype=dtypes.int64))
+  with pytest.raises(RuntimeError, match=r"\[setitem\] setitem dtype mismatch"):
+    a[0:1] = Tensor([1], dtype=dtypes.int32)
+  a[0:1] = 7  # Python values take the tensor's dtype
+  a.assign(Tensor([3, 4], dtype=dtypes.int32).cast(dtypes.float32))
+  compare_np("cast first", a, np.array([3.0, 4.0], np.float32), dtypes.float32)

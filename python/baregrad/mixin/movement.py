@@ -512,6 +512,8 @@ class MovementMixin:
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
       v = Tensor(v, device=self.device, dtype=self.dtype)
     if v.device != self.device: raise RuntimeError(f"[setitem] value on {v.device} for a tensor on {self.device}")
+    if v.dtype != self.dtype:  # as tinygrad: a Tensor value is not cast implicitly
+      raise RuntimeError(f"[setitem] setitem dtype mismatch: a {v.dtype} value into a {self.dtype} tensor (cast it first)")
     if self._c.requires_grad or v._c.requires_grad: raise NotImplementedError(f"[{op_name()}] setitem with requires_grad is not supported")
     items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
