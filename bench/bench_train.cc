@@ -230,7 +230,8 @@ std::vector<Row> conv_rows(const Context& ctx) {
 
 // Tensor ops the issue-18 table names, through the tensor API, each beside the same op in
 // PyTorch (bench/ref/torch_ops.py) in the same run: a row sum and a softmax of a 4096x4096
-// matrix, and a conv2d training step (forward, then the input and weight gradients).
+// matrix, indexing with a tensor (a dataset batch, an embedding lookup), and a conv2d training
+// step (forward, then the input and weight gradients).
 std::vector<Row> tensor_op_rows(const Context& ctx) {
   Tensor::manual_seed(0);
   Tensor m = Tensor::rand({4096, 4096}).realize();
@@ -264,6 +265,25 @@ std::vector<Row> tensor_op_rows(const Context& ctx) {
                    time_median_ms(softmax_run, 7, 0), torch_ms("softmax"));
   sm.note = "median, realize + synchronize";
   rows.push_back(sm);
+  // Indexing with a tensor: a training batch drawn from a dataset (beautiful_mnist's
+  // X_train[samples]) and an embedding lookup (GPT-2-small's wte[tokens]).
+  for (bool embed : {false, true}) {
+    int64_t rows_n = embed ? 50257 : 60000, width = embed ? 768 : 784, picks = embed ? 1024 : 512;
+    Tensor table =
+        embed ? Tensor::rand({rows_n, width}).realize()
+              : (Tensor::rand({rows_n, width}) * 255).cast(compiler::dtypes::kUint8).realize();
+    Tensor idx = Tensor::randint({picks}, 0, rows_n).realize();
+    auto run = [&] {
+      table[idx].realize();
+      sync();
+    };
+    run();
+    Row r = cpu_row(embed ? "tensor wte[tokens] 50257x768 fp32, 1024 tokens"
+                          : "tensor X[samples] 60000x784 uint8, 512 samples",
+                    "time", "ms", time_median_ms(run, 7, 0), torch_ms(embed ? "embed" : "batch"));
+    r.note = "median, realize + synchronize; one load per element at the index";
+    rows.push_back(r);
+  }
   if (!ctx.quick) {
     Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
     auto step = [&] {
@@ -384,10 +404,10 @@ void register_train_benches() {
       "the same run");
   register_bench("conv2d", conv_rows,
                  "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
-  register_bench(
-      "tensor ops", tensor_op_rows,
-      "sum(1) and softmax(-1) of 4096x4096, conv2d 32x64x56^2 fwd+bwd, through the tensor "
-      "API, PyTorch in the same run");
+  register_bench("tensor ops", tensor_op_rows,
+                 "sum(1) and softmax(-1) of 4096x4096, X[samples] and wte[tokens], conv2d "
+                 "32x64x56^2 fwd+bwd, through the tensor "
+                 "API, PyTorch in the same run");
   register_bench(
       "max_pool2d", pool_rows,
       "2x2 max pooling of 32x64x56x56, forward and forward+backward (ms), PyTorch in the "

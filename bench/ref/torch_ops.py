@@ -5,6 +5,8 @@ argv: threads, op. Ops (the shapes match bench_train.cc):
   softmax   x.softmax(-1) of a 4096x4096 float32 matrix
   convstep  conv2d 32x64x56x56 -> 64, 3x3, pad 1, forward, then the gradients of the output's
             sum for the input and the weight
+  batch     x[idx]: 512 random rows of a 60000x784 uint8 matrix
+  embed     x[idx]: 1024 random rows of a 50257x768 float32 matrix
   pool N    2x2 max_pool2d of N x 64 x 56 x 56
   poolstep N  the same, then the input gradient of the output's sum
 Prints one number."""
@@ -20,6 +22,11 @@ torch.manual_seed(0)
 if op in ("sum1", "softmax"):
     x = torch.rand(4096, 4096)
     run = (lambda: x.sum(1)) if op == "sum1" else (lambda: x.softmax(-1))
+elif op in ("batch", "embed"):
+    n, width, picks = (60000, 784, 512) if op == "batch" else (50257, 768, 1024)
+    x = (torch.rand(n, width) * 255).to(torch.uint8) if op == "batch" else torch.rand(n, width)
+    idx = torch.randint(0, n, (picks,))
+    run = lambda: x[idx]  # noqa: E731
 elif op == "convstep":
     x = torch.rand(32, 64, 56, 56, requires_grad=True)
     w = torch.rand(64, 64, 3, 3, requires_grad=True)
