@@ -141,6 +141,13 @@ class Tensor {
   // multi-view reshapes). A view of a constant has no storage: it gets a new value (assign)
   // and the other views of that constant throw when read.
   void write_view(const Tensor& value, const char* op = "setitem");
+  // True when this tensor's value is lazy work (no buffer yet) that no other tensor or lazy op
+  // refers to: setitem can give it a new value (a graph, with gradients) instead of writing
+  // storage that nothing else could see.
+  bool value_unshared() const {
+    const Lazy& l = lazy();
+    return !l.base->realized && l.base.use_count() == 1;
+  }
   // Forgets the gradient backward() accumulated (optimizers' zero_grad).
   void clear_grad() { impl_->grad.reset(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }

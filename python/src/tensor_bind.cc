@@ -103,6 +103,7 @@ void bind_tensor(py::module_& m) {
           "requires_grad_", [](Tensor& t, std::optional<bool> on) { t.set_requires_grad(on); },
           py::arg("on"))
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("value_unshared", &Tensor::value_unshared)
       .def_property_readonly("grad", &Tensor::grad)
       .def("set_grad", &Tensor::set_grad)
       .def("clear_grad", &Tensor::clear_grad)

@@ -191,3 +191,43 @@ def test_int_index_of_a_padded_tensor_reads_the_padding():
     for j in range(5): assert t[i, j].item() == ref[i, j], (i, j)
   assert t[1:2, 0:1].reshape(()).item() == 0.0
   assert (t[1, 0] + 5).item() == 5.0
+
+
+def test_setitem_into_lazy_values_carries_gradients():
+  # setitem into lazy work raised NotImplementedError with requires_grad=True and cut the graph
+  # without it (x.grad stayed None); torch is the oracle (in-place ops on non-leaf tensors)
+  import torch
+  w = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
+  for requires_grad in (True, None):
+    x, tx = Tensor([1.0, 2.0, 3.0, 4.0], requires_grad=requires_grad), torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    z, tz = x * 2, tx * 2
+    z[:2] = Tensor([10.0, 20.0])
+    tz[:2] = torch.tensor([10.0, 20.0])
+    (z * Tensor(w[:4])).sum().backward()
+    (tz * torch.tensor(w[:4])).sum().backward()
+    np.testing.assert_allclose(z.numpy(), tz.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+  a, b = Tensor(np.ones(4, np.float32)), Tensor(np.full(4, 2.0, np.float32))
+  ta, tb = torch.ones(4, requires_grad=True), torch.full((4,), 2.0, requires_grad=True)
+  z, tz = Tensor.zeros(6), torch.zeros(6)
+  z[:4], tz[:4] = a, ta
+  z[2:], tz[2:] = b, tb
+  (z * Tensor(w)).sum().backward()
+  (tz * torch.tensor(w)).sum().backward()
+  np.testing.assert_allclose(z.numpy(), tz.detach().numpy())
+  np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy())
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy())
+
+
+def test_setitem_into_lazy_values_seen_by_their_views():
+  # a view taken before the setitem shares the value: the write goes to storage, as torch's
+  import torch
+  x = Tensor([1.0, 2.0, 3.0, 4.0])
+  z = x * 2
+  tail = z[1:]
+  z[1] = 100.0
+  tz = torch.tensor([1.0, 2.0, 3.0, 4.0]) * 2
+  ttail = tz[1:]
+  tz[1] = 100.0
+  np.testing.assert_allclose(tail.numpy(), ttail.numpy())
+  np.testing.assert_allclose(z.numpy(), tz.numpy())

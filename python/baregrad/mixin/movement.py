@@ -506,7 +506,9 @@ class MovementMixin:
 
   def __setitem__(self, indices, v):
     """Writes `v` (broadcast) into the selected elements of this tensor's buffer: views of the
-    same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad."""
+    same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad. A tensor that is still
+    lazy work nothing else refers to (`z = x * 2`, `Tensor.zeros(4)`) instead takes the new
+    value as a graph, as tinygrad's: gradients flow to `v` and to the elements it kept."""
     Tensor = type(self)
     if not isinstance(v, Tensor):
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
@@ -514,13 +516,17 @@ class MovementMixin:
     if v.device != self.device: raise RuntimeError(f"[setitem] value on {v.device} for a tensor on {self.device}")
     if v.dtype != self.dtype:  # as tinygrad: a Tensor value is not cast implicitly
       raise RuntimeError(f"[setitem] setitem dtype mismatch: a {v.dtype} value into a {self.dtype} tensor (cast it first)")
-    if self._c.requires_grad or v._c.requires_grad: raise NotImplementedError(f"[{op_name()}] setitem with requires_grad is not supported")
+    functional = self._c.value_unshared
+    if not functional and (self._c.requires_grad or v._c.requires_grad):
+      raise NotImplementedError(f"[{op_name()}] setitem with requires_grad into a realized tensor is not supported (its buffer is written in place)")
     items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
     v = v.cast(self.dtype)._broadcast_to(sel.shape)
     if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
-    if new is not None: self._c.write_view(new._c)  # into the buffer every view of it shares
+    if new is None: return
+    if functional: self._c = new._c
+    else: self._c.write_view(new._c)  # into the buffer every view of it shares
 
   def _scatter_setitem(self, items, v):
     """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
