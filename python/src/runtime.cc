@@ -16,6 +16,14 @@ std::string device_name(const std::string& name) {
   return (*dev)->name();
 }
 
+// The fp8 dtype named `name`; a TypeError naming `op` for any other dtype.
+DType fp8_dtype(const char* op, const std::string& name) {
+  DType t = dtype_of(name);
+  if (!compiler::dtypes::is_fp8(t))
+    throw py::type_error(std::string("[") + op + "] " + name + " is not an fp8 dtype");
+  return t;
+}
+
 void synchronize(const std::string& name) {
   auto dev = runtime::get_device(name);
   if (!dev.ok()) dev.status().throw_if_error("device");
@@ -63,18 +71,13 @@ void bind_runtime(py::module_& m) {
   m.def(
       "fp8_encode",
       [](const std::string& dtype, double v) {
-        DType t = dtype_of(dtype);
-        if (!compiler::dtypes::is_fp8(t))
-          throw py::type_error("[float_to_fp8] " + dtype + " is not an fp8 dtype");
-        return compiler::fp8_encode(t, v);
+        return compiler::fp8_encode(fp8_dtype("float_to_fp8", dtype), v);
       },
       py::arg("dtype"), py::arg("value"));
   m.def(
       "fp8_decode",
       [](const std::string& dtype, int64_t code) {
-        DType t = dtype_of(dtype);
-        if (!compiler::dtypes::is_fp8(t))
-          throw py::type_error("[fp8_to_float] " + dtype + " is not an fp8 dtype");
+        DType t = fp8_dtype("fp8_to_float", dtype);
         if (code < 0 || code > 255)
           throw py::value_error("[fp8_to_float] code " + std::to_string(code) + " is not a byte");
         return compiler::fp8_decode(t, static_cast<uint8_t>(code));

@@ -136,6 +136,16 @@ def test_arange(args, kwargs):
   helper_test_op([], t, lambda: Tensor.arange(*args, dtype=getattr(dtypes, kwargs["dtype"]) if kwargs else None), forward_only=True)
 
 
+def test_a_float_arange_is_a_leaf_with_a_gradient():
+  # the lazy arange (an int index cast to float) had no gradient: "no tensor in this graph can have a gradient"
+  a = Tensor.arange(0.0, 20)
+  (a.reshape(4, 5)[:, [1, 3]] * 2).sum().backward()
+  want = np.zeros((4, 5), np.float32)
+  want[:, [1, 3]] = 2
+  np.testing.assert_equal(a.grad.numpy(), want.reshape(20))
+  assert Tensor.arange(3.0).requires_grad is None
+
+
 @pytest.mark.parametrize("n,m", [(3, None), (2, 4), (4, 2), (1, None), (0, None)], ids=str)
 def test_eye(n, m):
   helper_test_op([], lambda: torch.eye(n) if m is None else torch.eye(n, m), lambda: Tensor.eye(n) if m is None else Tensor.eye(n, m),

@@ -135,6 +135,16 @@ def test_setitem_tensor_index():
   _setitem_case((3, 4), np.array([2, 0]), -1.0)
 
 
+def test_a_list_with_slices_is_a_tuple_of_indices():
+  # tinygrad's reading (numpy refuses it); was an IndexError "not a rectangular array of ints"
+  a = np.arange(20.0, dtype=np.float32).reshape(4, 5)
+  t = Tensor(a)
+  np.testing.assert_equal(t[[slice(None), [1, 3]]].numpy(), a[:, [1, 3]])
+  np.testing.assert_equal(t[[[0, 2], slice(None)]].numpy(), a[[0, 2], :])
+  np.testing.assert_equal(t[[Tensor([3, 0]), None]].numpy(), a[[3, 0], None])
+  np.testing.assert_equal(t[[[0, 1], [1, 0]]].numpy(), a[np.array([[0, 1], [1, 0]])])  # all ints: one array
+
+
 def test_tensor_index_reads_one_row_per_index():
   # X[samples] was a one-hot sum over all 2048 rows for every output element (822M ops); it is
   # now one load per element at the sampled row
