@@ -433,6 +433,10 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def arange(start, stop=None, step=1, **kwargs) -> Tensor:
     if stop is None: stop, start = start, 0
     if step == 0: raise ValueError(f"[arange] step 0")
+    if variable.in_use and variable.is_symbolic(stop) and isinstance(start, int) and not variable.is_symbolic(start) and step == 1:
+      # a symbolic length: the arange of the longest one, shrunk (it has no buffer, so that is free)
+      n = stop - start
+      return Tensor.arange(start, start + max(n.sym.vmax, 0), **kwargs)[:n]
     variable.note_value_use("arange", (start, stop, step))
     ints = not any(isinstance(x, float) for x in (start, stop, step))
     explicit = kwargs.pop("dtype", None)
@@ -447,8 +451,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
       if explicit is None: dt = dtypes.from_py([start, last])
       if not (dt.min <= min(start, last) and max(start, last) <= dt.max):
         raise OverflowError(f"[arange] arange({start}, {stop}, {step}) runs from {start} to {last}, outside {dt} [{dt.min}, {dt.max}]")
-    c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key)
-    return Tensor._finish(c, kwargs.pop("device", None), kwargs.pop("requires_grad", None))
+    device = canonicalize_device(kwargs.pop("device", None))
+    c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key, device)
+    return Tensor._finish(c, device, kwargs.pop("requires_grad", None))
 
   @staticmethod
   def linspace(start, stop, steps: int, **kwargs) -> Tensor:

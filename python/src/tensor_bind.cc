@@ -23,10 +23,12 @@ void bind_creation(py::class_<Tensor>& cls) {
           py::arg("shape"), py::arg("dtype"), py::arg("device") = "")
       .def_static(
           "arange",
-          [](double start, double stop, double step, const std::string& dtype) {
-            return Tensor::arange(start, stop, step, dtype_of(dtype));
+          [](double start, double stop, double step, const std::string& dtype,
+             const std::string& device) {
+            return Tensor::arange(start, stop, step, dtype_of(dtype), device);
           },
-          py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("dtype"))
+          py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("dtype"),
+          py::arg("device") = "")
       .def_static(
           "eye",
           [](int64_t n, int64_t mm, const std::string& dtype) {

@@ -123,16 +123,33 @@ def test_jit_one_capture_per_binding_when_values_are_used():
   calls = []
   def f(a, n):
     calls.append(int(n))
-    return (a[:, :n] + Tensor.arange(n)).realize()  # arange(n) is made on the host
+    return (a[:, :n] + Tensor.arange(0, 2 * n, 2)).realize()  # a step of 2: its length is computed on the host
   jf = TinyJit(f)
   a = Tensor(A)
   for _ in range(4):
     for i in (1, 4, 7):
-      np.testing.assert_allclose(jf(a, Variable("i", 1, 10).bind(i)).numpy(), A[:, :i] + np.arange(i), rtol=1e-6)
+      np.testing.assert_allclose(jf(a, Variable("i", 1, 10).bind(i)).numpy(), A[:, :i] + np.arange(0, 2 * i, 2), rtol=1e-6)
   # the first two calls (1 eager, 4 captured) made a capture that serves 4 only; 7 and 1 then
   # get their own (an eager call, a capture); every later call replays (f is not called)
   assert calls == [1, 4, 7, 1, 7, 1]
   assert jf.captured and not jf.shared and "used the value of Variable 'i'" in jf.why_not_shared
+
+
+def test_arange_of_a_variable_length_serves_every_value():
+  # arange(n) was made on the host at n's value, so each value got captures of its own
+  calls = []
+  def f(a, n):
+    calls.append(int(n))
+    return (a[:, :n] + Tensor.arange(n) + Tensor.arange(3, n + 3)).realize()
+  jf = TinyJit(f)
+  a = Tensor(A)
+  for _ in range(3):
+    for i in (1, 4, 7):
+      want = A[:, :i] + np.arange(i) + np.arange(3, i + 3)
+      np.testing.assert_allclose(jf(a, Variable("i", 1, 10).bind(i)).numpy(), want, rtol=1e-6)
+  assert jf.shared and calls == [1, 4, 7]  # eager, capture, the check at another value
+  vi = Variable("i", 1, 10).bind(4)
+  assert str(Tensor.arange(vi).shape) == "(i(=4),)" and Tensor.arange(vi).tolist() == [0, 1, 2, 3]
 
 
 def test_jit_variable_argument_and_attention():
