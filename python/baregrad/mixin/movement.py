@@ -446,10 +446,10 @@ class MovementMixin:
     """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor).
     Index lists and arrays are bounds-checked here (IndexError, as numpy and torch), Tensor
     indices only with `check_tensors` (it reads them back): out of range, a gather gives 0."""
-    # A list holding a slice, None, Ellipsis or a Tensor is a tuple of indices, as tinygrad's
+    # A list holding a slice, Ellipsis or a Tensor is a tuple of indices, as tinygrad's
     # (x[[slice(None), [1, 3]]] is x[:, [1, 3]]; numpy refuses it). Any other list is one index
-    # array, as in numpy >= 1.23: a ragged one ([0, [1, 2]]) is an error, not x[0, [1, 2]].
-    if isinstance(indices, list) and any(i is None or i is Ellipsis or isinstance(i, (slice, type(self))) for i in indices):
+    # array, as in numpy >= 1.23: a ragged one ([0, [1, 2]]) and [0, None] are errors.
+    if isinstance(indices, list) and any(i is Ellipsis or isinstance(i, (slice, type(self))) for i in indices):
       indices = tuple(indices)
     if isinstance(indices, list): indices = [np.zeros(0, np.int32) if not indices else indices]
     if not isinstance(indices, (tuple, list)): indices = [indices]
