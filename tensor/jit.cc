@@ -86,6 +86,7 @@ struct TinyJit::Captured {
   std::vector<Output> outputs;
   std::vector<Step> steps;
   std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use
+  std::set<uint64_t> own;  // addresses of the steps' buffers that are not inputs
   size_t kernels = 0, intermediate_bytes = 0, planned_bytes = 0;
   std::vector<std::string> specialized;  // why replays need the captured values (empty: shared)
   bool symbolic = false;                 // some kernel takes a Variable at launch
@@ -336,6 +337,7 @@ void TinyJit::plan(detail::JitCapture& cap,
       step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
       auto in = input_of.find(b.get());
       step.input.push_back(in != input_of.end() ? in->second : -1);
+      if (step.input.back() < 0) c.own.insert(step.bufs.back().va);
     }
     c.kernels += st.prg != nullptr;
     c.steps.push_back(std::move(step));
@@ -378,13 +380,9 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs, const compile
   }
   // An input that is one of the capture's own buffers (an output of the previous replay fed
   // back, say) would be overwritten while it is read: it is read from a copy.
-  std::set<uint64_t> own;
-  for (const Captured::Step& step : c.steps)
-    for (size_t s = 0; s < step.bufs.size(); s++)
-      if (step.input[s] < 0) own.insert(step.bufs[s].va);
   std::vector<Tensor> copies;
   for (size_t i = 0; i < xs.size(); i++)
-    if (own.count(in[i].va)) {
+    if (c.own.count(in[i].va)) {
       copies.push_back(xs[i].detach().contiguous());
       copies.back().realize();
       in[i] = copies.back().lazy().base->realized->buffer;

@@ -226,12 +226,6 @@ Lazy reduce_node(Op op, const Lazy& src, std::vector<int> axes) {
 // Reductions of at least this many elements per output are split in two kernels.
 constexpr int64_t kSplitReduceMin = 32768;
 
-// A kernel runs one thread (one core on the CPU) per output element, so a large reduction into
-// few outputs runs nearly serially. Split (tinygrad's split_reduceop): the largest reduce axis
-// s becomes (s / d, d), a first kernel reduces every axis but d, giving d partial results per
-// output with d threads, and a second kernel combines them. d is the axis' largest divisor up to
-// 256 (4096 on GPUs, which need many more threads) leaving at least 16 elements per partial
-// result; d is the inner, contiguous part, so neighbouring threads read neighbouring elements.
 // True when `src` is where(... == arange ..., v, 0): a sum of it reads one element per output
 // (a one-hot axis, compiler/opt/kernel.h), which a split would turn back into a loop.
 bool one_hot_sum(const Lazy& src) {
@@ -252,6 +246,12 @@ bool one_hot_sum(const Lazy& src) {
   return false;
 }
 
+// A kernel runs one thread (one core on the CPU) per output element, so a large reduction into
+// few outputs runs nearly serially. Split (tinygrad's split_reduceop): the largest reduce axis
+// s becomes (s / d, d), a first kernel reduces every axis but d, giving d partial results per
+// output with d threads, and a second kernel combines them. d is the axis' largest divisor up to
+// 256 (4096 on GPUs, which need many more threads) leaving at least 16 elements per partial
+// result; d is the inner, contiguous part, so neighbouring threads read neighbouring elements.
 std::optional<Lazy> split_reduce(Op op, const Lazy& src, const std::vector<int>& axes) {
   if (op != Op::ADD && op != Op::MAX) return std::nullopt;
   if (op == Op::ADD && one_hot_sum(src)) return std::nullopt;

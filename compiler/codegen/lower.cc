@@ -51,10 +51,7 @@ int64_t extent(const ShapeTracker& st) {
 // Buffer arguments and the FLOP / byte estimates of `k`.
 void estimate(const Kernel& k, Lowered* out) {
   std::vector<bool> hot(k.ndim(), false);  // one-hot axes run no loop
-  for (const UOp* n : k.ast()->toposort())
-    if (n->op() == Op::REDUCE_AXIS)
-      for (const OneHotAxis& h : one_hot_axes(n, k.shape()))
-        hot[h.axis] = k.kinds()[h.axis] == AxisKind::kReduce;
+  for (const OneHotAxis& h : k.one_hot_axes()) hot[h.axis] = k.kinds()[h.axis] == AxisKind::kReduce;
   int64_t all = 1, outer = 1;
   for (int a = 0; a < k.ndim(); a++) {
     if (!hot[a]) all *= k.shape()[a];
@@ -148,10 +145,7 @@ class Lowerer {
 
 int Lowerer::pick_vector_axis() const {
   auto views = k_.views();
-  std::vector<UOpPtr> hot_index;  // a one-hot axis keeps its load only with a scalar index
-  for (const UOp* n : k_.ast()->toposort())
-    if (n->op() == Op::REDUCE_AXIS)
-      for (const OneHotAxis& h : one_hot_axes(n, k_.shape())) hot_index.push_back(h.index);
+  std::vector<OneHotAxis> hot = k_.one_hot_axes();  // their loads need a scalar index
   int best = -1;
   for (int a = 0; a < k_.ndim(); a++) {
     int64_t n = k_.shape()[a];
@@ -165,8 +159,8 @@ int Lowerer::pick_vector_axis() const {
       any_unit |= s == 1;
     }
     if (!ok || !any_unit || !k_.unmasked(a)) continue;
-    if (std::any_of(hot_index.begin(), hot_index.end(),
-                    [&](const UOpPtr& e) { return !constant_along(e.get(), a); }))
+    if (std::any_of(hot.begin(), hot.end(),
+                    [&](const OneHotAxis& h) { return !constant_along(h.index.get(), a); }))
       continue;
     // Prefer UPCAST axes (vector accumulators need no horizontal reduce), then the last one.
     if (best < 0 || k_.kinds()[a] == AxisKind::kUpcast || k_.kinds()[best] != AxisKind::kUpcast)

@@ -184,6 +184,14 @@ std::vector<OneHotAxis> one_hot_axes(const UOp* reduce, const std::vector<int64_
   return out;
 }
 
+std::vector<OneHotAxis> Kernel::one_hot_axes() const {
+  std::vector<OneHotAxis> out;
+  for (const UOp* n : ast_->toposort())
+    if (n->op() == Op::REDUCE_AXIS)
+      for (OneHotAxis& h : compiler::one_hot_axes(n, shape_)) out.push_back(std::move(h));
+  return out;
+}
+
 Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
   std::vector<int> reduce_axes;
   bool have_reduce = false, have_view = false;
@@ -367,10 +375,8 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (sym_axis(o.axis)) return no("axis has the symbolic size " + sym_shape_[o.axis].str());
   if (k == AxisKind::kReduce)
-    for (const UOp* n : ast_->toposort())
-      if (n->op() == Op::REDUCE_AXIS)
-        for (const OneHotAxis& h : one_hot_axes(n, shape_))
-          if (h.axis == o.axis) return no("axis is a one-hot sum, lowered to one load");
+    for (const OneHotAxis& h : one_hot_axes())
+      if (h.axis == o.axis) return no("axis is a one-hot sum, lowered to one load");
   if (o.amt <= 1 || shape_[o.axis] % o.amt != 0)
     return no("amount does not divide the axis size " + std::to_string(shape_[o.axis]));
   if (!unmasked(o.axis)) return no("axis is masked (padded)");

@@ -92,6 +92,8 @@ class Kernel {
   void apply(const Opt& opt);
   // Whether `opt` is legal now (no throw).
   bool legal(const Opt& opt, std::string* why = nullptr) const;
+  // The one-hot axes of every reduction in the AST (one_hot_axes above), whatever their kind.
+  std::vector<OneHotAxis> one_hot_axes() const;
   std::string str() const;
 
  private:

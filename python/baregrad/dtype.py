@@ -255,10 +255,12 @@ def _round_bf16(x: float) -> float:
   return float(np.array([b], np.uint32).view(np.float32)[0])
 
 
-def _wrap(np_type):
+def _wrap(dtype: DType):
+  """int(x) wrapped to `dtype`'s width (two's complement for the signed ones)."""
+  bits, signed = dtype.itemsize * 8, not dtypes.is_unsigned(dtype)
   def f(x):
-    with np.errstate(over="ignore"):
-      return np_type(x).item() if not isinstance(x, int) else np.array(x & ((1 << (8 * np.dtype(np_type).itemsize)) - 1)).astype(np.uint64).astype(np_type).item()
+    v = int(x) % (1 << bits)
+    return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
   return f
 
 
@@ -266,7 +268,7 @@ def _wrap(np_type):
 truncate: dict = {dtypes.bool: bool, dtypes.float16: lambda x: float(np.float16(x)), dtypes.bfloat16: _round_bf16,
                   dtypes.float32: lambda x: float(np.float32(x)), dtypes.float64: float,
                   **{d: (lambda x, d=d: fp8_to_float(float_to_fp8(x, d), d)) for d in dtypes.fp8s},
-                  **{d: _wrap(_NP[d]) for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+                  **{d: _wrap(d) for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
                                                 dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)}}
 
 

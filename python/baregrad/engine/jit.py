@@ -74,22 +74,15 @@ class TinyJit:
     """The eager call: the tensor arguments replaced by the realized inputs C++ passes."""
     args, kwargs, slots = self._call_args
     args, kwargs = list(args), dict(kwargs)
-    copied: set = set()
+    copies: dict = {}  # containers holding inputs, copied: the caller's stay as they were
     for (where, key, sub), c in zip(slots, cs):
-      t = Tensor._wrap(c)
+      box, t = (args if where == "arg" else kwargs), Tensor._wrap(c)
+      if sub is None: box[key] = t
+      else: copies.setdefault((where, key), dict(box[key]) if isinstance(box[key], dict) else list(box[key]))[sub] = t
+    for (where, key), x in copies.items():
       box = args if where == "arg" else kwargs
-      if sub is None:
-        box[key] = t
-        continue
-      if (where, key) not in copied:  # the caller's container stays as it was
-        x = box[key]
-        box[key] = dict(x) if isinstance(x, dict) else list(x)
-        copied.add((where, key))
-      box[key][sub] = t
-    for where, key in copied:
-      orig = (self._call_args[0][key] if where == "arg" else self._call_args[1][key])
-      box = args if where == "arg" else kwargs
-      if isinstance(orig, tuple): box[key] = type(orig)(*box[key]) if hasattr(orig, "_fields") else tuple(box[key])
+      orig = box[key]
+      box[key] = x if isinstance(orig, (list, dict)) else type(orig)(*x) if hasattr(orig, "_fields") else type(orig)(x)
     ret = self.fxn(*args, **kwargs)
     outs: list = []
     capturing = _C.jit_capturing()

@@ -524,7 +524,7 @@ class MovementMixin:
       raise NotImplementedError(f"[{op_name()}] setitem with requires_grad into a realized tensor is not supported (its buffer is written in place)")
     items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
-    v = v.cast(self.dtype)._broadcast_to(sel.shape)
+    v = v._broadcast_to(sel.shape)
     if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
     if new is None: return
