@@ -53,6 +53,9 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       }
     }
     out->realized = std::move(realized);
+    // A computed constant is a buffer from now on: reads load it (a write into it through a
+    // view must be seen), and a reduction over a broadcast of it loads, keeping its extent.
+    if (out->kind == LazyKind::kConst) out->kind = LazyKind::kBuffer;
     out->write_into.reset();
     out->srcs.clear();  // the graph behind a realized buffer is no longer needed
     item.bufs.clear();  // nor are this kernel's inputs, unless someone else holds them

@@ -503,6 +503,11 @@ Tensor Tensor::sigmoid() const {
 // ---- data --------------------------------------------------------------------------------------
 
 const Tensor& Tensor::realize() const {
+  // A broadcast of a constant (Tensor.full, zeros, ones) has nothing to compute: it stays a
+  // constant that reads fold, and setitem into it makes the buffer it needs (a 1-element buffer
+  // made here would be read through a broadcast that setitem cannot write through).
+  const Lazy& l = impl_->lazy;
+  if (l.base->kind == LazyKind::kConst && !l.base->realized && !l.is_base_view()) return *this;
   run_schedule(create_schedule({impl_->lazy}));
   // Undecided history ends here, as tinygrad's realize replaces the graph by the buffer: the
   // activations behind a forward-only result are freed (see autograd.h).

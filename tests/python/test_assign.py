@@ -74,3 +74,42 @@ def test_assign_and_setitem_never_cast_a_tensor_value():
   a[0:1] = 7  # Python values take the tensor's dtype
   a.assign(Tensor([3, 4], dtype=dtypes.int32).cast(dtypes.float32))
   compare_np("cast first", a, np.array([3.0, 4.0], np.float32), dtypes.float32)
+
+
+# A realized constant (Tensor.full, ones, Tensor(2.0)) used to keep a 1-element buffer read as the
+# constant it was made from: a reduction over its broadcast summed one element (ones(360) seen as
+# (120, 3) summed to 1 per row), and a value written into it was ignored by later reads.
+def _realized_through_a_pad():  # the scheduler computes a padded constant into memory
+  t = Tensor.ones(360)
+  t.pad((0, 4)).realize()
+  return t
+
+
+@pytest.mark.parametrize("make", [lambda: Tensor.ones(360).realize(), lambda: Tensor.full((360,), 1.0).realize(),
+                                  _realized_through_a_pad])
+def test_realized_constant_reduces_over_its_full_shape(make):
+  t = make()
+  compare_np("row sums", t.reshape(120, 3).sum(1), np.full(120, 3.0, np.float32), dtypes.float32)
+  got = t.reshape(3, 120).T @ Tensor.ones(3, 12)
+  compare_np("matmul", got, np.full((120, 12), 3.0, np.float32), dtypes.float32)
+
+
+def test_write_into_a_realized_scalar_constant_is_read_back():
+  t = Tensor(2.0)
+  t.realize()
+  t[...] = 5
+  compare_np("t * 1", t * 1, np.array(5.0, np.float32), dtypes.float32)
+  compare_np("broadcast sum", t.reshape(1).expand(3).sum(), np.array(15.0, np.float32), dtypes.float32)
+
+
+@pytest.mark.parametrize("shape", [(1,), (4,), (2, 3)])
+def test_setitem_into_a_realized_constant(shape):
+  t = Tensor.full(shape, 2.0)
+  t.realize()
+  idx = (0,) * len(shape)
+  t[idx] = 5
+  ref = np.full(shape, 2.0, np.float32)
+  ref[idx] = 5
+  compare_np("t", t, ref, dtypes.float32)
+  compare_np("t * 1", t * 1, ref, dtypes.float32)
+  compare_np("sum", t.sum(), np.array(ref.sum(), np.float32), dtypes.float32)
