@@ -18,7 +18,10 @@ thread_local JitCapture* g_capture = nullptr;
 class CaptureScope {
  public:
   explicit CaptureScope(JitCapture* c) {
-    if (g_capture) fail("jit", "a TinyJit function called another TinyJit while capturing");
+    if (g_capture)
+      fail("jit",
+           "having TinyJit inside another TinyJit is not supported: a TinyJit function called "
+           "another TinyJit while capturing");
     g_capture = c;
   }
   ~CaptureScope() { g_capture = nullptr; }

@@ -446,6 +446,8 @@ def test_tar_and_zip_extract(tmp_path):
   (tmp_path / "t.tar").write_bytes(tar_fn.read_bytes()[:700])
   with pytest.raises(ValueError, match=r"\[tar_extract\] .*t\.tar"):
     nn.state.tar_extract(tmp_path / "t.tar")
+  for junk in [Tensor(b"This is not a valid tar file"), tmp_path / "t.tar"]:  # tinygrad raises tarfile.ReadError
+    with pytest.raises(tarfile.ReadError): nn.state.tar_extract(junk)
   zb = bytearray(zip_fn.read_bytes())
   zb[40] ^= 0x55  # inside the first (stored) file's data: a CRC mismatch
   (tmp_path / "c.zip").write_bytes(bytes(zb))

@@ -350,7 +350,7 @@ def test_jit_tensors_inside_list_arguments_are_inputs():
     np.testing.assert_allclose(got.numpy(), [1 + 2 * i, 1 + 3 * i])
 
 
-@pytest.mark.parametrize("case", ["non-tensor return", "duplicate inputs", "nothing captured", "item", "tolist"])
+@pytest.mark.parametrize("case", ["non-tensor return", "duplicate inputs", "nothing captured", "item", "tolist", "nested"])
 def test_jit_misuse_raises_jit_error(case):
   # tinygrad's JitError for calls a replay would get wrong; before, replays returned the values
   # of the capture (a Python int, .item(), .tolist()) or failed inside the graph replay
@@ -360,7 +360,9 @@ def test_jit_misuse_raises_jit_error(case):
          "duplicate inputs": (lambda t, u: (t + u).realize(), "duplicate inputs"),
          "nothing captured": (lambda t, k: None, "didn't JIT anything"),
          "item": (lambda t, k: Tensor.zeros(int(t.sum().item())), "cannot access tensor data during JIT capture"),
-         "tolist": (lambda t, k: Tensor(t.tolist()) * 2, "cannot access tensor data during JIT capture")}
+         "tolist": (lambda t, k: Tensor(t.tolist()) * 2, "cannot access tensor data during JIT capture"),
+         "nested": (lambda t, k: inner(t) * 3, "having TinyJit inside another TinyJit is not supported")}
+  inner = TinyJit(lambda t: (t + 1).realize())
   fn, msg = fns[case]
   f = TinyJit(fn)
   with pytest.raises(JitError, match=msg):

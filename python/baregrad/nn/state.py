@@ -166,6 +166,10 @@ def _source(op: str, fn) -> tuple[bytes, str]:
   return pathlib.Path(fn).read_bytes(), str(fn)
 
 
+class TarArchiveError(ValueError, tarfile.ReadError):
+  """An unreadable tar archive: a ValueError naming the file, and the tarfile.ReadError tinygrad's tar_extract raises."""
+
+
 def tar_extract(t: Tensor | str | pathlib.Path) -> dict[str, Tensor]:
   """The regular files of a tar archive (a path or uint8 Tensor), name -> uint8 Tensor of its bytes."""
   raw, name = _source("tar_extract", t)
@@ -173,11 +177,11 @@ def tar_extract(t: Tensor | str | pathlib.Path) -> dict[str, Tensor]:
     with tarfile.open(fileobj=io.BytesIO(raw), mode="r") as tar:
       members = [m for m in tar if m.isreg()]
   except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as e:
-    raise ValueError(f"[tar_extract] {name}: not a readable tar archive ({type(e).__name__}: {e})") from e
+    raise TarArchiveError(f"[tar_extract] {name}: not a readable tar archive ({type(e).__name__}: {e})") from e
   out: dict[str, Tensor] = {}
   for m in members:
     if m.offset_data + m.size > len(raw):
-      raise ValueError(f"[tar_extract] {name}: {m.name!r} needs bytes {m.offset_data}..{m.offset_data + m.size} of {len(raw)} (truncated)")
+      raise TarArchiveError(f"[tar_extract] {name}: {m.name!r} needs bytes {m.offset_data}..{m.offset_data + m.size} of {len(raw)} (truncated)")
     out[m.name] = Tensor(raw[m.offset_data:m.offset_data + m.size])
   return out
 
