@@ -152,7 +152,7 @@ std::vector<Tensor> run_backward(const Tensor& root,
   };
   std::unordered_set<const TensorImpl*> useful;
   for (TensorImpl* t : order) {
-    bool use = targets ? wanted.count(t) > 0 : wanted_leaf(t);
+    bool use = targets ? wanted.count(t) > 0 : wanted_leaf(t) || t->retain_grad;
     if (!use && t->node)
       for (auto& p : t->node->parents) use = use || useful.count(p.get()) > 0;
     if (use) useful.insert(t);
@@ -184,6 +184,8 @@ std::vector<Tensor> run_backward(const Tensor& root,
   }
   std::vector<Tensor> out;
   if (targets) {
+    bool cut = std::any_of(order.begin(), order.end(),
+                           [](const TensorImpl* t) { return !t->node && t->history_dropped; });
     for (size_t i = 0; i < targets->size(); i++) {
       const Tensor& t = (*targets)[i];
       auto it = grads.find(t.impl_.get());
@@ -191,25 +193,34 @@ std::vector<Tensor> run_backward(const Tensor& root,
         out.push_back(it->second);
         continue;
       }
-      if (!materialize)
-        fail(op,
-             "target " + std::to_string(i) + " (" + describe(*t.impl_) + ") " +
-                 (t.impl_->mode == GradMode::kOff
-                      ? "has requires_grad=False, so no gradient reaches it"
-                  : !dtypes::is_float(t.dtype()) ? "is not a float tensor, so it has no gradient"
-                                                 : "is not in the graph of this tensor") +
-                 " (materialize_grads=True gives zeros instead)");
+      // A float target the graph does not reach: zeros, as tinygrad's gradient gives, unless
+      // realize() cut the graph on the way (the target may well have been behind it).
+      bool off = t.impl_->mode == GradMode::kOff, is_float = dtypes::is_float(t.dtype());
+      if (!materialize && (off || !is_float || cut))
+        fail(op, "target " + std::to_string(i) + " (" + describe(*t.impl_) + ") " +
+                     (off         ? "has requires_grad=False, so no gradient reaches it"
+                      : !is_float ? "is not a float tensor, so it has no gradient"
+                                  : "is not in the graph of this tensor, which realize() cut "
+                                    "where a requires_grad=None tensor was computed (set "
+                                    "requires_grad=True on the inputs to keep it)") +
+                     " (materialize_grads=True gives zeros instead)");
       out.push_back(Tensor::full(t.shape(), 0, t.dtype(), t.device()));
     }
     return out;
   }
   for (TensorImpl* t : order) {
-    if (t->node) continue;  // only leaves keep .grad
+    if (t->node && !t->retain_grad) continue;  // leaves keep .grad, and retain_grad() tensors
     auto it = grads.find(t);
     if (it == grads.end()) continue;
-    Tensor g = it->second;
-    if (t->grad) g = Tensor(t->grad) + g;
-    t->grad = g.impl_;
+    const Tensor& g = it->second;
+    if (!t->grad) {
+      t->grad = g.impl_;
+      continue;
+    }
+    // Into the grad tensor already there: whoever holds it sees the sum, lazy readers of the
+    // old value keep it (they read its old base).
+    Tensor sum = Tensor(t->grad) + g;
+    t->grad->lazy = sum.impl_->lazy;
   }
   return out;
 }

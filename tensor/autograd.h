@@ -46,7 +46,10 @@ struct TensorImpl {
   // Set when realize() dropped the history of this kUnset tensor: backward() says so.
   bool history_dropped = false;
   std::shared_ptr<TensorImpl> grad;  // set by backward() on tensors that require grad
-  std::shared_ptr<GradNode> node;    // how this tensor was computed, when it may need grad
+  // backward() also fills grad of this tensor though it has a history (torch's retain_grad;
+  // clone() sets it, as tinygrad fills the .grad of every tensor in the graph).
+  bool retain_grad = false;
+  std::shared_ptr<GradNode> node;  // how this tensor was computed, when it may need grad
 
   // Releases the graph it alone holds one node at a time (no recursion over a deep graph).
   ~TensorImpl();

@@ -114,12 +114,17 @@ class Tensor {
   std::optional<Tensor> grad() const;
   // Gradients of this scalar accumulated into grad() of the leaves of its graph that require
   // grad; when none does, of every float leaf that is not requires_grad=false or a constant
-  // (tinygrad: every such tensor). A non-scalar needs `grad_out` of its shape.
+  // (tinygrad: every such tensor); and of the tensors marked retain_grad(). A non-scalar needs
+  // `grad_out` of its shape. A grad() already there is updated in place: the same tensor
+  // object holds the sum (tinygrad's t.grad.assign(t.grad + g)).
   void backward(std::optional<Tensor> grad_out = std::nullopt) const;
-  // Gradients of this scalar with respect to `targets` (any tensors of its graph that are not
-  // requires_grad=false), without touching grad(). A target the graph does not reach throws,
-  // unless `materialize` (tinygrad's materialize_grads), which gives zeros for it.
+  // Gradients of this scalar with respect to `targets` (any float tensors of its graph that are
+  // not requires_grad=false), without touching grad(). A float target the graph does not reach
+  // gets zeros, as in tinygrad; a requires_grad=false or integer target throws unless
+  // `materialize`, which gives zeros for it too.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, bool materialize = false) const;
+  // backward() fills grad() of this tensor though it is not a leaf (torch's retain_grad).
+  void retain_grad() const { impl_->retain_grad = true; }
   // The same values with no gradient history, requires_grad=false (tinygrad's detach).
   Tensor detach() const;
   // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import pathlib
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -40,9 +41,13 @@ def is_numpy_ndarray(x) -> bool:
 def _is_const(x) -> bool: return isinstance(x, ConstType) or isinstance(x, (np.bool_, np.integer, np.floating))
 
 
+class GradientShapeError(RuntimeError, AssertionError):
+  """backward()/gradient() of a non-scalar without a gradient: tinygrad raises AssertionError."""
+
+
 class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin, HashingMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
-  __slots__ = ("_c", "_bound", "__weakref__")  # _bound: see MovementMixin._bind
+  __slots__ = ("_c", "_bound", "_grad_ref", "__weakref__")  # _bound: see MovementMixin._bind; _grad_ref: see grad
   training: ClassVar[bool] = False
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
   __array_ufunc__ = None
@@ -240,8 +245,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   @property
   def grad(self) -> Tensor | None:
+    """The gradient backward() accumulated; while it is held, each read gives the same object, which a
+    later backward() updates in place (tinygrad's t.grad.assign(t.grad + g))."""
     g = self._c.grad
-    return None if g is None else Tensor._wrap(g)
+    if g is None: return None
+    ref = getattr(self, "_grad_ref", None)  # weak: a grad nobody holds is not kept alive here
+    if ref is not None and (w := ref()) is not None and w._c.same(g): return w
+    w = Tensor._wrap(g)
+    self._grad_ref = weakref.ref(w)
+    return w
 
   @grad.setter
   def grad(self, value: Tensor | None):
@@ -348,14 +360,20 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     return Tensor._wrap(self._c.detach())
 
   def clone(self, device: str | None = None) -> Tensor:
-    """A copy in a buffer of its own (on `device` if given) that keeps requires_grad, is_param and
-    .grad (cloned too), as tinygrad's. It is a new leaf: gradients stop at it."""
+    """A copy in a buffer of its own (on `device` if given) that keeps is_param and .grad (cloned too),
+    as tinygrad's. Gradients flow through it to this tensor, and backward() fills its .grad too (tinygrad
+    fills every tensor's); a clone of a requires_grad=False tensor is undecided (None): it gets them."""
     src = self._c if device is None else self._c.to(canonicalize_device(device))
-    ret = Tensor._wrap(src.contiguous().detach())
-    ret._c.realize()
-    if self.requires_grad is not False: ret.requires_grad = self.requires_grad
+    ret = Tensor._wrap(src.contiguous())
+    if self.requires_grad is False: ret.requires_grad = None
+    ret._c.retain_grad()
     if (g := self.grad) is not None: ret.grad = g.clone(device)
     return ret
+
+  def retain_grad(self) -> Tensor:
+    """backward() fills .grad of this tensor too, though it was computed from others (torch's retain_grad)."""
+    self._c.retain_grad()
+    return self
 
   def __reduce__(self):
     """Pickling (and copy.deepcopy): the values, dtype, device and requires_grad."""
@@ -380,17 +398,25 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Accumulates d(self)/d(t) into t.grad for the leaves t of the graph that require grad (parameters); when
-    none does, for every float leaf that is not requires_grad=False or a constant (the 2 of `x * 2`)."""
+    none does, for every float leaf that is not requires_grad=False or a constant (the 2 of `x * 2`); and for
+    clones and retain_grad() tensors. A .grad already there is updated in place (the same object)."""
     if gradient is not None and not isinstance(gradient, Tensor): gradient = Tensor(gradient, self.device, self.dtype)
+    if gradient is None: self._check_scalar("backward")
     self._c.backward(None if gradient is None else gradient._c)
     return self
 
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
-    """d(self)/d(target) for each target (any tensor of the graph that is not requires_grad=False), without
-    touching .grad. A target the graph does not reach raises RuntimeError, or gives zeros with materialize_grads."""
+    """d(self)/d(target) for each float target, without touching .grad: zeros for one the graph does not reach
+    (as tinygrad). A requires_grad=False or integer target raises RuntimeError, or gives zeros with
+    materialize_grads."""
     for t in targets: self._tensor_arg(t, "every target")
+    if gradient is None: self._check_scalar("gradient")
     root = self if gradient is None else (self * gradient.detach()).sum()
     return [Tensor._wrap(g) for g in root._c.gradient([t._c for t in targets], materialize_grads)]
+
+  def _check_scalar(self, op: str):
+    if self.numel() != 1:  # tinygrad asserts this
+      raise GradientShapeError(f"[{op}] called on a non-scalar tensor of shape {self.shape} without a gradient of that shape")
 
   # ---- creation ------------------------------------------------------------------------------
 
