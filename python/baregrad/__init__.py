@@ -19,6 +19,7 @@ from baregrad.dtype import dtypes  # noqa: F401
 from baregrad.helpers import GlobalCounters, fetch, Context, getenv  # noqa: F401
 from baregrad.device import Device  # noqa: F401
 from baregrad.variable import Variable  # noqa: F401
+from baregrad.uop import UOp  # noqa: F401  (only UOp.variable and isinstance checks: baregrad/uop/ops.py)
 from baregrad import nn  # noqa: F401
 
-__all__ = ["Tensor", "TinyJit", "function", "dtypes", "GlobalCounters", "fetch", "Context", "getenv", "Device", "Variable", "nn"]
+__all__ = ["Tensor", "TinyJit", "function", "dtypes", "GlobalCounters", "fetch", "Context", "getenv", "Device", "Variable", "UOp", "nn"]

@@ -5,7 +5,7 @@
   python3 -m baregrad.as_tinygrad -m pytest test_ops.py    # run a module (pytest, say)
   import baregrad.as_tinygrad                               # in-process: installs the alias
 
-A tinygrad module baregrad does not have (tinygrad.uop.ops, say) raises ModuleNotFoundError naming
+A tinygrad module baregrad does not have (tinygrad.codegen, say) raises ModuleNotFoundError naming
 it and saying it is tinygrad's internals, so a script fails at its import line, not later. A real
 tinygrad installed on the path is shadowed while the alias is installed.
 """

@@ -48,7 +48,7 @@ class dtypes:  # noqa: N801 (tinygrad's name)
     """The dtype tinygrad gives a Python value (lists: the widest of their elements)."""
     if isinstance(x, np.generic): return _from_np_dtype(x.dtype)
     if x.__class__ is float: return dtypes.default_float
-    if x.__class__ is bool: return dtypes.bool
+    if x.__class__ is bool or isinstance(x, InvalidType): return dtypes.bool  # tinygrad's choice for Invalid
     if isinstance(x, int): return _int_for(int(x))  # int and its subclasses but bool (a bound Variable)
     if isinstance(x, (list, tuple)): return max(dtypes.from_py(xi) for xi in x) if x else dtypes.default_float
     raise RuntimeError(f"[from_py] no dtype for {x!r} of type {type(x).__name__}")
@@ -130,6 +130,22 @@ if (_env_float := getenv("DEFAULT_FLOAT", "")):
   assert dtypes.is_float(dtypes.default_float), f"{_env_float} is not a float dtype"
 
 DTypeLike = Union[str, DType]
+
+
+class InvalidType:
+  """tinygrad's Invalid, a value that may be anything: Tensor.full(shape, Invalid) is Tensor.empty(shape), and
+  cond.where(x, Invalid) is x where cond holds, unspecified elsewhere (baregrad leaves x there)."""
+  _instance: InvalidType | None = None
+
+  def __new__(cls):
+    if cls._instance is None: cls._instance = super().__new__(cls)
+    return cls._instance
+
+  def __repr__(self): return "Invalid"
+  def __reduce__(self): return (InvalidType, ())  # unpickles as the one instance
+
+
+Invalid = InvalidType()
 
 
 class UnknownDTypeError(TypeError, AttributeError):

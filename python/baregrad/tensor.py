@@ -17,7 +17,7 @@ import numpy as np
 import _baregrad as _C
 from baregrad.device import canonicalize_device
 from baregrad.disk import DiskTensorMixin, _compute_error, disk_device, is_disk
-from baregrad.dtype import DType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
+from baregrad.dtype import DType, InvalidType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.hashing import HashingMixin
@@ -437,9 +437,14 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
 
   @staticmethod
-  def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None) -> Tensor:
+  def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None,
+           buffer: bool = True) -> Tensor:
+    """`shape` filled with `fill_value` (Invalid: uninitialized, as empty). The result is a broadcast constant
+    whatever `buffer` says (tinygrad's buffer=False; its default True materializes one): realize() and setitem
+    give it a buffer when it needs one, and reads fold the constant."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     shape = argfix(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if isinstance(fill_value, InvalidType): return Tensor.empty(*shape, device=device, dtype=dt, requires_grad=requires_grad)
     check_int64("full", shape)
     if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"[full] invalid shape {shape}")
     if math.prod(s for s in shape if s) > 2**63 - 1: raise ValueError(f"[full] shape {tuple(shape)} has more than 2**63-1 elements")

@@ -32,6 +32,46 @@ def test_top_level_names_are_the_package_objects():
   assert tinygrad.Tensor is Tensor
 
 
+def test_uop_is_the_variable_api_programs_use():
+  from baregrad.uop.ops import UOp
+  assert tinygrad.UOp is UOp
+  v = UOp.variable("start_pos", 0, 7)
+  assert isinstance(v, UOp) and isinstance(v.bind(3), UOp) and isinstance(v.bind(3) + 1, UOp)
+  assert not isinstance(3, UOp) and not isinstance(Tensor([1]), UOp)
+  table = Tensor([10, 20, 30, 40, 50, 60, 70, 80])
+  np.testing.assert_equal(table[v.bind(5)].numpy(), 60)
+  np.testing.assert_equal(table[:UOp.variable("sz", 1, 8).bind(3)].sum().numpy(), 60)
+  with pytest.raises(TypeError, match=r"\[UOp\] .*only UOp.variable"): UOp()
+  with pytest.raises(AttributeError): UOp.const(1.0)
+  from baregrad.uop.ops import sym_infer
+  assert sym_infer((v.bind(3) + 1) * 2, {"start_pos": 5}) == 12
+
+
+def test_invalid_is_a_value_that_may_be_anything():
+  from baregrad.dtype import Invalid, InvalidType
+  import pickle
+  assert InvalidType() is Invalid and pickle.loads(pickle.dumps(Invalid)) is Invalid and repr(Invalid) == "Invalid"
+  e = Tensor.full((2, 3), Invalid, dtype=dtypes.float32)
+  assert e.shape == (2, 3) and e.dtype == dtypes.float32
+  assert Tensor.full((4,), Invalid).dtype == dtypes.bool  # tinygrad's dtype for it
+  mask = Tensor.arange(4) < 2
+  x = Tensor([1.0, 2.0, 3.0, 4.0])
+  np.testing.assert_equal(mask.where(x, Invalid).numpy()[:2], [1.0, 2.0])  # the rest is unspecified
+  np.testing.assert_equal(mask.where(Invalid, x).numpy()[2:], [3.0, 4.0])
+  np.testing.assert_equal((mask.reshape(4, 1).where(x, Invalid)).numpy()[:2], [[1, 2, 3, 4]] * 2)  # broadcasts
+  with pytest.raises(TypeError, match=r"\[where\] both values are Invalid"): mask.where(Invalid, Invalid)
+
+
+@pytest.mark.parametrize("buffer", [True, False])
+def test_full_buffer_flag_gives_the_same_values(buffer):
+  t = Tensor.full((2, 2), 3.0, buffer=buffer)
+  z = Tensor.zeros(3, buffer=buffer)
+  np.testing.assert_equal(t.numpy(), np.full((2, 2), 3.0))
+  t[0, 1] = 7  # writable either way
+  np.testing.assert_equal(t.numpy(), [[3, 7], [3, 3]])
+  np.testing.assert_equal((z + 1).numpy(), [1, 1, 1])
+
+
 class _Model:
   def __init__(self):
     self.w = Tensor([[1.0, -2.0], [0.5, 3.0]])

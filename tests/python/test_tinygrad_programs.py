@@ -95,11 +95,11 @@ def test_generated_mnist_is_deterministic_and_idx_format(tmp_path):
 
 def test_missing_tinygrad_module_fails_at_its_import_naming_it(tmp_path):
   (script := tmp_path / "uses_internals.py").write_text("from tinygrad import Tensor\nprint('before')\n"
-                                                        "from tinygrad.uop.ops import UOp\nprint('after')\n")
+                                                        "from tinygrad.codegen.opt import Opt\nprint('after')\n")
   r = _run(script)
   assert r.returncode != 0
   assert "before" in r.stdout and "after" not in r.stdout
-  assert "ModuleNotFoundError: [as_tinygrad] no module named 'tinygrad.uop'" in r.stderr, r.stderr  # the first missing package
+  assert "ModuleNotFoundError: [as_tinygrad] no module named 'tinygrad.codegen'" in r.stderr, r.stderr  # the first missing package
   assert "uses_internals.py\", line 3" in r.stderr, r.stderr
 
 

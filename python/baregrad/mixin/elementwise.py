@@ -7,7 +7,7 @@ import numpy as np
 
 import _baregrad as _C
 from baregrad import variable
-from baregrad.dtype import _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
+from baregrad.dtype import InvalidType, _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import DTypeError, op_name
 
 _CONST = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -107,7 +107,11 @@ class ElementwiseMixin:
   def minimum(self, x): return self._binary("minimum", x)
 
   def where(self, x, y):
-    """x where this (cast to bool) is true, else y; scalars take the other operand's dtype."""
+    """x where this (cast to bool) is true, else y; scalars take the other operand's dtype. tinygrad's Invalid as x
+    or y leaves the other operand's values there (any value is valid)."""
+    if isinstance(x, InvalidType) and isinstance(y, InvalidType): raise TypeError("[where] both values are Invalid")
+    if isinstance(x, InvalidType): x = y
+    if isinstance(y, InvalidType): y = x
     if isinstance(x, type(self)): x, y = x._broadcasted(y)
     elif isinstance(y, type(self)): y, x = y._broadcasted(x)
     else:
