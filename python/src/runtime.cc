@@ -2,6 +2,7 @@
 // counters (tensor/counters.h).
 #include "base/options.h"
 #include "compiler/fp8.h"
+#include "compiler/uop.h"
 #include "python/src/bind.h"
 #include "runtime/device.h"
 #include "tensor/counters.h"
@@ -56,6 +57,13 @@ py::dict counters() {
 
 void bind_runtime(py::module_& m) {
   m.def("device_names", &runtime::device_names);
+  // The op names of the compiler's IR (compiler/ops.def), in enum order: baregrad.uop.ops.Ops.
+  m.def("ir_op_names", [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < compiler::kNumOps; i++)
+      names.push_back(compiler::op_name(static_cast<compiler::Op>(i)));
+    return names;
+  });
   m.def("device_name", &device_name, py::arg("name"));
   m.def("synchronize", &synchronize, py::arg("name"));
   m.def("set_option", &set_option, py::arg("name"), py::arg("value"));

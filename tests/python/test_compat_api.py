@@ -47,6 +47,15 @@ def test_uop_is_the_variable_api_programs_use():
   assert sym_infer((v.bind(3) + 1) * 2, {"start_pos": 5}) == 12
 
 
+def test_uop_ops_names_the_ir_and_refuses_custom_kernels(capfd):
+  from baregrad.uop.ops import KernelInfo, Ops, ProgramInfo
+  with Context(DEBUG=4): (Tensor([1.0, 2.0]).contiguous().realize() * 3).sum().realize()
+  printed = set(re.findall(r"= ([A-Z_0-9]+) ", capfd.readouterr().err + capfd.readouterr().out))
+  assert {"SINK", "LOAD", "STORE", "MUL"} <= printed and printed <= {o.name for o in Ops}, printed
+  for cls in (KernelInfo, ProgramInfo):
+    with pytest.raises(NotImplementedError, match=rf"\[{cls.__name__}\] custom kernels"): cls(name="k")
+
+
 def test_invalid_is_a_value_that_may_be_anything():
   from baregrad.dtype import Invalid, InvalidType
   import pickle

@@ -1,16 +1,22 @@
-"""`UOp` for programs written against tinygrad, where it is the IR node of every tensor. baregrad's IR lives in C++
-(compiler/) and is not exposed as Python objects; what tinygrad programs (not its internals) use of UOp is:
+"""`tinygrad.uop.ops` for programs written against tinygrad, where UOp is the IR node of every tensor. baregrad's IR
+lives in C++ (compiler/uop.h) and is not exposed as Python objects. What is here:
 
   - `UOp.variable(name, min_val, max_val)`: a symbolic value (baregrad's Variable), bound with `.bind(v)`;
-  - `isinstance(x, UOp)` / `int | UOp` annotations: true for Variables, bound Variables and their expressions;
-  - `sym_infer(size, var_vals)`, a symbolic size's value for given Variable values.
+    `isinstance(x, UOp)` / `int | UOp` annotations are true for Variables, bound Variables and their expressions;
+  - `sym_infer(size, var_vals)`, a symbolic size's value for given Variable values;
+  - `Ops`, the op names of baregrad's IR (compiler/ops.def; DEBUG=4 prints kernels in them): many are tinygrad's
+    (ADD, WHERE, LOAD, STORE, REDUCE_AXIS, SINK, ...), tinygrad's others are absent (an AttributeError naming them);
+  - `KernelInfo` and `ProgramInfo`, so that a module importing them loads: custom kernels written as UOp graphs
+    (tinygrad's Tensor.custom_kernel) are not supported, and making either raises NotImplementedError saying so.
 
-Anything else (UOp.const, Ops, graph rewrites, ...) is absent: an AttributeError or ImportError naming it.
+Anything else (UOp.const, graph rewrites, ...) is absent: an AttributeError or ImportError naming it.
 """
 from __future__ import annotations
 
 import abc
+import enum
 
+import _baregrad as _C
 from baregrad.variable import SymInt, Variable, sym_infer  # noqa: F401 (sym_infer: tinygrad has it here)
 
 
@@ -28,3 +34,20 @@ class UOp(abc.ABC):
 
 UOp.register(Variable)
 UOp.register(SymInt)  # bound Variables and expressions of them
+
+Ops = enum.Enum("Ops", _C.ir_op_names())
+Ops.__doc__ = "The ops of baregrad's IR (compiler/ops.def), named as DEBUG=4 prints them."
+
+
+class _CustomKernelInfo:
+  def __init__(self, *args, **kwargs):
+    raise NotImplementedError(f"[{type(self).__name__}] custom kernels written as UOp graphs (tinygrad's Tensor.custom_kernel) "
+                              "are not supported: baregrad's IR is C++ (compiler/), not Python UOps")
+
+
+class KernelInfo(_CustomKernelInfo):
+  """tinygrad's metadata of a custom kernel; constructing one raises NotImplementedError."""
+
+
+class ProgramInfo(_CustomKernelInfo):
+  """tinygrad's metadata of a compiled custom program; constructing one raises NotImplementedError."""
