@@ -139,16 +139,18 @@ std::vector<Tensor> run_backward(const Tensor& root,
   }
   // A tensor is on a useful path when it is wanted or a parent is (parents come first).
   // backward() wants the leaves that require grad. When none does (tinygrad code that never
-  // decides), it wants every undecided leaf but constants (the 2 of `x * 2`; tinygrad skips
-  // CONST too). With parameters in the graph the inputs get no .grad: an unread input gradient
-  // would still be computed when the optimizer overwrites a weight it reads (assign realizes
-  // the lazy readers of a buffer first), a matmul per step for nothing.
+  // decides), it wants every undecided leaf but scalar constants (the 2 of `x * 2`; tinygrad
+  // skips its CONSTs too). A broadcast constant (Tensor.ones(3, 3), Tensor.full) is a tensor
+  // like any other: tinygrad's full() makes a buffer. With parameters in the graph the inputs get
+  // no .grad: an unread input gradient would still be computed when the optimizer overwrites a
+  // weight it reads (assign realizes the lazy readers of a buffer first), a matmul per step for
+  // nothing.
   bool any_on = std::any_of(order.begin(), order.end(),
                             [](const TensorImpl* t) { return t->mode == GradMode::kOn; });
   auto wanted_leaf = [any_on](const TensorImpl* t) {
-    if (t->node) return false;
+    if (t->node && !t->leaf_grad) return false;
     if (t->mode == GradMode::kOn) return true;
-    return !any_on && t->lazy.base->kind != LazyKind::kConst;
+    return !any_on && !(t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view());
   };
   std::unordered_set<const TensorImpl*> useful;
   for (TensorImpl* t : order) {
@@ -209,7 +211,7 @@ std::vector<Tensor> run_backward(const Tensor& root,
     return out;
   }
   for (TensorImpl* t : order) {
-    if (t->node && !t->retain_grad) continue;  // leaves keep .grad, and retain_grad() tensors
+    if (t->node && !t->retain_grad && !wanted_leaf(t)) continue;  // leaves, and see TensorImpl
     auto it = grads.find(t);
     if (it == grads.end()) continue;
     const Tensor& g = it->second;

@@ -46,9 +46,12 @@ struct TensorImpl {
   // Set when realize() dropped the history of this kUnset tensor: backward() says so.
   bool history_dropped = false;
   std::shared_ptr<TensorImpl> grad;  // set by backward() on tensors that require grad
-  // backward() also fills grad of this tensor though it has a history (torch's retain_grad;
-  // clone() sets it, as tinygrad fills the .grad of every tensor in the graph).
+  // backward() also fills grad of this tensor though it has a history (torch's retain_grad).
   bool retain_grad = false;
+  // backward() treats this computed tensor as a leaf: it fills its grad when it would fill an
+  // undecided leaf's (tinygrad fills the .grad of every tensor it can see; these are the ones a
+  // program holds as its own: clone(), and contiguous() of a leaf, `Tensor.ones(3).contiguous()`).
+  bool leaf_grad = false;
   std::shared_ptr<GradNode> node;  // how this tensor was computed, when it may need grad
 
   // Releases the graph it alone holds one node at a time (no recursion over a deep graph).

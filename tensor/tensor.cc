@@ -537,7 +537,9 @@ Tensor Tensor::contiguous() const {
   // A new base whose kernel reads this view and writes it row-major.
   Lazy out = lazy_contiguous(impl_->lazy, dtype());
   out.base->force_kernel = true;
-  return record(out, "contiguous", {*this}, [](const Tensor& g) { return Grads{g}; });
+  Tensor t = record(out, "contiguous", {*this}, [](const Tensor& g) { return Grads{g}; });
+  if (is_leaf()) t.leaf_grad();  // Tensor.ones(3).contiguous() is the program's tensor
+  return t;
 }
 
 }  // namespace baregrad::tensor

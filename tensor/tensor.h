@@ -125,6 +125,9 @@ class Tensor {
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, bool materialize = false) const;
   // backward() fills grad() of this tensor though it is not a leaf (torch's retain_grad).
   void retain_grad() const { impl_->retain_grad = true; }
+  // backward() fills grad() of this tensor when it would fill an undecided leaf's (see
+  // TensorImpl::leaf_grad); clone() and contiguous() of a leaf set it.
+  void leaf_grad() const { impl_->leaf_grad = true; }
   // The same values with no gradient history, requires_grad=false (tinygrad's detach).
   Tensor detach() const;
   // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.

@@ -361,12 +361,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   def clone(self, device: str | None = None) -> Tensor:
     """A copy in a buffer of its own (on `device` if given) that keeps is_param and .grad (cloned too),
-    as tinygrad's. Gradients flow through it to this tensor, and backward() fills its .grad too (tinygrad
-    fills every tensor's); a clone of a requires_grad=False tensor is undecided (None): it gets them."""
+    as tinygrad's. Gradients flow through it to this tensor, and backward() fills its .grad as a leaf's
+    (tinygrad fills every tensor's); a clone of a requires_grad=False tensor is undecided (None): it gets them."""
     src = self._c if device is None else self._c.to(canonicalize_device(device))
     ret = Tensor._wrap(src.contiguous())
     if self.requires_grad is False: ret.requires_grad = None
-    ret._c.retain_grad()
+    ret._c.leaf_grad()
     if (g := self.grad) is not None: ret.grad = g.clone(device)
     return ret
 

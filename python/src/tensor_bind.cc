@@ -110,6 +110,7 @@ void bind_tensor(py::module_& m) {
       .def("set_grad", &Tensor::set_grad)
       .def("clear_grad", &Tensor::clear_grad)
       .def("retain_grad", &Tensor::retain_grad)
+      .def("leaf_grad", &Tensor::leaf_grad)
       .def("backward", &Tensor::backward, py::arg("grad_out") = std::nullopt)
       .def("gradient", &Tensor::gradient, py::arg("targets"), py::arg("materialize") = false)
       .def("detach", &Tensor::detach)

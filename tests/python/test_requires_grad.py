@@ -157,3 +157,25 @@ def test_a_loop_of_realized_undecided_steps_keeps_no_history():
     h = (h * 0.5 + 1).realize()
   assert GlobalCounters.mem_used - before < 8 * (1 << 18)  # 48 steps of 256 KiB would be 12 MiB
   np.testing.assert_allclose(h.numpy()[:4], 2.0, rtol=1e-6)
+
+
+def test_broadcast_constants_and_their_contiguous_copies_get_gradients():
+  # tinygrad's Tensor.ones/full make buffers: backward() fills their .grad (it raised "no tensor in this graph
+  # can have a gradient"), and that of `Tensor.ones(3).contiguous()`, the tensor the program holds. A scalar
+  # constant (Tensor(2.0), the 2 of x * 2) still gets none.
+  a, b = Tensor.ones(2, 3), Tensor.full((2, 3), 2.0)
+  ((a * b).exp().mean()).backward()
+  ta, tb = torch.ones(2, 3, requires_grad=True), torch.full((2, 3), 2.0, requires_grad=True)
+  (ta * tb).exp().mean().backward()
+  np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+  x, s = Tensor.ones(3).contiguous(), Tensor(2.0)
+  (x * x * s).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [4.0, 4.0, 4.0])
+  assert s.grad is None
+  # with a parameter in the graph, inputs get no .grad (torch's; see the README): contiguous copies neither
+  w = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  x = Tensor.ones(3).contiguous()
+  (x * w).sum().backward()
+  assert x.grad is None
+  np.testing.assert_allclose(w.grad.numpy(), [1.0, 1.0, 1.0])
