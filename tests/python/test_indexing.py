@@ -135,6 +135,34 @@ def test_setitem_tensor_index():
   _setitem_case((3, 4), np.array([2, 0]), -1.0)
 
 
+# tensor indices beside whole dims (and ints): scattered per indexed dim, not into every flat position
+_ADV = [
+  ((10, 20, 30, 40, 50), (slice(None), np.array([5, 3, 7, 8]), slice(None), np.array([[[0], [1], [2]], [[3], [4], [5]]]),
+                          slice(None))),  # tinygrad's test_setitem_advanced_indexing: 2**42 steps, a ValueError
+  ((5, 6), (np.array([0, 2, 2, 4]),)),  # a duplicate: the last value wins
+  ((5, 6), (np.array([0, 2, -1]), np.array([1, 5, 0]))),
+  ((5, 6, 7), (slice(None), np.array([[0, 2], [1, 1]]), 3)),
+  ((5, 6, 7), (2, slice(None), np.array([0, 6, -7]))),  # an int applies first (tinygrad's and torch's order)
+  ((5, 6, 7), (Ellipsis, np.array([1, 2]))),
+  ((5, 6, 7), (np.array([1, 2]), Ellipsis, np.array([0, 3]))),  # separated: the index dims go first
+  ((5, 6, 7), (np.array([1, 2]), 0, np.array([0, 1]))),
+  ((5, 6, 7), (0, np.array([[1], [2]]), np.array([0, 1, 5]))),
+]
+
+
+@pytest.mark.parametrize("shape,idx", _ADV, ids=[str(i) for i in range(len(_ADV))])
+def test_setitem_tensor_indices_beside_whole_dims(shape, idx):
+  import torch  # the oracle: numpy places the index dims differently when an int separates them
+  rng = np.random.default_rng(5)
+  ref = torch.zeros(shape, dtype=torch.int32)
+  tidx = tuple(torch.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
+  v = rng.integers(1, 2**20, tuple(ref[tidx].shape)).astype(np.int32)
+  ref[tidx] = torch.tensor(v)
+  t = Tensor.zeros(*shape, dtype=dtypes.int32).contiguous()
+  t[_to_bg(idx)] = Tensor(v)
+  np.testing.assert_equal(t.numpy(), ref.numpy())
+
+
 def test_a_list_with_slices_is_a_tuple_of_indices():
   # tinygrad's reading (numpy refuses it); was an IndexError "not a rectangular array of ints"
   a = np.arange(20.0, dtype=np.float32).reshape(4, 5)
@@ -227,6 +255,22 @@ def test_setitem_into_lazy_values_carries_gradients():
   np.testing.assert_allclose(z.numpy(), tz.detach().numpy())
   np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy())
   np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy())
+
+
+def test_setitem_tensor_indices_into_lazy_values_carries_gradients():
+  import torch
+  rng = np.random.default_rng(7)
+  xv, vv, w = (rng.standard_normal(s).astype(np.float32) for s in [(4, 5, 3), (2, 4, 3), (4, 5, 3)])
+  x, v = Tensor(xv, requires_grad=True), Tensor(vv, requires_grad=True)
+  tx, tv = torch.tensor(xv, requires_grad=True), torch.tensor(vv, requires_grad=True)
+  z, tz = x * 2, tx * 2
+  z[:, Tensor([3, 0])] = v.permute(1, 0, 2)  # into dims 1 (a duplicate-free index)
+  tz[:, torch.tensor([3, 0])] = tv.permute(1, 0, 2)
+  (z * Tensor(w)).sum().backward()
+  (tz * torch.tensor(w)).sum().backward()
+  np.testing.assert_allclose(z.numpy(), tz.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(v.grad.numpy(), tv.grad.numpy(), rtol=1e-6)
 
 
 def test_setitem_into_lazy_values_seen_by_their_views():

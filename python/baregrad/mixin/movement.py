@@ -533,11 +533,55 @@ class MovementMixin:
 
   def _scatter_setitem(self, items, v):
     """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
+    if (new := self._scatter_setitem_dims(items, v)) is not NotImplemented: return new
     n = self.numel()
     pos = type(self).arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(self.shape)
     idx = self._wrap(pos._c.getitem(items)).flatten()
     if idx.numel() == 0: return None
     return self.flatten().scatter(0, idx, v.flatten()).reshape(self.shape)
+
+  def _scatter_setitem_dims(self, items, v):
+    """Advanced indices with only whole dims beside them (t[:, i, :, j] = v; ints count as 0-d index tensors, as
+    in numpy): the indexed dims D become one axis of P = prod(D) positions, the broadcast index combinations one
+    axis of NB, and each position takes the value of the last combination naming it (a P x NB table) by a
+    gather along NB: work ~ numel + P * NB, where the flat scatter costs numel * v.numel(). An int index is a
+    0-d index here, but it removes its dim first (tinygrad's and torch's order, not numpy's) when placing the
+    broadcast dims in v. NotImplemented for other mixes (partial slices, None)."""
+    Tensor = type(self)
+    real = sum(1 for i in items if i is not Ellipsis)
+    full = []
+    for i in items:
+      if i is Ellipsis: full += [slice(None)] * (self.ndim - real)
+      elif i is None: return NotImplemented
+      else: full.append(i)
+    full += [slice(None)] * (self.ndim - len(full))
+    dims, idx, placed = [], [], []  # placed: the tensor indices' dims with the int dims removed
+    for d, i in enumerate(full):
+      if isinstance(i, slice):
+        if i.indices(self.shape[d]) != (0, self.shape[d], 1): return NotImplemented
+        continue
+      if isinstance(i, int): t = Tensor(i, dtype=dtypes.int64, device=self.device)
+      else: t, _ = self._wrap(i), placed.append(d - sum(isinstance(j, int) for j in full[:d]))
+      dims.append(d)
+      idx.append((t < 0).where(t + self.shape[d], t))  # in range: _index_items checked
+    B = np.broadcast_shapes(*(t.shape for t in idx))
+    nb, sizes = prod(B), [self.shape[d] for d in dims]
+    P = prod(sizes)
+    if nb == 0 or self.numel() == 0: return None
+    rest = [d for d in range(self.ndim) if d not in dims]
+    # the broadcast dims stand where the indexed dims were when those are adjacent, else first
+    at = placed[0] if placed == list(range(placed[0], placed[-1] + 1)) else 0
+    v_rest = list(range(at)) + list(range(at + len(B), v.ndim))
+    vp = v.permute(*v_rest, *range(at, at + len(B))).reshape(*(self.shape[d] for d in rest), nb)
+    lin = idx[0]._broadcast_to(B).cast(dtypes.int64)
+    for t, n in zip(idx[1:], sizes[1:]): lin = lin * n + t._broadcast_to(B).cast(dtypes.int64)
+    hit = lin.reshape(nb, 1) == Tensor.arange(P, dtype=dtypes.int64, device=self.device).reshape(1, P)
+    last = hit.where(Tensor.arange(1, nb + 1, dtype=dtypes.int64, device=self.device).reshape(nb, 1), 0).max(0)
+    shp = [self.shape[d] for d in rest]
+    src = (last - 1).maximum(0).reshape(*([1] * len(rest)), P).expand(*shp, P)
+    mine = self.permute(*rest, *dims).reshape(*shp, P)
+    out = (last > 0).reshape(*([1] * len(rest)), P).where(vp.gather(-1, src), mine)
+    return out.reshape(*shp, *sizes).permute(*np.argsort(rest + dims).tolist())
 
   def _basic_setitem(self, items, v):
     """Ints, slices, None and Ellipsis select a strided box; v is padded out to the full shape
