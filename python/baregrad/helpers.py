@@ -99,6 +99,10 @@ def dedup(x: Iterable[T]) -> list[T]:
 def flatten(x: Iterable) -> list:
   """One level of nesting removed: [[1, 2], [3]] -> [1, 2, 3]."""
   return [item for sub in x for item in sub]
+def get_single_element(x: Sequence[T]) -> T:
+  """The one item of `x`; an AssertionError naming the count otherwise (tinygrad's)."""
+  assert len(x) == 1, f"[get_single_element] expected one element, got {len(x)}"
+  return x[0]
 def all_same(items: Sequence) -> bool:
   """True when every item equals the first (and for an empty sequence)."""
   return all(x == items[0] for x in items)

@@ -57,12 +57,17 @@ py::dict counters() {
 
 void bind_runtime(py::module_& m) {
   m.def("device_names", &runtime::device_names);
-  // The op names of the compiler's IR (compiler/ops.def), in enum order: baregrad.uop.ops.Ops.
-  m.def("ir_op_names", [] {
-    std::vector<std::string> names;
-    for (int i = 0; i < compiler::kNumOps; i++)
-      names.push_back(compiler::op_name(static_cast<compiler::Op>(i)));
-    return names;
+  // The ops of the compiler's IR (compiler/ops.def) in enum order, as (name, group) pairs:
+  // baregrad.uop.ops.Ops and GroupOp.
+  m.def("ir_ops", [] {
+    static const char* kGroups[] = {"Unary",  "Binary",  "Ternary", "Meta",
+                                    "Memory", "Control", "Kernel",  "Vector"};
+    std::vector<std::pair<std::string, std::string>> ops;
+    for (int i = 0; i < compiler::kNumOps; i++) {
+      auto op = static_cast<compiler::Op>(i);
+      ops.emplace_back(compiler::op_name(op), kGroups[static_cast<int>(compiler::op_group(op))]);
+    }
+    return ops;
   });
   m.def("device_name", &device_name, py::arg("name"));
   m.def("synchronize", &synchronize, py::arg("name"));

@@ -52,6 +52,9 @@ def test_uop_ops_names_the_ir_and_refuses_custom_kernels(capfd):
   with Context(DEBUG=4): (Tensor([1.0, 2.0]).contiguous().realize() * 3).sum().realize()
   printed = set(re.findall(r"= ([A-Z_0-9]+) ", capfd.readouterr().err + capfd.readouterr().out))
   assert {"SINK", "LOAD", "STORE", "MUL"} <= printed and printed <= {o.name for o in Ops}, printed
+  from baregrad.uop import GroupOp as G, Ops as O
+  assert O is Ops and Ops.ADD in G.Binary and Ops.SQRT in G.Unary and Ops.WHERE in G.Ternary and Ops.LOAD in G.Memory
+  assert G.ALU == G.Unary | G.Binary | G.Ternary and Ops.STORE not in G.ALU
   for cls in (KernelInfo, ProgramInfo):
     with pytest.raises(NotImplementedError, match=rf"\[{cls.__name__}\] custom kernels"): cls(name="k")
 
@@ -216,6 +219,8 @@ def test_sequence_helpers():
   assert H.dedup([3, 1, 3, 2, 1]) == [3, 1, 2]
   assert H.flatten([[1, 2], (3,), []]) == [1, 2, 3]
   assert H.all_same([1, 1, 1]) and H.all_same([]) and not H.all_same([1, 2])
+  assert H.get_single_element([7]) == 7
+  with pytest.raises(AssertionError, match="expected one element, got 2"): H.get_single_element([1, 2])
   assert H.all_int((1, 2)) and not H.all_int((1, 2.0))
   assert H.argsort([3.0, 1.0, 2.0]) == [1, 2, 0] and H.argsort((5, 4)) == (1, 0)
   assert H.partition(range(6), lambda x: x % 3 == 0) == ([0, 3], [1, 2, 4, 5])

@@ -1,2 +1,2 @@
-"""tinygrad's `tinygrad.uop` package: only the name programs use, `UOp` (see ops.py)."""
-from baregrad.uop.ops import UOp  # noqa: F401
+"""tinygrad's `tinygrad.uop` package: `UOp`, `Ops` and `GroupOp` (see ops.py)."""
+from baregrad.uop.ops import GroupOp, Ops, UOp  # noqa: F401

@@ -6,6 +6,7 @@ lives in C++ (compiler/uop.h) and is not exposed as Python objects. What is here
   - `sym_infer(size, var_vals)`, a symbolic size's value for given Variable values;
   - `Ops`, the op names of baregrad's IR (compiler/ops.def; DEBUG=4 prints kernels in them): many are tinygrad's
     (ADD, WHERE, LOAD, STORE, REDUCE_AXIS, SINK, ...), tinygrad's others are absent (an AttributeError naming them);
+    `GroupOp.Unary/Binary/Ternary/ALU` (and the IR's other groups: Meta, Memory, Control, Kernel, Vector), sets of them;
   - `KernelInfo` and `ProgramInfo`, so that a module importing them loads: custom kernels written as UOp graphs
     (tinygrad's Tensor.custom_kernel) are not supported, and making either raises NotImplementedError saying so.
 
@@ -35,8 +36,18 @@ class UOp(abc.ABC):
 UOp.register(Variable)
 UOp.register(SymInt)  # bound Variables and expressions of them
 
-Ops = enum.Enum("Ops", _C.ir_op_names())
+_IR_OPS = _C.ir_ops()
+Ops = enum.Enum("Ops", [name for name, _ in _IR_OPS])
 Ops.__doc__ = "The ops of baregrad's IR (compiler/ops.def), named as DEBUG=4 prints them."
+
+
+class GroupOp:
+  """The IR's op groups (compiler/uop.h OpGroup) as sets of Ops; ALU is Unary | Binary | Ternary, as tinygrad's."""
+  Unary = Binary = Ternary = Meta = Memory = Control = Kernel = Vector = ALU = frozenset()
+
+
+for _group in {g for _, g in _IR_OPS}: setattr(GroupOp, _group, frozenset(Ops[n] for n, g in _IR_OPS if g == _group))
+GroupOp.ALU = GroupOp.Unary | GroupOp.Binary | GroupOp.Ternary
 
 
 class _CustomKernelInfo:
