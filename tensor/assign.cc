@@ -183,12 +183,12 @@ void Tensor::write_view(const Tensor& value, const char* op) {
     fail(op, "a view of shape " + shape_str(shape()) +
                  " of a buffer that assign() has overwritten since the view was taken: take the "
                  "view again from the assigned tensor");
+  if (numel() == 0) return;  // nothing to write (a KV cache update of 0 tokens, say)
   if (!writes_distinct(lazy().st))
     fail(op, "cannot write through this view of shape " + shape_str(shape()) +
                  " (padded, broadcast or a reshape of a permuted view) into its base of "
                  "shape " +
                  shape_str(base->shape) + ": make a .contiguous() copy first");
-  if (numel() == 0) return;
   if (!base->realized) {
     // A buffer made now would be another one at every replay.
     if (auto* capture = detail::jit_capture())

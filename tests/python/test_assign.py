@@ -113,3 +113,15 @@ def test_setitem_into_a_realized_constant(shape):
   compare_np("t", t, ref, dtypes.float32)
   compare_np("t * 1", t * 1, ref, dtypes.float32)
   compare_np("sum", t.sum(), np.array(ref.sum(), np.float32), dtypes.float32)
+
+
+def test_assign_into_an_empty_slice_writes_nothing():
+  # a KV cache update of 0 tokens at a Variable position (tinygrad's test_attention_pos_0_sz_0) raised
+  # "cannot write through this view of shape (2, 1, 0, 8, 16)"
+  from baregrad import Variable
+  c = Tensor.arange(2 * 6 * 3, dtype=dtypes.float32).reshape(2, 6, 3).contiguous().realize()
+  ref = c.numpy()
+  sp = Variable("start_pos", 0, 6).bind(2)
+  c[:, sp:sp + 0, :].assign(Tensor.ones(2, 0, 3)).realize()
+  c[:, 4:4].assign(Tensor.ones(2, 0, 3))
+  compare_np("unchanged", c, ref, dtypes.float32)
