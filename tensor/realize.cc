@@ -13,6 +13,15 @@
 
 namespace baregrad::tensor {
 
+void compile_schedule(const std::vector<ScheduleItem>& schedule) {
+  for (const ScheduleItem& item : schedule) {
+    if (item.bufs[0]->numel() == 0) continue;
+    KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/detail::jit_capture() != nullptr);
+    auto prg = item.bufs[0]->device->compile(plan.ast, std::nullopt);
+    if (!prg.ok()) prg.status().throw_if_error("compile");
+  }
+}
+
 void run_schedule(std::vector<ScheduleItem> schedule) {
   for (ScheduleItem& item : schedule) {
     LazyBase* out = item.bufs[0].get();

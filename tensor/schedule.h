@@ -35,4 +35,8 @@ std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets);
 // recorded. Throws baregrad::Error("realize") when a device call fails.
 void run_schedule(std::vector<ScheduleItem> schedule);
 
+// Compiles every kernel of `schedule` (the device's program cache keeps them), launching none:
+// run_schedule then finds them compiled. Without BEAM's search, whose opts need the buffers.
+void compile_schedule(const std::vector<ScheduleItem>& schedule);
+
 }  // namespace baregrad::tensor

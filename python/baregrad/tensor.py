@@ -309,6 +309,19 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     for t in (self,) + lst: t._c.realize()
     return self
 
+  def linear_with_vars(self, *lst: Tensor) -> tuple:
+    """The schedule realizing this tensor (and those of `lst`), not run, and the values of the Variables it binds
+    (tinygrad's): see baregrad/engine/realize.py; run_linear runs it."""
+    from baregrad.engine.realize import schedule
+    linear = schedule(self, *lst)
+    return linear, dict(linear.var_vals)
+
+  def schedule_linear(self, *lst: Tensor):
+    """linear_with_vars without Variables (tinygrad's: a schedule that binds one is an error here)."""
+    linear, var_vals = self.linear_with_vars(*lst)
+    if var_vals: raise ValueError(f"[schedule_linear] the schedule binds Variables {var_vals}: use linear_with_vars")
+    return linear
+
   def numpy(self) -> np.ndarray:
     """A new numpy array holding a copy of the values (bfloat16 comes back as float32)."""
     return self._c.numpy()

@@ -1,11 +1,56 @@
 // _baregrad.Tensor: creation, properties and autograd (tensor.h), one method per C++ call.
+#include "base/error.h"
 #include "python/src/bind.h"
 #include "tensor/nn.h"
+#include "tensor/schedule.h"
 
 namespace baregrad::python {
 namespace {
 
 std::string dtype_name(const Tensor& t) { return t.dtype().name(); }
+
+// The kernels that realize some tensors, made but not run (baregrad.engine.realize: tinygrad's
+// schedule_linear / run_linear). Runs once.
+struct Schedule {
+  std::vector<tensor::ScheduleItem> items;
+  bool ran = false;
+};
+
+Schedule make_schedule(const std::vector<Tensor>& ts) {
+  std::vector<tensor::Lazy> targets;
+  for (const Tensor& t : ts) {
+    const tensor::Lazy& l = t.lazy();
+    // as Tensor::realize: a broadcast of a constant has nothing to compute
+    if (l.base->kind == tensor::LazyKind::kConst && !l.base->realized && !l.is_base_view())
+      continue;
+    targets.push_back(l);
+  }
+  return Schedule{tensor::create_schedule(targets)};
+}
+
+void bind_schedule(py::module_& m) {
+  py::class_<Schedule>(m, "Schedule")
+      .def("__len__", [](const Schedule& s) { return s.items.size(); })
+      // Per kernel: (device, output shape, output dtype, buffers read, Variable values).
+      .def("kernels",
+           [](const Schedule& s) {
+             py::list out;
+             for (const auto& it : s.items) {
+               const auto& o = *it.bufs[0];
+               out.append(py::make_tuple(o.device->name(), py::tuple(py::cast(o.shape)),
+                                         o.dtype.name(), it.bufs.size() - 1, py::cast(it.vars)));
+             }
+             return out;
+           })
+      .def("compile", [](const Schedule& s) { tensor::compile_schedule(s.items); })
+      .def("run", [](Schedule& s) {
+        if (s.ran) fail("run_linear", "this schedule has run already: make a new one");
+        s.ran = true;
+        tensor::run_schedule(std::move(s.items));
+        s.items.clear();
+      });
+  m.def("schedule", &make_schedule, py::arg("tensors"));
+}
 
 // Constructors and the seeded random generators.
 void bind_creation(py::class_<Tensor>& cls) {
@@ -84,6 +129,7 @@ void bind_creation(py::class_<Tensor>& cls) {
 }  // namespace
 
 void bind_tensor(py::module_& m) {
+  bind_schedule(m);
   py::class_<Tensor> cls(m, "Tensor");
   bind_creation(cls);
   bind_sym(m, cls);

@@ -470,3 +470,31 @@ def test_fetch_http_uses_the_cache_or_says_there_is_no_network(cache):
 
 def test_fetch_misuse(cache):
   with pytest.raises(ValueError, match=r"\[fetch\] 'data/x.bin' is neither a URL nor a path"): helpers.fetch("data/x.bin")
+
+
+def test_schedule_linear_lists_the_kernels_and_run_linear_runs_them():
+  from baregrad.engine.realize import compile_linear, run_linear
+  from baregrad.uop.ops import Ops
+  from baregrad import Variable
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  a = Tensor(x).realize()
+  b, c = (a * 2).sum(1), (a + 1).exp()
+  GlobalCounters.reset()
+  lin = Tensor.schedule_linear(b, c)
+  assert len(lin.src) == 2 and all(call.src[0].op is Ops.SINK for call in lin.src) and GlobalCounters.kernel_count == 0
+  assert {(call.shape, call.dtype, call.inputs) for call in lin.src} == {((3, 1), "float32", 1), ((3, 4), "float32", 1)}
+  assert compile_linear(lin) is lin and GlobalCounters.kernel_count == 0
+  run_linear(lin)
+  assert GlobalCounters.kernel_count == 2
+  np.testing.assert_allclose(b.numpy(), (x * 2).sum(1))
+  np.testing.assert_allclose(c.numpy(), np.exp(x + 1), rtol=1e-6)
+  assert len(Tensor.schedule_linear(b, c).src) == 0  # realized by the schedule
+  with pytest.raises(RuntimeError, match=r"\[run_linear\] this schedule has run already"): run_linear(lin)
+  assert len(Tensor.zeros(3, 3).schedule_linear().src) == 0  # a broadcast constant computes nothing
+  d = (a[:, :Variable("i", 1, 4).bind(3)] * 2).sum(1)
+  with pytest.raises(ValueError, match=r"\[schedule_linear\] the schedule binds Variables \{'i': 3\}"): d.schedule_linear()
+  lin, var_vals = d.linear_with_vars()
+  assert var_vals == {"i": 3}
+  with pytest.raises(ValueError, match=r"\[run_linear\] var_vals \{'i': 2\} differ"): run_linear(lin, {"i": 2})
+  run_linear(lin, var_vals)
+  np.testing.assert_allclose(d.numpy(), (x[:, :3] * 2).sum(1))

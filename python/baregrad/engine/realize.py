@@ -1,0 +1,67 @@
+"""Schedules: the kernels that realize some tensors, made without running them (tinygrad's `schedule_linear`,
+`linear_with_vars`, `run_linear`, `compile_linear`).
+
+  linear, var_vals = Tensor.linear_with_vars(a, b)   # or a.schedule_linear(b) when no Variables are bound
+  len(linear.src)                                    # how many kernels realizing a and b takes
+  compile_linear(linear)                             # compiles them (the device caches the programs)
+  run_linear(linear, var_vals)                       # runs them: a and b are realized
+
+`linear.src` has one call per kernel in tinygrad's LINEAR shape: `call.src[0].op is Ops.SINK` (the kernel's AST
+root), `call.device`, and baregrad's `call.shape`/`call.dtype` (the output) and `call.inputs` (buffers read). A
+schedule runs once; realizing its tensors another way first makes its kernels compute them again.
+"""
+from __future__ import annotations
+
+import _baregrad as _C
+from baregrad.uop.ops import Ops
+
+
+class _KernelAST:
+  __slots__ = ("op",)
+  def __init__(self): self.op = Ops.SINK
+  def __repr__(self): return "SINK"
+
+
+class ScheduledCall:
+  """One kernel of a schedule."""
+  __slots__ = ("src", "device", "shape", "dtype", "inputs", "var_vals")
+
+  def __init__(self, device: str, shape: tuple, dtype: str, inputs: int, var_vals: dict):
+    self.src, self.device, self.shape, self.dtype, self.inputs, self.var_vals = (_KernelAST(),), device, shape, dtype, inputs, var_vals
+
+  def __repr__(self): return f"<kernel on {self.device}: {self.inputs} inputs -> {self.shape} {self.dtype}>"
+
+
+class Linear:
+  """The kernels of a schedule, in order (`src`); see the module's doc."""
+
+  def __init__(self, sched):
+    self._sched = sched
+    self.src = tuple(ScheduledCall(*k) for k in sched.kernels())
+    self.var_vals: dict[str, int] = {}
+    for call in self.src: self.var_vals.update(call.var_vals)
+
+  def __len__(self): return len(self.src)
+  def __repr__(self): return f"<schedule of {len(self.src)} kernels>"
+
+
+def run_linear(linear: Linear, var_vals: dict | None = None, update_stats: bool = True) -> None:
+  """Runs the schedule's kernels (once): its tensors are realized. `var_vals` must be the schedule's own (the
+  values its Variables were bound to when it was made)."""
+  if not isinstance(linear, Linear): raise TypeError(f"[run_linear] expected a schedule (Linear), got {type(linear).__name__}")
+  if var_vals and {k: int(v) for k, v in var_vals.items()} != linear.var_vals:
+    raise ValueError(f"[run_linear] var_vals {dict(var_vals)} differ from the schedule's {linear.var_vals}: bind the Variables "
+                     "to those values and schedule again")
+  linear._sched.run()
+
+
+def compile_linear(linear: Linear) -> Linear:
+  """Compiles the schedule's kernels without running them (the device's program cache keeps them)."""
+  if not isinstance(linear, Linear): raise TypeError(f"[compile_linear] expected a schedule (Linear), got {type(linear).__name__}")
+  linear._sched.compile()
+  return linear
+
+
+def schedule(*tensors) -> Linear:
+  """The schedule realizing `tensors` (baregrad Tensors), not run."""
+  return Linear(_C.schedule([t._c for t in tensors]))
