@@ -151,13 +151,23 @@ bool writes_distinct(const ShapeTracker& st) {
   return true;
 }
 
+// A pending bitcast of something with storage (not of a constant): writes into all of it go to
+// its source, so that the tensor it reinterprets sees them.
+bool bitcast_of_storage(const Lazy& l) {
+  if (!is_bitcast_view(l)) return false;
+  const LazyBase& src = *l.base->srcs[0].base;
+  return !(src.kind == LazyKind::kConst && !src.realized);
+}
+
 bool is_whole_buffer(const Lazy& l) {
   return l.is_base_view() && l.base->realized && !l.base->overwritten;
 }
 }  // namespace
 
 void Tensor::assign(const Tensor& value) {
-  // A view of another tensor's buffer (t[1:] += 1) writes into it, as setitem does.
+  // A view of another tensor's buffer (t[1:] += 1, t.bitcast(uint32)) writes into it, as
+  // setitem does.
+  if (bitcast_of_storage(lazy())) return write_view(value, "assign");
   if (!lazy().is_base_view() && lazy().base->kind != LazyKind::kConst)
     return write_view(value, "assign");
   assign_all({{*this, value}});
@@ -170,6 +180,10 @@ void Tensor::write_view(const Tensor& value, const char* op) {
   if (value.lazy().base->device != lazy().base->device)
     fail(op, "value on " + value.lazy().base->device->name() + " for a tensor on " +
                  lazy().base->device->name());
+  if (bitcast_of_storage(lazy())) {  // into the tensor whose bits this one reads
+    Tensor src(lazy().base->srcs[0]);
+    return src.write_view(value.bitcast(src.dtype()), op);
+  }
   BasePtr base = lazy().base;
   if (base->kind == LazyKind::kConst && !base->realized) {
     // Lazy work reading the constant keeps its old value; other views of it throw when read.
@@ -313,6 +327,7 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
         !v.is_base_view() || v.sym)
       continue;
     v.base->kind = LazyKind::kCast;
+    v.base->op = Op::CAST;  // a plain read of what was assigned (never a BITCAST)
     v.base->axes.clear();
     v.base->srcs = {news[i]};
     v.base->force_kernel = false;

@@ -329,6 +329,18 @@ Lazy lazy_contiguous(const Lazy& src, DType dtype) {
   return make(std::move(b));
 }
 
+Lazy lazy_bitcast(const Lazy& src, DType dtype) {
+  CHECK_EQ(src.dtype().itemsize(), dtype.itemsize()) << "lazy_bitcast: itemsizes differ";
+  Lazy out = lazy_contiguous(src, dtype);
+  out.base->op = Op::BITCAST;
+  return out;
+}
+
+bool is_bitcast_view(const Lazy& l) {
+  return l.base->kind == LazyKind::kCast && l.base->op == Op::BITCAST && !l.base->realized &&
+         !l.base->srcs.empty() && l.is_base_view();
+}
+
 Lazy lazy_view(const Lazy& src, ShapeTracker st, std::shared_ptr<const compiler::SymTracker> sym) {
   return Lazy{src.base, std::move(st), std::move(sym)};
 }

@@ -51,7 +51,7 @@ enum class LazyKind : uint8_t {
   kConst,   // every element is `value`
   kAlu,     // op(srcs...) elementwise
   kReduce,  // op over `axes` of srcs[0]; the reduced dims keep size 1
-  kCast,    // srcs[0] converted to dtype
+  kCast,    // srcs[0] converted to dtype (op BITCAST: its bits reinterpreted, same itemsize)
   kIota,    // element i is i (an int dtype): no memory, computed where it is read
 };
 
@@ -117,6 +117,11 @@ Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes);
 Lazy lazy_cast(const Lazy& src, DType dtype);
 // A new base holding `src` converted to `dtype`, never folded away (a kernel always writes it).
 Lazy lazy_contiguous(const Lazy& src, DType dtype);
+// The bits of `src` read as `dtype` (same itemsize), element for element.
+Lazy lazy_bitcast(const Lazy& src, DType dtype);
+// True when `l` is the whole of a pending bitcast (Tensor::bitcast's result): writes go to its
+// source.
+bool is_bitcast_view(const Lazy& l);
 // The same base seen through a new tracker (and its symbolic form, if it has one).
 Lazy lazy_view(const Lazy& src,
                ShapeTracker st,

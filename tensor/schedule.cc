@@ -327,7 +327,9 @@ class Scheduler {
       k.saw_sym |= s.sym != nullptr;
       src.push_back(expr(k, s.base.get(), compose(tracker(s, kind), st), false));
     }
-    if (b->kind == LazyKind::kCast) return compiler::cast(src[0], b->dtype);
+    if (b->kind == LazyKind::kCast)
+      return b->op == Op::BITCAST ? UOp::make(Op::BITCAST, b->dtype, {src[0]})
+                                  : compiler::cast(src[0], b->dtype);
     CHECK(b->kind == LazyKind::kAlu) << "schedule: unexpected base kind";
     return UOp::make(b->op, b->dtype, std::move(src));
   }

@@ -436,6 +436,18 @@ Tensor Tensor::cast(DType t) const {
                 [from](const Tensor& g) { return Grads{g.cast(from)}; });
 }
 
+Tensor Tensor::bitcast(DType t) const {
+  if (t.itemsize() != dtype().itemsize())
+    fail("bitcast",
+         "cannot bitcast " + dtype().name() + " to " + t.name() +
+             " element for element: itemsizes differ",
+         ErrorKind::kValue);
+  if (t == dtype()) return *this;
+  // A bool is 0 or 1 in its byte: the bits of a cast (kernels hold bools as i1, not bytes).
+  if (dtypes::is_bool(t) || dtypes::is_bool(dtype())) return cast(t).detach();
+  return Tensor(lazy_bitcast(impl_->lazy, t));
+}
+
 Tensor Tensor::unary(Op op) const {
   Lazy out = lazy_alu(op, {impl_->lazy}, dtype());
   Tensor x = *this, y(out);  // y: the result without history (saved_output)

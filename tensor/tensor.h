@@ -154,7 +154,7 @@ class Tensor {
   // storage that nothing else could see.
   bool value_unshared() const {
     const Lazy& l = lazy();
-    return !l.base->realized && l.base.use_count() == 1;
+    return !l.base->realized && l.base.use_count() == 1 && !is_bitcast_view(l);
   }
   // Forgets the gradient backward() accumulated (optimizers' zero_grad).
   void clear_grad() { impl_->grad.reset(); }
@@ -178,6 +178,9 @@ class Tensor {
   // cond ? a : b, broadcasting all three.
   static Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
   Tensor cast(DType dtype) const;
+  // The same bits read as `dtype` (same itemsize), lazily; no gradient. The result is a view: an
+  // assign or setitem into all of it writes into this tensor (torch's view(dtype), tinygrad's).
+  Tensor bitcast(DType dtype) const;
   Tensor relu() const;
   Tensor exp() const;
   Tensor exp2() const;

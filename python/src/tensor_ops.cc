@@ -57,6 +57,8 @@ void bind_elementwise(py::class_<Tensor>& cls) {
       .def("ge", &Tensor::ge)
       .def("le", &Tensor::le)
       .def_static("where", &Tensor::where)
+      .def("bitcast",
+           [](const Tensor& t, const std::string& dt) { return t.bitcast(dtype_of(dt)); })
       .def("cast",
            [](const Tensor& t, const std::string& dtype) { return t.cast(dtype_of(dtype)); })
       .def("relu", &Tensor::relu)

@@ -587,3 +587,38 @@ def test_compare_helper_detects_dtype():
   # the helper itself must reject a dtype mismatch (float32 vs float64)
   with pytest.raises(AssertionError):
     compare("self-check", Tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64))
+
+
+# bitcast with the same itemsize: a lazy kernel op (it read the tensor back to the host and uploaded the
+# bytes, which TinyJit refused), and a view: assign or setitem into it writes into the tensor it reads.
+@pytest.mark.parametrize("src,dst", [("float32", "uint32"), ("float32", "int32"), ("int32", "float32"), ("float16", "int16"),
+                                     ("bfloat16", "uint16"), ("uint8", "int8"), ("bool", "uint8"), ("float64", "int64")])
+def test_bitcast_same_itemsize_matches_numpy(src, dst):
+  rng = np.random.default_rng(11)
+  x = (rng.standard_normal(24) * 100).astype(np.float32)
+  t = Tensor(x).cast(src)
+  got = (t * 1 if src != "bool" else t).reshape(4, 6).T.bitcast(dst)  # of lazy work, through a transpose
+  u = x.view(np.uint32).astype(np.uint64)
+  host = t.numpy() if src != "bfloat16" else ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)  # bf16 bits, rounded to even
+  want = host.reshape(4, 6).T.view(np.dtype(dst) if src != "bfloat16" else np.uint16)
+  if src == "bfloat16": got = got.cast("uint16") if dst != "uint16" else got
+  np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_bitcast_inside_tinyjit_and_writes_through():
+  from baregrad import TinyJit
+  f = TinyJit(lambda t: (t.bitcast(dtypes.uint32) ^ 1).realize())
+  for i in range(3):
+    x = np.array([float(i), 1.5], np.float32)
+    np.testing.assert_array_equal(f(Tensor(x).realize()).numpy(), x.view(np.uint32) ^ 1)
+  a = Tensor([1.0, 2.0, 3.0, 4.0]).realize()
+  a.bitcast(dtypes.uint32).bitcast(dtypes.int32).assign(Tensor(np.array([4.0, 3.0, 2.0, 1.0], np.float32).view(np.int32)))
+  np.testing.assert_array_equal(a.numpy(), [4.0, 3.0, 2.0, 1.0])
+  a[0:2].bitcast(dtypes.uint32).assign(Tensor(np.array([7.0, 8.0], np.float32).view(np.uint32)))
+  np.testing.assert_array_equal(a.numpy(), [7.0, 8.0, 2.0, 1.0])
+  u = a.bitcast(dtypes.int32)
+  u[3] = int(np.array([5.0], np.float32).view(np.int32)[0])
+  np.testing.assert_array_equal(a.numpy(), [7.0, 8.0, 2.0, 5.0])
+  z = Tensor.zeros(2).bitcast(dtypes.int32)  # of a constant: its own buffer
+  z[0] = 3
+  np.testing.assert_array_equal(z.numpy(), [3, 0])

@@ -230,11 +230,13 @@ class ElementwiseMixin:
     return self if dt is self.dtype else self._wrap(self._c.cast(dt.key))
 
   def bitcast(self, dtype):
-    """The same bytes read as `dtype` (same itemsize, or the last axis rescaled); not differentiable."""
+    """The same bytes read as `dtype` (same itemsize, or the last axis rescaled); not differentiable. With the same
+    itemsize it is lazy and a view, as tinygrad's: assign or setitem into it writes into this tensor."""
     dt = to_dtype(dtype)
     if dt.itemsize == 0: raise TypeError(f"[bitcast] dtype {dt.name} has no values: no tensor holds it")
     if self.requires_grad: raise RuntimeError(f"[bitcast] has no gradient: bitcast a detach()ed tensor")
     shape = self.shape
+    if dt.itemsize == self.dtype.itemsize: return self._wrap(self._c.bitcast(dt.key))
     if dt.itemsize != self.dtype.itemsize:
       if not shape or (shape[-1] * self.dtype.itemsize) % dt.itemsize:
         raise RuntimeError(f"[bitcast] cannot bitcast {self.shape} {self.dtype} to {dt}")
