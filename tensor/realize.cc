@@ -13,13 +13,24 @@
 
 namespace baregrad::tensor {
 
+namespace {
+std::shared_ptr<runtime::Program> compile_item(const ScheduleItem& item) {
+  KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/detail::jit_capture() != nullptr);
+  auto prg = item.bufs[0]->device->compile(plan.ast, std::nullopt);
+  if (!prg.ok()) prg.status().throw_if_error("compile");
+  return *prg;
+}
+}  // namespace
+
 void compile_schedule(const std::vector<ScheduleItem>& schedule) {
-  for (const ScheduleItem& item : schedule) {
-    if (item.bufs[0]->numel() == 0) continue;
-    KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/detail::jit_capture() != nullptr);
-    auto prg = item.bufs[0]->device->compile(plan.ast, std::nullopt);
-    if (!prg.ok()) prg.status().throw_if_error("compile");
-  }
+  for (const ScheduleItem& item : schedule)
+    if (item.bufs[0]->numel() > 0) compile_item(item);
+}
+
+std::pair<double, double> estimate_item(const ScheduleItem& item) {
+  if (item.bufs[0]->numel() == 0) return {0, 0};
+  auto prg = compile_item(item);
+  return {prg->spec.flops, prg->spec.bytes};
 }
 
 void run_schedule(std::vector<ScheduleItem> schedule) {

@@ -39,4 +39,8 @@ void run_schedule(std::vector<ScheduleItem> schedule);
 // run_schedule then finds them compiled. Without BEAM's search, whose opts need the buffers.
 void compile_schedule(const std::vector<ScheduleItem>& schedule);
 
+// The compiled program's estimates for one item: {flops, bytes moved} (what GlobalCounters adds
+// when it runs).
+std::pair<double, double> estimate_item(const ScheduleItem& item);
+
 }  // namespace baregrad::tensor

@@ -43,11 +43,19 @@ void bind_schedule(py::module_& m) {
              return out;
            })
       .def("compile", [](const Schedule& s) { tensor::compile_schedule(s.items); })
+      .def("estimate",
+           [](const Schedule& s, size_t i) {
+             if (i >= s.items.size())
+               fail("estimate_uop",
+                    "kernel " + std::to_string(i) + " of a schedule of " +
+                        std::to_string(s.items.size()),
+                    ErrorKind::kIndex);
+             return tensor::estimate_item(s.items[i]);
+           })
       .def("run", [](Schedule& s) {
         if (s.ran) fail("run_linear", "this schedule has run already: make a new one");
         s.ran = true;
-        tensor::run_schedule(std::move(s.items));
-        s.items.clear();
+        tensor::run_schedule(s.items);  // a copy: the kernels stay listed (estimate_uop)
       });
   m.def("schedule", &make_schedule, py::arg("tensors"));
 }

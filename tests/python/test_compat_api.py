@@ -484,12 +484,17 @@ def test_schedule_linear_lists_the_kernels_and_run_linear_runs_them():
   assert len(lin.src) == 2 and all(call.src[0].op is Ops.SINK for call in lin.src) and GlobalCounters.kernel_count == 0
   assert {(call.shape, call.dtype, call.inputs) for call in lin.src} == {((3, 1), "float32", 1), ((3, 4), "float32", 1)}
   assert compile_linear(lin) is lin and GlobalCounters.kernel_count == 0
+  from baregrad.engine.realize import estimate_uop
+  est = [estimate_uop(call) for call in lin.src]
   run_linear(lin)
   assert GlobalCounters.kernel_count == 2
+  assert (GlobalCounters.global_ops, GlobalCounters.global_mem) == (sum(e.ops for e in est), sum(e.mem for e in est))
+  assert sum(e.mem for e in est) >= 4 * (12 + 3 + 12 + 12)  # at least each input read and output written once
   np.testing.assert_allclose(b.numpy(), (x * 2).sum(1))
   np.testing.assert_allclose(c.numpy(), np.exp(x + 1), rtol=1e-6)
   assert len(Tensor.schedule_linear(b, c).src) == 0  # realized by the schedule
   with pytest.raises(RuntimeError, match=r"\[run_linear\] this schedule has run already"): run_linear(lin)
+  assert [(e.ops, e.mem) for e in est] == [(e.ops, e.mem) for e in map(estimate_uop, lin.src)]  # after it ran too
   assert len(Tensor.zeros(3, 3).schedule_linear().src) == 0  # a broadcast constant computes nothing
   d = (a[:, :Variable("i", 1, 4).bind(3)] * 2).sum(1)
   with pytest.raises(ValueError, match=r"\[schedule_linear\] the schedule binds Variables \{'i': 3\}"): d.schedule_linear()

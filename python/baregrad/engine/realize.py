@@ -4,6 +4,7 @@
   linear, var_vals = Tensor.linear_with_vars(a, b)   # or a.schedule_linear(b) when no Variables are bound
   len(linear.src)                                    # how many kernels realizing a and b takes
   compile_linear(linear)                             # compiles them (the device caches the programs)
+  estimate_uop(linear.src[0]).ops                    # a kernel's estimated operations (and .mem, bytes)
   run_linear(linear, var_vals)                       # runs them: a and b are realized
 
 `linear.src` has one call per kernel in tinygrad's LINEAR shape: `call.src[0].op is Ops.SINK` (the kernel's AST
@@ -24,10 +25,11 @@ class _KernelAST:
 
 class ScheduledCall:
   """One kernel of a schedule."""
-  __slots__ = ("src", "device", "shape", "dtype", "inputs", "var_vals")
+  __slots__ = ("src", "device", "shape", "dtype", "inputs", "var_vals", "_at")
 
-  def __init__(self, device: str, shape: tuple, dtype: str, inputs: int, var_vals: dict):
+  def __init__(self, at: tuple, device: str, shape: tuple, dtype: str, inputs: int, var_vals: dict):
     self.src, self.device, self.shape, self.dtype, self.inputs, self.var_vals = (_KernelAST(),), device, shape, dtype, inputs, var_vals
+    self._at = at  # (the schedule, this kernel's index)
 
   def __repr__(self): return f"<kernel on {self.device}: {self.inputs} inputs -> {self.shape} {self.dtype}>"
 
@@ -37,7 +39,7 @@ class Linear:
 
   def __init__(self, sched):
     self._sched = sched
-    self.src = tuple(ScheduledCall(*k) for k in sched.kernels())
+    self.src = tuple(ScheduledCall((sched, i), *k) for i, k in enumerate(sched.kernels()))
     self.var_vals: dict[str, int] = {}
     for call in self.src: self.var_vals.update(call.var_vals)
 
@@ -53,6 +55,23 @@ def run_linear(linear: Linear, var_vals: dict | None = None, update_stats: bool 
     raise ValueError(f"[run_linear] var_vals {dict(var_vals)} differ from the schedule's {linear.var_vals}: bind the Variables "
                      "to those values and schedule again")
   linear._sched.run()
+
+
+class Estimates:
+  """A kernel's estimated work: `ops` (arithmetic operations over all its threads) and `mem` (bytes it loads and
+  stores), what GlobalCounters.global_ops / global_mem add when it runs (tinygrad's Estimates; lds is 0)."""
+  __slots__ = ("ops", "mem", "lds")
+
+  def __init__(self, ops: int, mem: int): self.ops, self.mem, self.lds = ops, mem, 0
+  def __repr__(self): return f"Estimates(ops={self.ops}, mem={self.mem})"
+
+
+def estimate_uop(call: ScheduledCall) -> Estimates:
+  """The estimates of one kernel of a schedule (it is compiled for them); before the schedule runs."""
+  if not isinstance(call, ScheduledCall): raise TypeError(f"[estimate_uop] expected a kernel of a schedule (linear.src[i]), got {type(call).__name__}")
+  sched, i = call._at
+  ops, mem = sched.estimate(i)
+  return Estimates(int(ops), int(mem))
 
 
 def compile_linear(linear: Linear) -> Linear:
