@@ -255,6 +255,14 @@ def test_python_optimizer_lr_and_misuse():
     opt.step()
   with pytest.raises(ValueError, match=r"\[LARS\] invalid momentum -0.5"):
     optim.LARS([t], momentum=-0.5)
+  import torch  # the same misuse is a ValueError in torch
+  for ours, theirs in [(lambda: optim.AdamW([t], weight_decay=-0.1), lambda p: torch.optim.AdamW(p, weight_decay=-0.1)),
+                       (lambda: optim.SGD([t], weight_decay=-0.1), lambda p: torch.optim.SGD(p, weight_decay=-0.1)),
+                       (lambda: optim.Adam([t], b1=1.0), lambda p: torch.optim.Adam(p, betas=(1.0, 0.999))),
+                       (lambda: optim.Adam([t], b2=-0.1), lambda p: torch.optim.Adam(p, betas=(0.9, -0.1))),
+                       (lambda: optim.Adam([t], eps=-1e-8), lambda p: torch.optim.Adam(p, eps=-1e-8))]:
+    with pytest.raises(ValueError): theirs([torch.zeros(1, requires_grad=True)])
+    with pytest.raises(ValueError, match=r"\[(AdamW|SGD|Adam|LAMB|LARS)\] invalid (weight_decay|beta|epsilon)"): ours()
   with pytest.raises(ValueError, match=r"\[Muon\] invalid learning rate -1.0"):
     optim.Muon([t], lr=-1.0)
   with pytest.raises(ValueError, match=r"\[Muon\] fused=True"):

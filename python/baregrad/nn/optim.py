@@ -121,6 +121,7 @@ class LARS(Optimizer):
                nesterov=False, classic=True, pre_wd=True, tcoef=0.001, device=None, fused=False):
     super().__init__(params, lr)
     if momentum < 0: raise ValueError(f"[{op_name()}] invalid momentum {momentum}: it must be >= 0")
+    if weight_decay < 0: raise ValueError(f"[{op_name()}] invalid weight_decay {weight_decay}: it must be >= 0")
     if ns_coefficients and any(p.ndim == 0 for p in self.params):
       raise ValueError(f"[{op_name()}] Newton-Schulz needs parameters of at least one dimension, got shape ()")
     self.momentum, self.wd, self.ns_steps, self.ns_coefficients = momentum, weight_decay, ns_steps, ns_coefficients
@@ -160,6 +161,7 @@ class SGD(LARS):
       return
     Optimizer.__init__(self, params, lr)
     if momentum < 0: raise ValueError(f"[{op_name()}] invalid momentum {momentum}: it must be >= 0")
+    if weight_decay < 0: raise ValueError(f"[{op_name()}] invalid weight_decay {weight_decay}: it must be >= 0")
     self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, False, True, 0.0
     self.ns_steps, self.ns_coefficients, self.b = 0, None, []
     self._attach(_C.SGD([p._c for p in self.params], self._lr0, float(momentum), float(weight_decay), bool(nesterov)))
@@ -182,6 +184,10 @@ class LAMB(Optimizer):
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, fused=False,
                device=None):
     super().__init__(params, lr)
+    if weight_decay < 0: raise ValueError(f"[{op_name()}] invalid weight_decay {weight_decay}: it must be >= 0")
+    for i, b in enumerate((b1, b2)):  # torch's checks
+      if not 0.0 <= b < 1.0: raise ValueError(f"[{op_name()}] invalid beta parameter at index {i}: {b} (it must be in [0, 1))")
+    if eps < 0: raise ValueError(f"[{op_name()}] invalid epsilon {eps}: it must be >= 0")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     if device is not None:
       self._own_lr(device)
