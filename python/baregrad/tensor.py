@@ -343,6 +343,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def data(self) -> memoryview:
     if self.dtype is dtypes.bfloat16 or self.dtype in dtypes.fp8s:
       raise TypeError(f"[data] {self.dtype} has no memoryview format: numpy() gives float32, bitcast(dtypes.uint8) the codes")
+    # an empty one is flat, as tinygrad's (Python cannot list a memoryview of shape (0, 2))
+    if 0 in self.shape: return memoryview(self.numpy().reshape(0))
     return memoryview(self.numpy())
 
   def to(self, device: str | None) -> Tensor:

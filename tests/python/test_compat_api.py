@@ -503,3 +503,11 @@ def test_schedule_linear_lists_the_kernels_and_run_linear_runs_them():
   with pytest.raises(ValueError, match=r"\[run_linear\] var_vals \{'i': 2\} differ"): run_linear(lin, {"i": 2})
   run_linear(lin, var_vals)
   np.testing.assert_allclose(d.numpy(), (x[:, :3] * 2).sum(1))
+
+
+def test_data_is_a_memoryview_of_the_values():
+  x = np.arange(6, dtype=np.int32).reshape(2, 3)
+  d = Tensor(x).data()
+  assert d.format == "i" and d.shape == (2, 3) and d.tolist() == x.tolist()
+  e = Tensor([], dtype=dtypes.int32).reshape(0, 2).data()  # tinygrad's: empty ones are flat, so list() works
+  assert e.itemsize == 4 and e.shape == (0,) and list(e) == []
