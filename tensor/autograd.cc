@@ -147,8 +147,10 @@ std::vector<Tensor> run_backward(const Tensor& root,
   // nothing.
   bool any_on = std::any_of(order.begin(), order.end(),
                             [](const TensorImpl* t) { return t->mode == GradMode::kOn; });
-  auto wanted_leaf = [any_on](const TensorImpl* t) {
-    if (t->node && !t->leaf_grad) return false;
+  // A computed tensor a Python program holds counts as a leaf (tinygrad fills the .grad of every
+  // tensor it can see), but for the root itself (its .grad would only be the seed).
+  auto wanted_leaf = [any_on, r](const TensorImpl* t) {
+    if (t->node && !t->leaf_grad && (t->py_handles == 0 || t == r)) return false;
     if (t->mode == GradMode::kOn) return true;
     return !any_on && !(t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view());
   };

@@ -52,6 +52,9 @@ struct TensorImpl {
   // undecided leaf's (tinygrad fills the .grad of every tensor it can see; these are the ones a
   // program holds as its own: clone(), and contiguous() of a leaf, `Tensor.ones(3).contiguous()`).
   bool leaf_grad = false;
+  // How many Python objects hold this tensor (the bindings count them): backward() treats a
+  // held computed tensor as a leaf too, as tinygrad fills .grad of every tensor a program holds.
+  int py_handles = 0;
   std::shared_ptr<GradNode> node;  // how this tensor was computed, when it may need grad
 
   // Releases the graph it alone holds one node at a time (no recursion over a deep graph).

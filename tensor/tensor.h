@@ -128,6 +128,8 @@ class Tensor {
   // backward() fills grad() of this tensor when it would fill an undecided leaf's (see
   // TensorImpl::leaf_grad); clone() and contiguous() of a leaf set it.
   void leaf_grad() const { impl_->leaf_grad = true; }
+  // The Python bindings count the objects holding this tensor (TensorImpl::py_handles).
+  void count_handle(int d) const { impl_->py_handles += d; }
   // The same values with no gradient history, requires_grad=false (tinygrad's detach).
   Tensor detach() const;
   // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.

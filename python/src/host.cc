@@ -80,7 +80,7 @@ py::array to_numpy(const Tensor& t) {
 
 }  // namespace
 
-void bind_host(py::class_<Tensor>& cls) {
+void bind_host(TensorClass& cls) {
   cls.def_static("from_bytes", &from_buffer, py::arg("data"), py::arg("shape"), py::arg("dtype"),
                  py::arg("device") = "")
       .def_static(

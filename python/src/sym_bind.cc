@@ -11,7 +11,7 @@ using SymRanges = std::vector<std::pair<Sym, Sym>>;
 
 }  // namespace
 
-void bind_sym(py::module_& m, py::class_<Tensor>& cls) {
+void bind_sym(py::module_& m, TensorClass& cls) {
   py::class_<Sym>(m, "Sym")
       .def(py::init<int64_t>())
       .def_static("var", [](const std::string& name, int64_t lo,

@@ -61,7 +61,7 @@ void bind_schedule(py::module_& m) {
 }
 
 // Constructors and the seeded random generators.
-void bind_creation(py::class_<Tensor>& cls) {
+void bind_creation(TensorClass& cls) {
   cls.def_static(
          "full",
          [](Shape shape, double value, const std::string& dtype, const std::string& device) {
@@ -138,7 +138,7 @@ void bind_creation(py::class_<Tensor>& cls) {
 
 void bind_tensor(py::module_& m) {
   bind_schedule(m);
-  py::class_<Tensor> cls(m, "Tensor");
+  TensorClass cls(m, "Tensor");
   bind_creation(cls);
   bind_sym(m, cls);
   cls.def_property_readonly("shape",

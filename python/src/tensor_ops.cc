@@ -42,7 +42,7 @@ Idx to_idx(const py::handle& h) {
 }
 
 // Arithmetic, comparisons, casts, math and activations.
-void bind_elementwise(py::class_<Tensor>& cls) {
+void bind_elementwise(TensorClass& cls) {
   cls.def("add", [](const Tensor& a, const Tensor& b) { return a + b; })
       .def("sub", [](const Tensor& a, const Tensor& b) { return a - b; })
       .def("mul", [](const Tensor& a, const Tensor& b) { return a * b; })
@@ -113,7 +113,7 @@ void bind_elementwise(py::class_<Tensor>& cls) {
 }
 
 // Views, joins, splits and indexing.
-void bind_movement(py::class_<Tensor>& cls) {
+void bind_movement(TensorClass& cls) {
   cls.def("reshape", &Tensor::reshape)
       .def("permute", &Tensor::permute)
       .def("expand", &Tensor::expand)
@@ -145,7 +145,7 @@ void bind_movement(py::class_<Tensor>& cls) {
 }
 
 // Reductions, scans, linear algebra and nn ops.
-void bind_reductions(py::class_<Tensor>& cls) {
+void bind_reductions(TensorClass& cls) {
   cls.def("sum", &Tensor::sum)
       .def("max", &Tensor::max)
       .def("min", &Tensor::min)
@@ -183,7 +183,7 @@ void bind_reductions(py::class_<Tensor>& cls) {
 
 }  // namespace
 
-void bind_tensor_ops(py::class_<Tensor>& cls) {
+void bind_tensor_ops(TensorClass& cls) {
   bind_elementwise(cls);
   bind_movement(cls);
   bind_reductions(cls);

@@ -179,3 +179,32 @@ def test_broadcast_constants_and_their_contiguous_copies_get_gradients():
   (x * w).sum().backward()
   assert x.grad is None
   np.testing.assert_allclose(w.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_backward_fills_grad_of_the_tensors_the_program_holds():
+  # tinygrad fills .grad of every tensor it can see: here the held intermediates (y, h), not the
+  # temporaries between them; torch's retain_grad() is the oracle
+  z = Tensor.zeros(6)
+  x, y = Tensor.ones(4).contiguous(), Tensor.ones(4) * 2
+  z[:4] = x
+  z[2:] = y
+  (z * Tensor(np.arange(6, dtype=np.float32))).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [0, 1, 0, 0])
+  np.testing.assert_allclose(y.grad.numpy(), [2, 3, 4, 5])
+  xv = np.array([0.5, -1.0, 0.7], np.float32)
+  w, tw = Tensor(xv), torch.tensor(xv, requires_grad=True)
+  h, th = (w * 3).exp(), (tw * 3).exp()
+  th.retain_grad()
+  loss = (h * h.sin()).sum()
+  (th * th.sin()).sum().backward()
+  loss.backward()
+  np.testing.assert_allclose(h.grad.numpy(), th.grad.numpy(), rtol=1e-5)
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+  assert loss.grad is None  # the root's would only be the seed
+  # with a parameter in the graph (kept by an optimizer), a held input-side tensor still gets none
+  p = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  inp = Tensor.ones(3) * 2
+  act = (inp * p).relu()
+  act.sum().backward()
+  assert inp.grad is None and act.grad is not None
+  np.testing.assert_allclose(p.grad.numpy(), [2, 2, 2])
