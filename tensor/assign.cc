@@ -33,6 +33,8 @@ std::unordered_set<const LazyBase*> ancestors(const std::vector<Lazy>& roots) {
 
 // The live, unrealized tensors built on `olds` (directly or not) that nothing live reads and
 // that are not among `exclude`: realizing them computes everything still reading `olds`.
+// Every caller overwrites `olds` next: the droppable gradients reading them are dropped here
+// (LazyBase::droppable), and count as no readers.
 std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
                                   const std::unordered_set<const LazyBase*>& exclude) {
   std::vector<Lazy> tops;
@@ -43,6 +45,11 @@ std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
     for (auto& w : b->readers) {
       BasePtr r = w.lock();
       if (!r || r->realized) continue;
+      if (r->droppable && !exclude.count(r.get())) {
+        r->dropped = true;
+        r->srcs.clear();
+        continue;
+      }
       any = true;
       if (seen.insert(r.get()).second) stack.push_back(r);
     }
@@ -52,7 +59,10 @@ std::vector<Lazy> pending_readers(const std::vector<LazyBase*>& olds,
   while (!stack.empty()) {
     BasePtr b = std::move(stack.back());
     stack.pop_back();
-    if (!push_readers(b.get()) && !exclude.count(b.get()))
+    // Held by nothing but this walk (a dropped gradient was its last reader): never read.
+    bool live_readers = push_readers(b.get());
+    if (b.use_count() == 1) continue;
+    if (!live_readers && !exclude.count(b.get()))
       tops.push_back(Lazy{b, ShapeTracker::contiguous(b->shape)});
   }
   return tops;

@@ -148,11 +148,18 @@ std::vector<Tensor> run_backward(const Tensor& root,
   bool any_on = std::any_of(order.begin(), order.end(),
                             [](const TensorImpl* t) { return t->mode == GradMode::kOn; });
   // A computed tensor a Python program holds counts as a leaf (tinygrad fills the .grad of every
-  // tensor it can see), but for the root itself (its .grad would only be the seed).
-  auto wanted_leaf = [any_on, r](const TensorImpl* t) {
+  // tensor it can see), but for the root itself (its .grad would only be the seed). With
+  // parameters in the graph, an undecided tensor is wanted only when a Python program holds it
+  // (an input batch, say): its gradient is droppable (LazyBase), so an optimizer step that
+  // overwrites a weight it reads drops it instead of computing it.
+  auto scalar_const = [](const TensorImpl* t) {
+    return t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view();
+  };
+  auto wanted_leaf = [any_on, r, scalar_const](const TensorImpl* t) {
     if (t->node && !t->leaf_grad && (t->py_handles == 0 || t == r)) return false;
     if (t->mode == GradMode::kOn) return true;
-    return !any_on && !(t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view());
+    if (any_on && t->py_handles == 0) return false;
+    return !scalar_const(t);
   };
   std::unordered_set<const TensorImpl*> useful;
   for (TensorImpl* t : order) {
@@ -216,15 +223,20 @@ std::vector<Tensor> run_backward(const Tensor& root,
     if (t->node && !t->retain_grad && !wanted_leaf(t)) continue;  // leaves, and see TensorImpl
     auto it = grads.find(t);
     if (it == grads.end()) continue;
-    const Tensor& g = it->second;
-    if (!t->grad) {
+    Tensor g = it->second;
+    // An undecided tensor's gradient beside parameters: a base of its own, droppable (see
+    // LazyBase), so that no parameter's gradient shares it.
+    bool droppable = any_on && t->mode != GradMode::kOn && !g.lazy().base->realized;
+    if (droppable && !t->grad) g = Tensor(lazy_contiguous(g.lazy(), g.dtype()));
+    if (t->grad) {
+      // Into the grad tensor already there: whoever holds it sees the sum, lazy readers of the
+      // old value keep it (they read its old base).
+      g = Tensor(t->grad) + g;
+      t->grad->lazy = g.impl_->lazy;
+    } else {
       t->grad = g.impl_;
-      continue;
     }
-    // Into the grad tensor already there: whoever holds it sees the sum, lazy readers of the
-    // old value keep it (they read its old base).
-    Tensor sum = Tensor(t->grad) + g;
-    t->grad->lazy = sum.impl_->lazy;
+    if (droppable) g.lazy().base->droppable = true;
   }
   return out;
 }

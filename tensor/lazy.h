@@ -86,6 +86,11 @@ struct LazyBase {
   uint64_t version = 0;
   // Tensor::contiguous(): always a kernel output, never fused into its readers.
   bool force_kernel = false;
+  // A gradient backward() stored for a tensor that does not require grad, beside parameters
+  // (tinygrad fills every tensor's .grad): when assign() overwrites a buffer it still reads,
+  // it is neither computed nor given a copy but dropped, and reading it throws (`dropped`).
+  bool droppable = false;
+  bool dropped = false;
 
   int64_t numel() const;
 

@@ -160,6 +160,12 @@ class Scheduler {
         continue;
       }
       stack.pop_back();
+      if (b->dropped && !b->realized)
+        fail("realize",
+             "a gradient of shape " + shape_str(b->shape) + " " + b->dtype.name() +
+                 " of a tensor that does not require grad was dropped when an optimizer step "
+                 "(or assign) overwrote a weight it reads: read it before the step, or set "
+                 "requires_grad=True on that tensor to keep it");
       if (!b->realized)
         for (auto& s : b->srcs) uses_[s.base.get()].push_back({b, &s});
       order_.push_back(b);

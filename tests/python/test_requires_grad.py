@@ -39,11 +39,11 @@ def test_backward_fills_every_float_leaf_but_constants_and_false():
   assert two.grad is None  # a constant, as tinygrad skips CONST
 
 
-def test_backward_with_parameters_fills_only_them():
+def test_backward_with_parameters_fills_theirs_and_held_inputs():
   x, w = Tensor(X), Tensor(W, requires_grad=True)
   (x @ w).tanh().sum().backward()
   np.testing.assert_allclose(w.grad.numpy(), _torch_grads()[1], rtol=1e-5)
-  assert x.grad is None  # torch's too; gradient(x) still reaches it
+  np.testing.assert_allclose(x.grad.numpy(), _torch_grads()[0], rtol=1e-5)  # tinygrad's (torch leaves it None)
   np.testing.assert_allclose((x @ w).tanh().sum().gradient(x)[0].numpy(), _torch_grads()[0], rtol=1e-5)
 
 
@@ -173,11 +173,11 @@ def test_broadcast_constants_and_their_contiguous_copies_get_gradients():
   (x * x * s).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), [4.0, 4.0, 4.0])
   assert s.grad is None
-  # with a parameter in the graph, inputs get no .grad (torch's; see the README): contiguous copies neither
+  # with a parameter in the graph, a held input gets one too (a step drops it unread: see below)
   w = Tensor([1.0, 2.0, 3.0], requires_grad=True)
   x = Tensor.ones(3).contiguous()
   (x * w).sum().backward()
-  assert x.grad is None
+  np.testing.assert_allclose(x.grad.numpy(), [1.0, 2.0, 3.0])
   np.testing.assert_allclose(w.grad.numpy(), [1.0, 1.0, 1.0])
 
 
@@ -201,10 +201,47 @@ def test_backward_fills_grad_of_the_tensors_the_program_holds():
   np.testing.assert_allclose(h.grad.numpy(), th.grad.numpy(), rtol=1e-5)
   np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
   assert loss.grad is None  # the root's would only be the seed
-  # with a parameter in the graph (kept by an optimizer), a held input-side tensor still gets none
+  # with a parameter in the graph, held tensors on both sides get theirs
   p = Tensor([1.0, 2.0, 3.0], requires_grad=True)
   inp = Tensor.ones(3) * 2
   act = (inp * p).relu()
   act.sum().backward()
-  assert inp.grad is None and act.grad is not None
+  np.testing.assert_allclose(inp.grad.numpy(), [1, 2, 3])
+  np.testing.assert_allclose(act.grad.numpy(), [1, 1, 1])
   np.testing.assert_allclose(p.grad.numpy(), [2, 2, 2])
+
+
+def test_inputs_beside_parameters_get_a_gradient_that_a_step_drops():
+  # tinygrad fills x.grad for an input beside parameters (test_nn's test_rmsnorm reads it). It is
+  # computed only if read before the optimizer step; the step drops it instead of computing it (no
+  # extra kernel, checked by counting), and reading it afterwards says so.
+  from baregrad import nn
+  rng = np.random.default_rng(2)
+  xv = rng.standard_normal((5, 8)).astype(np.float32)
+
+  def setup(requires_grad):
+    nn_l1, nn_l2 = nn.Linear(8, 16), nn.Linear(16, 4)
+    for p in (nn_l1.weight, nn_l1.bias, nn_l2.weight, nn_l2.bias): p.assign(Tensor(rng.standard_normal(p.shape).astype(np.float32)))
+    x = Tensor(xv, requires_grad=requires_grad)
+    return [nn_l1.weight, nn_l1.bias, nn_l2.weight, nn_l2.bias], x, nn_l2(nn_l1(x).relu()).sum()
+
+  ps, x, loss = setup(None)
+  tp = [torch.tensor(p.numpy(), requires_grad=True) for p in ps]
+  tx = torch.tensor(xv, requires_grad=True)
+  (((tx @ tp[0].T + tp[1]).relu() @ tp[2].T + tp[3]).sum()).backward()
+  loss.backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+  counts = []
+  for requires_grad in (None, False):
+    ps, x, loss = setup(requires_grad)
+    opt = optim.SGD(ps, lr=0.1)
+    loss.backward()
+    GlobalCounters.reset()
+    with Tensor.train(): opt.step()
+    counts.append((GlobalCounters.kernel_count, GlobalCounters.global_ops))
+  assert counts[0] == counts[1], counts
+  ps, x, loss = setup(None)
+  loss.backward()
+  with Tensor.train(): optim.SGD(ps, lr=0.1).step()
+  with pytest.raises(RuntimeError, match=r"\[realize\] a gradient of shape \(5, 8\) float32 .* was dropped when an optimizer step"):
+    x.grad.numpy()
