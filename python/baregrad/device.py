@@ -71,11 +71,29 @@ class _Allocator:
     mv[:] = src.tensor.numpy().tobytes()
 
 
+class HCQGraph:
+  """Device[d].graph of the HCQ devices (CPU, NV, MOCK+NV): a TinyJit replay is one graph submission of the captured
+  kernels (tensor/jit.h; kernels with Variables launch one by one). tinygrad's graph is its runner class; this one
+  only names the kind: replays are TinyJit's."""
+
+  def __init__(self, *args, **kwargs):
+    raise TypeError(f"[{type(self).__name__}] graphs are made by TinyJit, not from Python")
+
+
+class CUDAGraph(HCQGraph):
+  """Device[d].graph of the CUDA devices (libcuda's graphs, runtime/cuda)."""
+
+
 class _Compiled:
-  """One open device, as Device[name] returns it (tinygrad's Compiled): device, renderer, compiler, allocator."""
+  """One open device, as Device[name] returns it (tinygrad's Compiled): device, renderer, compiler, allocator, graph."""
   def __init__(self, name: str):
     self.device = self.dname = name
     self.renderer, self.compiler, self.allocator = _Renderer(name), _Compiler(name), _Allocator(name)
+
+  @property
+  def graph(self) -> type:
+    """How TinyJit replays on this device: CUDAGraph on CUDA, else HCQGraph (every device here makes graphs)."""
+    return CUDAGraph if self.dname.startswith("CUDA") else HCQGraph
 
   def synchronize(self):
     """Waits until every launch and copy queued on the device has finished."""

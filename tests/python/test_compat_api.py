@@ -135,6 +135,20 @@ def test_device_objects_are_cached_and_canonical():
   assert Device["CPU"].renderer is d.renderer
 
 
+def test_device_graph_names_how_tinyjit_replays():
+  # tinygrad tests skip when Device[d].graph is None; here every device replays a capture as one graph
+  from baregrad import TinyJit
+  from baregrad.device import HCQGraph
+  assert Device["CPU"].graph is HCQGraph
+  with pytest.raises(TypeError, match=r"\[HCQGraph\] graphs are made by TinyJit"): HCQGraph()
+  step = TinyJit(lambda x: ((x + 1).realize() * 2).realize())
+  x = Tensor([1.0]).realize()
+  for want in (4.0, 10.0, 22.0, 46.0):  # the output fed back in as the next input (aliasing)
+    x = step(x)
+    assert x.item() == want
+  assert step._cur.jit.uses_graph
+
+
 def test_device_dtypes_are_those_that_compute():
   supported = Device[Device.DEFAULT].renderer.supported_dtypes()
   assert isinstance(supported, set) and {dtypes.float32, dtypes.int32, dtypes.bool} <= supported
