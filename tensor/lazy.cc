@@ -230,8 +230,9 @@ constexpr int64_t kSplitReduceMin = 32768;
 // (a one-hot axis, compiler/opt/kernel.h), which a split would turn back into a loop.
 bool one_hot_sum(const Lazy& src) {
   const LazyBase* b = src.base.get();
-  while (b->kind == LazyKind::kCast && !b->realized) b = b->srcs[0].base.get();
-  if (b->kind != LazyKind::kAlu || b->op != Op::WHERE || b->realized) return false;
+  while (b->kind == LazyKind::kCast && !b->realized && !b->srcs.empty()) b = b->srcs[0].base.get();
+  if (b->kind != LazyKind::kAlu || b->op != Op::WHERE || b->realized || b->srcs.empty())
+    return false;
   std::vector<const LazyBase*> stack{b->srcs[0].base.get()};
   while (!stack.empty()) {
     const LazyBase* t = stack.back();

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from baregrad import Tensor, GlobalCounters
+from baregrad import Tensor, GlobalCounters, dtypes
 from baregrad.nn import optim
 
 X, W = np.array([[1.0, -2.0, 0.5]], np.float32), np.array([[0.5], [1.5], [-1.0]], np.float32)
@@ -243,5 +243,6 @@ def test_inputs_beside_parameters_get_a_gradient_that_a_step_drops():
   ps, x, loss = setup(None)
   loss.backward()
   with Tensor.train(): optim.SGD(ps, lr=0.1).step()
-  with pytest.raises(RuntimeError, match=r"\[realize\] a gradient of shape \(5, 8\) float32 .* was dropped when an optimizer step"):
-    x.grad.numpy()
+  for read in (lambda: x.grad.numpy(), lambda: (x.grad * 2).sum(0).numpy(), lambda: x.grad.cast(dtypes.float16).sum().item()):
+    with pytest.raises(RuntimeError, match=r"\[realize\] a gradient of shape \(5, 8\) float32 .* was dropped when an optimizer step"):
+      read()
