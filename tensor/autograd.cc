@@ -141,10 +141,9 @@ std::vector<Tensor> run_backward(const Tensor& root,
   // backward() wants the leaves that require grad. When none does (tinygrad code that never
   // decides), it wants every undecided leaf but scalar constants (the 2 of `x * 2`; tinygrad
   // skips its CONSTs too). A broadcast constant (Tensor.ones(3, 3), Tensor.full) is a tensor
-  // like any other: tinygrad's full() makes a buffer. With parameters in the graph the inputs get
-  // no .grad: an unread input gradient would still be computed when the optimizer overwrites a
-  // weight it reads (assign realizes the lazy readers of a buffer first), a matmul per step for
-  // nothing.
+  // like any other: tinygrad's full() makes a buffer. With parameters in the graph an input's
+  // gradient, unread, would be computed when the optimizer overwrites a weight it reads (assign
+  // realizes the small lazy readers of a buffer first), a matmul per step for nothing: see below.
   bool any_on = std::any_of(order.begin(), order.end(),
                             [](const TensorImpl* t) { return t->mode == GradMode::kOn; });
   // A computed tensor a Python program holds counts as a leaf (tinygrad fills the .grad of every
