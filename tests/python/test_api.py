@@ -74,3 +74,13 @@ def test_jit_is_a_decorator():
   @TinyJit
   def f(x): return (x + 1).realize()
   for _ in range(3): np.testing.assert_equal(f(Tensor([1.0])).numpy(), [2.0])
+
+
+def test_the_installed_package_gets_every_module():
+  # python/meson.build listed 15 of the 24 modules, so `./bare install` installed a package whose
+  # `import baregrad` failed (tensor.py imports baregrad.disk)
+  import pathlib, re
+  root = pathlib.Path(__file__).resolve().parents[2] / "python"
+  listed = set(re.findall(r"'(baregrad/[\w/]+\.py)'", (root / "meson.build").read_text()))
+  present = {str(p.relative_to(root)) for p in (root / "baregrad").rglob("*.py")}
+  assert present and present == listed, f"not installed: {sorted(present - listed)}; listed but absent: {sorted(listed - present)}"
