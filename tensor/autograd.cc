@@ -155,7 +155,7 @@ std::vector<Tensor> run_backward(const Tensor& root,
     return t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view();
   };
   auto wanted_leaf = [any_on, r, scalar_const](const TensorImpl* t) {
-    if (t->node && !t->leaf_grad && (t->py_handles == 0 || t == r)) return false;
+    if (t->node && (t->py_handles == 0 || t == r)) return false;
     if (t->mode == GradMode::kOn) return true;
     if (any_on && t->py_handles == 0) return false;
     return !scalar_const(t);

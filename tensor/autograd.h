@@ -48,10 +48,6 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;  // set by backward() on tensors that require grad
   // backward() also fills grad of this tensor though it has a history (torch's retain_grad).
   bool retain_grad = false;
-  // backward() treats this computed tensor as a leaf: it fills its grad when it would fill an
-  // undecided leaf's (tinygrad fills the .grad of every tensor it can see; these are the ones a
-  // program holds as its own: clone(), and contiguous() of a leaf, `Tensor.ones(3).contiguous()`).
-  bool leaf_grad = false;
   // How many Python objects hold this tensor (the bindings count them): backward() treats a
   // held computed tensor as a leaf too, as tinygrad fills .grad of every tensor a program holds.
   int py_handles = 0;

@@ -123,12 +123,15 @@ bool sym_kernel_ok(const UOpPtr& ast, const std::vector<std::shared_ptr<LazyBase
 class Scheduler {
  public:
   std::vector<ScheduleItem> run(const std::vector<Lazy>& targets) {
-    for (auto& t : targets) {
-      check_not_overwritten(*t.base);
-      visit(t.base);
-    }
+    std::vector<const Lazy*> todo;
     for (auto& t : targets)
-      if (!t.base->realized) outputs_.insert(t.base.get());
+      if (!broadcast_const(t)) todo.push_back(&t);
+    for (const Lazy* t : todo) {
+      check_not_overwritten(*t->base);
+      visit(t->base);
+    }
+    for (const Lazy* t : todo)
+      if (!t->base->realized) outputs_.insert(t->base.get());
     decide();
     std::vector<ScheduleItem> items;
     for (LazyBase* b : order_)
@@ -173,6 +176,13 @@ class Scheduler {
   }
 
   static bool pending(const LazyBase* b) { return !b->realized && b->kind != LazyKind::kConst; }
+
+  // A broadcast of a constant (Tensor.full, zeros, ones) asked for as a target has nothing to
+  // compute: it stays a constant that reads fold, and setitem into it makes the buffer it needs
+  // (a 1-element buffer made for it would be read through a broadcast setitem cannot write).
+  static bool broadcast_const(const Lazy& t) {
+    return t.base->kind == LazyKind::kConst && !t.base->realized && !t.is_base_view();
+  }
 
   // True when `b`, inlined, still computes a reduction. Reads the memo of b's sources, so it is
   // only called on `b` in a decide() pass after its sources (order_ is sources first).

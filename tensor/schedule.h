@@ -25,7 +25,8 @@ struct ScheduleItem {
 int64_t output_elements(const LazyBase& b);
 
 // Kernels that compute every base `targets` depend on and that is not realized yet, in an
-// order where each kernel runs after the kernels producing its inputs.
+// order where each kernel runs after the kernels producing its inputs. A target that is a
+// broadcast of a constant is skipped: it has nothing to compute.
 std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets);
 
 // Runs `schedule` on each output's device; afterwards every output base is realized and

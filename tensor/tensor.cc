@@ -515,11 +515,6 @@ Tensor Tensor::sigmoid() const {
 // ---- data --------------------------------------------------------------------------------------
 
 const Tensor& Tensor::realize() const {
-  // A broadcast of a constant (Tensor.full, zeros, ones) has nothing to compute: it stays a
-  // constant that reads fold, and setitem into it makes the buffer it needs (a 1-element buffer
-  // made here would be read through a broadcast that setitem cannot write through).
-  const Lazy& l = impl_->lazy;
-  if (l.base->kind == LazyKind::kConst && !l.base->realized && !l.is_base_view()) return *this;
   run_schedule(create_schedule({impl_->lazy}));
   // Undecided history ends here, as tinygrad's realize replaces the graph by the buffer: the
   // activations behind a forward-only result are freed (see autograd.h).
@@ -549,9 +544,7 @@ Tensor Tensor::contiguous() const {
   // A new base whose kernel reads this view and writes it row-major.
   Lazy out = lazy_contiguous(impl_->lazy, dtype());
   out.base->force_kernel = true;
-  Tensor t = record(out, "contiguous", {*this}, [](const Tensor& g) { return Grads{g}; });
-  if (is_leaf()) t.leaf_grad();  // Tensor.ones(3).contiguous() is the program's tensor
-  return t;
+  return record(out, "contiguous", {*this}, [](const Tensor& g) { return Grads{g}; });
 }
 
 }  // namespace baregrad::tensor

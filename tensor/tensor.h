@@ -125,9 +125,6 @@ class Tensor {
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, bool materialize = false) const;
   // backward() fills grad() of this tensor though it is not a leaf (torch's retain_grad).
   void retain_grad() const { impl_->retain_grad = true; }
-  // backward() fills grad() of this tensor when it would fill an undecided leaf's (see
-  // TensorImpl::leaf_grad); clone() and contiguous() of a leaf set it.
-  void leaf_grad() const { impl_->leaf_grad = true; }
   // The Python bindings count the objects holding this tensor (TensorImpl::py_handles).
   void count_handle(int d) const { impl_->py_handles += d; }
   // The same values with no gradient history, requires_grad=false (tinygrad's detach).

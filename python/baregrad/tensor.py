@@ -381,7 +381,6 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     src = self._c if device is None else self._c.to(canonicalize_device(device))
     ret = Tensor._wrap(src.contiguous())
     if self.requires_grad is False: ret.requires_grad = None
-    ret._c.leaf_grad()
     if (g := self.grad) is not None: ret.grad = g.clone(device)
     return ret
 

@@ -18,13 +18,7 @@ struct Schedule {
 
 Schedule make_schedule(const std::vector<Tensor>& ts) {
   std::vector<tensor::Lazy> targets;
-  for (const Tensor& t : ts) {
-    const tensor::Lazy& l = t.lazy();
-    // as Tensor::realize: a broadcast of a constant has nothing to compute
-    if (l.base->kind == tensor::LazyKind::kConst && !l.base->realized && !l.is_base_view())
-      continue;
-    targets.push_back(l);
-  }
+  for (const Tensor& t : ts) targets.push_back(t.lazy());
   return Schedule{tensor::create_schedule(targets)};
 }
 
@@ -164,7 +158,6 @@ void bind_tensor(py::module_& m) {
       .def("set_grad", &Tensor::set_grad)
       .def("clear_grad", &Tensor::clear_grad)
       .def("retain_grad", &Tensor::retain_grad)
-      .def("leaf_grad", &Tensor::leaf_grad)
       .def("backward", &Tensor::backward, py::arg("grad_out") = std::nullopt)
       .def("gradient", &Tensor::gradient, py::arg("targets"), py::arg("materialize") = false)
       .def("detach", &Tensor::detach)

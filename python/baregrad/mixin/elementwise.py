@@ -237,10 +237,10 @@ class ElementwiseMixin:
     if self.requires_grad: raise RuntimeError(f"[bitcast] has no gradient: bitcast a detach()ed tensor")
     shape = self.shape
     if dt.itemsize == self.dtype.itemsize: return self._wrap(self._c.bitcast(dt.key))
-    if dt.itemsize != self.dtype.itemsize:
-      if not shape or (shape[-1] * self.dtype.itemsize) % dt.itemsize:
-        raise RuntimeError(f"[bitcast] cannot bitcast {self.shape} {self.dtype} to {dt}")
-      shape = shape[:-1] + ((shape[-1] * self.dtype.itemsize) // dt.itemsize,)
+    # another itemsize: the last axis rescaled, through the host
+    if not shape or (shape[-1] * self.dtype.itemsize) % dt.itemsize:
+      raise RuntimeError(f"[bitcast] cannot bitcast {self.shape} {self.dtype} to {dt}")
+    shape = shape[:-1] + ((shape[-1] * self.dtype.itemsize) // dt.itemsize,)
     return self._wrap(_C.Tensor.from_bytes(self._c.to_bytes(), list(shape), dt.key, self.device))
 
   def float(self): return self.cast(dtypes.float32)

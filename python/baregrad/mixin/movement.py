@@ -541,8 +541,8 @@ class MovementMixin:
     return self.flatten().scatter(0, idx, v.flatten()).reshape(self.shape)
 
   def _scatter_setitem_dims(self, items, v):
-    """Advanced indices with only whole dims beside them (t[:, i, :, j] = v; ints count as 0-d index tensors, as
-    in numpy): the indexed dims D become one axis of P = prod(D) positions, the broadcast index combinations one
+    """Advanced indices with only whole dims beside them (t[:, i, :, j] = v; ints count as 0-d index tensors): the
+    indexed dims D become one axis of P = prod(D) positions, the broadcast index combinations one
     axis of NB, and each position takes the value of the last combination naming it (a P x NB table) by a
     gather along NB: work ~ numel + P * NB, where the flat scatter costs numel * v.numel(). An int index is a
     0-d index here, but it removes its dim first (tinygrad's and torch's order, not numpy's) when placing the
