@@ -205,8 +205,11 @@ std::string LlvmEmitter::convert(const std::string& v, DType from, DType to) {
   if (kf == Kind::kFloat && kt == Kind::kFloat) {
     if (from.scalar_size() == to.scalar_size()) {  // half <-> bfloat goes through float
       DType f32 = dtypes::kFloat32.vec(from.count);
-      return assign(cast_inst("fptrunc", assign(cast_inst("fpext", v, from, f32)), f32, to));
+      std::string x = assign(cast_inst("fpext", v, from, f32));
+      return to.scalar == Scalar::kBFloat16 ? to_bfloat(x, f32, to)
+                                            : assign(cast_inst("fptrunc", x, f32, to));
     }
+    if (to.scalar == Scalar::kBFloat16) return to_bfloat(v, from, to);
     return assign(
         cast_inst(from.scalar_size() < to.scalar_size() ? "fpext" : "fptrunc", v, from, to));
   }
@@ -216,13 +219,53 @@ std::string LlvmEmitter::convert(const std::string& v, DType from, DType to) {
     // would round twice.
     DType f64 = dtypes::kFloat64.vec(from.count);
     std::string d = assign(cast_inst(kf == Kind::kSigned ? "sitofp" : "uitofp", v, from, f64));
-    return assign(cast_inst("fptrunc", d, f64, to));
+    return to.scalar == Scalar::kBFloat16 ? to_bfloat(d, f64, to)
+                                          : assign(cast_inst("fptrunc", d, f64, to));
   }
   if (kt == Kind::kFloat)
     return assign(cast_inst(kf == Kind::kSigned ? "sitofp" : "uitofp", v, from, to));
   if (bits(from) == bits(to)) return v;
   if (bits(from) > bits(to)) return assign(cast_inst("trunc", v, from, to));
   return assign(cast_inst(kf == Kind::kSigned ? "sext" : "zext", v, from, to));
+}
+
+std::string LlvmEmitter::to_bfloat(const std::string& v, DType from, DType to) {
+  // LLVM's fptrunc to bfloat is VCVTNEPS2BF16 on x86 CPUs with AVX512-BF16, which flushes
+  // subnormal inputs and results to zero; this rounds to nearest even in integer arithmetic.
+  // A double goes to float rounded to odd first (toward zero, then the last bit set when
+  // inexact): with 16 more bits than the bfloat, that double rounding equals rounding once.
+  DType f32 = dtypes::kFloat32.vec(from.count), u32 = dtypes::kUint32.vec(from.count);
+  DType u16 = dtypes::kUint16.vec(from.count);
+  std::string fty = llvm_type(from), uty = llvm_type(u32), bits;
+  if (from.scalar == Scalar::kFloat64) {
+    std::string t = assign(cast_inst("fptrunc", v, from, f32));
+    std::string back = assign(cast_inst("fpext", t, f32, from));
+    std::string inexact = assign("fcmp one " + fty + " " + back + ", " + v);  // NaN: false
+    std::string abs_back = call_intrinsic(fty, "fabs", llvm_suffix(from), {fty + " " + back});
+    std::string abs_v = call_intrinsic(fty, "fabs", llvm_suffix(from), {fty + " " + v});
+    std::string away = assign("fcmp ogt " + fty + " " + abs_back + ", " + abs_v);
+    std::string tb = assign(cast_inst("bitcast", t, f32, u32));
+    std::string toward0 = assign("sub " + uty + " " + tb + ", " + llvm_splat(u32, 1));
+    std::string tz = assign("select " + llvm_type(dtypes::kBool.vec(from.count)) + " " + away +
+                            ", " + uty + " " + toward0 + ", " + uty + " " + tb);
+    std::string odd = assign("or " + uty + " " + tz + ", " + llvm_splat(u32, 1));
+    bits = assign("select " + llvm_type(dtypes::kBool.vec(from.count)) + " " + inexact + ", " +
+                  uty + " " + odd + ", " + uty + " " + tb);
+  } else {
+    CHECK(from.scalar == Scalar::kFloat32) << "llvm: CAST " << from.name() << " -> bfloat";
+    bits = assign(cast_inst("bitcast", v, from, u32));
+  }
+  std::string hi = assign("lshr " + uty + " " + bits + ", " + llvm_splat(u32, 16));
+  std::string lsb = assign("and " + uty + " " + hi + ", " + llvm_splat(u32, 1));
+  std::string up = assign("add " + uty + " " + bits + ", " + llvm_splat(u32, 0x7fff));
+  std::string rounded = assign("lshr " + uty + " " + assign("add " + uty + " " + up + ", " + lsb) +
+                               ", " + llvm_splat(u32, 16));
+  // A NaN keeps its sign and top payload bits, made quiet (rounding could carry it to inf).
+  std::string quiet = assign("or " + uty + " " + hi + ", " + llvm_splat(u32, 0x40));
+  std::string nan = assign("fcmp uno " + fty + " " + v + ", " + v);
+  std::string out = assign("select " + llvm_type(dtypes::kBool.vec(from.count)) + " " + nan + ", " +
+                           uty + " " + quiet + ", " + uty + " " + rounded);
+  return assign(cast_inst("bitcast", assign(cast_inst("trunc", out, u32, u16)), u16, to));
 }
 
 std::string LlvmEmitter::float_to_int(const std::string& v, DType from, DType to) {

@@ -49,6 +49,8 @@ class LlvmEmitter {
   // `v` of dtype `from` converted to `to` (lane counts equal); returns the operand text.
   std::string convert(const std::string& v, DType from, DType to);
   std::string float_to_int(const std::string& v, DType from, DType to);
+  // A float or double `v` rounded to bfloat `to` (to nearest even, subnormals kept).
+  std::string to_bfloat(const std::string& v, DType from, DType to);
 
   // Helpers.
   // The operand text of `u` (CONSTs need not be listed before their users).
