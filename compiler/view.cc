@@ -75,14 +75,22 @@ View SymView::instantiate() const {
 }
 
 int64_t SymView::extent_bound() const {
-  int64_t hi = offset.vmax();
+  // The largest index is offset + sum over dims of (the mask's last index, or its first where
+  // the stride is negative) * stride. Terms with constant strides are summed as one polynomial
+  // before taking its bound, so that variables that cancel do (a pad by `i` in front has offset
+  // -i and reads up to index i + size - 1); other terms are bounded one by one.
+  Sym at = offset;
+  int64_t rest = 0;
   for (size_t d = 0; d < shape.size(); d++) {
     Sym lo_d = 0, hi_d = shape[d] - 1;
     if (mask) lo_d = (*mask)[d].first, hi_d = (*mask)[d].second - 1;
     if (hi_d.vmax() < lo_d.vmin()) return 0;  // an empty mask for every value
-    hi += std::max((hi_d * strides[d]).vmax(), (lo_d * strides[d]).vmax());
+    if (strides[d].is_const())
+      at = at + (strides[d].const_value() >= 0 ? hi_d : lo_d) * strides[d];
+    else
+      rest += std::max((hi_d * strides[d]).vmax(), (lo_d * strides[d]).vmax());
   }
-  return std::max<int64_t>(hi + 1, 0);
+  return std::max<int64_t>(at.vmax() + rest + 1, 0);
 }
 
 bool SymView::is_symbolic() const {

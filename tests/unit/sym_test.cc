@@ -117,5 +117,15 @@ TEST(SymView, InstantiateBoundsSizesAndExtents) {
   EXPECT_FALSE(SymTracker::contiguous({4, 10}).instantiate().views[0].sym);
 }
 
+TEST(SymView, ExtentBoundCancelsAPadsOffsetAgainstItsMask) {
+  // A (3, 2) buffer padded by i in front of axis 1 (cat's second part): offset -i, mask
+  // [i, i + 2). It reads elements 0..5 whatever i is; bounding offset and mask apart said 15.
+  Sym i = Sym::var(kI);
+  SymTracker padded = *sym_pad(SymTracker::contiguous({3, 2}), {{0, 0}, {i, 0}});
+  ShapeTracker st = padded.instantiate();
+  ASSERT_TRUE(st.views.back().sym);
+  EXPECT_EQ(st.views.back().sym->extent_bound(), 6);
+}
+
 }  // namespace
 }  // namespace baregrad::compiler
