@@ -13,6 +13,7 @@ namespace baregrad::tensor {
 namespace detail {
 namespace {
 thread_local JitCapture* g_capture = nullptr;
+thread_local bool g_paused = false;  // CAPTURING=0: kernels run but are not captured
 
 // Installs a capture on this thread for the lifetime of the guard.
 class CaptureScope {
@@ -30,7 +31,13 @@ class CaptureScope {
 };
 }  // namespace
 
-JitCapture* jit_capture() { return g_capture; }
+JitCapture* jit_capture() { return g_paused ? nullptr : g_capture; }
+
+bool set_jit_capturing(bool on) {
+  bool was = !g_paused;
+  g_paused = !on;
+  return was;
+}
 
 void JitCapture::record_kernel(std::shared_ptr<runtime::Program> prg,
                                std::vector<std::shared_ptr<DeviceBuffer>> bufs,
@@ -122,15 +129,39 @@ std::vector<Tensor> as_buffers(const std::vector<Tensor>& ts) {
   return out;
 }
 
+// The function's return values, realized: a view of a buffer the function computed or reads
+// by address stays a view (a replay returns it over the same buffer), and anything else (a
+// lazy value, a view of an input, whose buffer each call replaces) gets a buffer of its own.
+std::vector<Tensor> as_outputs(const std::vector<Tensor>& ts, const std::vector<Tensor>& xs) {
+  std::set<const DeviceBuffer*> inputs;
+  for (const Tensor& x : xs) inputs.insert(x.lazy().base->realized.get());
+  std::vector<Tensor> out, rest;
+  for (const Tensor& t : ts)
+    if (!t.lazy().base->realized || inputs.count(t.lazy().base->realized.get())) rest.push_back(t);
+  rest = as_buffers(rest);
+  size_t r = 0;
+  for (const Tensor& t : ts)
+    out.push_back(
+        !t.lazy().base->realized || inputs.count(t.lazy().base->realized.get()) ? rest[r++] : t);
+  return out;
+}
+
 std::string describe(const Shape& s, DType d, const runtime::Device& dev) {
   return shape_str(s) + " " + d.name() + " on " + dev.name();
 }
 }  // namespace
 
-TinyJit::TinyJit(Fn fn) : fn_(std::move(fn)) {}
+TinyJit::TinyJit(Fn fn, bool prune) : fn_(std::move(fn)), prune_(prune) {}
 TinyJit::~TinyJit() = default;
 
 size_t TinyJit::kernel_count() const { return captured_ ? captured_->kernels : 0; }
+std::vector<std::pair<std::string, std::string>> TinyJit::kernels() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!captured_) return out;
+  for (const auto& st : captured_->steps)
+    if (st.prg) out.emplace_back(st.prg->spec.name, st.device->name());
+  return out;
+}
 size_t TinyJit::intermediate_bytes() const { return captured_ ? captured_->intermediate_bytes : 0; }
 size_t TinyJit::planned_bytes() const { return captured_ ? captured_->planned_bytes : 0; }
 bool TinyJit::uses_graph() const { return captured_ && captured_->graph; }
@@ -140,9 +171,7 @@ void TinyJit::reset() {
   calls_ = 0;
 }
 
-bool TinyJit::may_share() const {
-  return captured_ && captured_->symbolic && captured_->specialized.empty();
-}
+bool TinyJit::may_share() const { return captured_ && captured_->specialized.empty(); }
 
 bool TinyJit::shared() const {
   if (!may_share()) return false;
@@ -182,7 +211,6 @@ std::string TinyJit::why_not_shared() const {
     for (auto& r : captured_->specialized) why += (why.empty() ? "" : "; ") + r;
     return why;
   }
-  if (!captured_->symbolic) return "no kernel takes a Variable at launch";
   return shared()
              ? ""
              : "not verified yet: no call with other values of every Variable since the capture";
@@ -220,7 +248,7 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs,
   }
   if (captured_) return replay(xs, vals);
   if (calls_ == 1) {
-    std::vector<Tensor> outs = as_buffers(fn_(xs));
+    std::vector<Tensor> outs = as_outputs(fn_(xs), xs);
     for (auto& o : outs) o = o.detach();
     return outs;
   }
@@ -233,7 +261,7 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs,
   std::vector<Tensor> outs;
   {
     detail::CaptureScope scope(&cap);
-    outs = as_buffers(fn_(xs));
+    outs = as_outputs(fn_(xs), xs);
   }
   for (auto& o : outs) o = o.detach();  // the history would pin every activation
   if (cap.steps_.empty())
@@ -243,6 +271,7 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs,
     for (auto& r : cap.rejected_) why += (why.empty() ? "" : "; ") + r;
     fail("jit", "the captured call cannot be replayed: " + why);
   }
+  if (prune_) prune(cap, xs);
   auto c = std::make_unique<Captured>();
   std::unordered_map<const DeviceBuffer*, int> input_of;
   for (size_t i = 0; i < xs.size(); i++) {
@@ -268,6 +297,33 @@ std::vector<Tensor> TinyJit::capture(const std::vector<Tensor>& xs,
             << captured_->steps.size() - captured_->kernels << " random uploads; intermediates "
             << captured_->intermediate_bytes << " bytes planned into " << captured_->planned_bytes;
   return outs;
+}
+
+void TinyJit::prune(detail::JitCapture& cap, const std::vector<Tensor>& xs) {
+  // A step depends on the call when it reads an input, a buffer a random upload or a dependent
+  // step wrote, or takes Variables at launch. The others computed the same values on the
+  // capture as they would on any replay: they ran once and are dropped, their outputs kept as
+  // state (unless a dependent step writes that buffer too: then it must run each time).
+  std::set<const DeviceBuffer*> dep;
+  for (const Tensor& x : xs) dep.insert(x.lazy().base->realized.get());
+  std::vector<bool> keep(cap.steps_.size(), true);
+  for (size_t i = 0; i < cap.steps_.size(); i++) {
+    auto& st = cap.steps_[i];
+    bool d = !st.prg || !st.vars.empty();
+    for (size_t s = 1; s < st.bufs.size() && !d; s++) d = dep.count(st.bufs[s].get()) > 0;
+    if (d) dep.insert(st.bufs[0].get());
+    keep[i] = d;
+  }
+  std::vector<detail::JitCapture::Step> kept;
+  for (size_t i = 0; i < cap.steps_.size(); i++)
+    if (keep[i] || dep.count(cap.steps_[i].bufs[0].get())) kept.push_back(std::move(cap.steps_[i]));
+  BG_LOG(1) << "jit: prune dropped " << cap.steps_.size() - kept.size()
+            << " steps that do not depend on the inputs";
+  if (kept.empty())
+    fail("jit",
+         "prune=True dropped every kernel: nothing the function computes depends on its "
+         "inputs");
+  cap.steps_ = std::move(kept);  // the kept steps hold the pruned steps' outputs they read
 }
 
 void TinyJit::plan(detail::JitCapture& cap,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/device.h"
@@ -34,7 +35,9 @@ class JitCapture;
 class TinyJit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
-  explicit TinyJit(Fn fn);
+  // prune: steps of the capture that do not depend on the inputs (weights * 2 of constant
+  // weights) run on the capturing call only (tinygrad's TinyJit(prune=True)).
+  explicit TinyJit(Fn fn, bool prune = false);
   ~TinyJit();
   TinyJit(const TinyJit&) = delete;
   TinyJit& operator=(const TinyJit&) = delete;
@@ -43,10 +46,11 @@ class TinyJit {
   // Throws Error("[jit] ...") for inputs unlike the captured ones, and when the second call
   // did something a replay cannot repeat (the message says what).
   //
-  // Symbolic shapes: `vals` are the values of the Variables of this call. A capture whose
-  // kernels all took the Variables as launch scalars (nothing was computed for the values of
-  // the capture) is shared(): a replay launches it with `vals`, and inputs of symbolic shape
-  // may have other sizes. Otherwise replays need the captured values.
+  // Symbolic shapes: `vals` are the values of the Variables of this call. A capture for which
+  // nothing was computed from the values (its kernels took the Variables as launch scalars, or
+  // did not use them: an input sliced at a Variable offset is realized before the capture) is
+  // shared(): a replay launches it with `vals`, and inputs of symbolic shape may have other
+  // sizes. Otherwise replays need the captured values.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs,
                                  const compiler::Bindings& vals = {});
   // Whether the capture serves every value of its Variables (see operator()), and if not why.
@@ -64,6 +68,8 @@ class TinyJit {
   bool captured() const { return captured_ != nullptr; }
   // Kernel launches one replay runs (0 before the capture).
   size_t kernel_count() const;
+  // Those launches in replay order: each kernel's name and device (empty before the capture).
+  std::vector<std::pair<std::string, std::string>> kernels() const;
   // Whether replays run as one device graph submission (else launch by launch).
   bool uses_graph() const;
   // Bytes of the capture's private intermediate buffers, and what they take after planning.
@@ -83,6 +89,7 @@ class TinyJit {
   struct Captured;
   std::vector<Tensor> capture(const std::vector<Tensor>& xs, const compiler::Bindings& vals);
   std::vector<Tensor> replay(const std::vector<Tensor>& xs, const compiler::Bindings& vals);
+  static void prune(detail::JitCapture& cap, const std::vector<Tensor>& xs);
   static void plan(detail::JitCapture& cap,
                    const std::unordered_map<const DeviceBuffer*, int>& input_of,
                    Captured& c);
@@ -91,6 +98,7 @@ class TinyJit {
   std::vector<Tensor> outputs(const std::vector<Tensor>& xs, const compiler::Bindings& vals) const;
 
   Fn fn_;
+  bool prune_ = false;
   int calls_ = 0;
   std::unique_ptr<Captured> captured_;
 };
@@ -132,8 +140,11 @@ class JitCapture {
 // JitCapture::specialize on the capture running on this thread, if any.
 void jit_specialize(std::string why);
 
-// The capture running on this thread, or null.
+// The capture running on this thread, or null (also while capturing is off).
 JitCapture* jit_capture();
+// Turns capturing on this thread off (tinygrad's Context(CAPTURING=0): kernels run then are not
+// captured; a replay reads what they wrote) or on again; returns whether it was on.
+bool set_jit_capturing(bool on);
 // Throws "[jit] cannot access tensor data during JIT capture" while a capture runs: a value
 // read to the host there would be baked into every replay (tinygrad's JitError).
 void check_no_host_read(const char* op);

@@ -266,12 +266,27 @@ class _TrainingVar(ContextVar):
     Tensor.training = bool(v)
 
 
+class _CapturingVar(ContextVar):
+  """CAPTURING: 0 stops a running TinyJit capture from recording the kernels that run (tinygrad's
+  Context(CAPTURING=0)): they run on the capturing call only, and replays read what they wrote."""
+  def __init__(self, key: str, default_value):
+    super().__init__(key, default_value)
+    if not self._local: self.value = 0  # CAPTURING=0 in the environment
+  @property
+  def value(self) -> int: return int(self._local)
+  @value.setter
+  def value(self, v):
+    self._local = int(v)
+    _c().set_jit_capturing(bool(self._local))
+
+
 DEBUG, BEAM, NOOPT = ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0)
 DEV, TRAINING, NO_COLOR = _DevVar("DEV", ""), _TrainingVar("TRAINING", 0), ContextVar("NO_COLOR", 0)
 # tinygrad's image-dtype switches: read by tinygrad programs; baregrad has no image dtypes, so setting them changes nothing
 IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
 # JIT=0: TinyJit calls its function every time, capturing nothing (as tinygrad).
 JIT = ContextVar("JIT", 1)
+CAPTURING = _CapturingVar("CAPTURING", 1)
 # tinygrad switches for code paths baregrad does not have, read by tinygrad programs and tests;
 # setting them changes no result: EMULATED_DTYPES (dtypes tinygrad's renderers emulate; every
 # baregrad CPU target computes each dtype natively), CHECK_OOB (tinygrad's optional check that

@@ -58,8 +58,10 @@ void bind_training(py::module_& m) {
       py::arg("lr"), py::arg("b1"), py::arg("b2"), py::arg("eps"), py::arg("weight_decay"));
 
   py::class_<TinyJit>(m, "TinyJit")
-      .def(py::init(
-          [](py::function fn) { return std::make_unique<TinyJit>(jit_fn(std::move(fn))); }))
+      .def(py::init([](py::function fn, bool prune) {
+             return std::make_unique<TinyJit>(jit_fn(std::move(fn)), prune);
+           }),
+           py::arg("fn"), py::arg("prune") = false)
       .def("__call__", &TinyJit::operator(), py::arg("inputs"),
            py::arg("vals") = compiler::Bindings{})
       .def_property_readonly("shared", &TinyJit::shared)
@@ -69,10 +71,12 @@ void bind_training(py::module_& m) {
       .def_property_readonly("calls", &TinyJit::calls)
       .def_property_readonly("captured", &TinyJit::captured)
       .def_property_readonly("kernel_count", &TinyJit::kernel_count)
+      .def("kernels", &TinyJit::kernels)
       .def_property_readonly("uses_graph", &TinyJit::uses_graph)
       .def("reset", &TinyJit::reset);
   m.def("jit_specialize", &tensor::detail::jit_specialize, py::arg("why"));
   m.def("jit_capturing", [] { return tensor::detail::jit_capture() != nullptr; });
+  m.def("set_jit_capturing", &tensor::detail::set_jit_capturing, py::arg("on"));
 
   m.def("safe_save", &tensor::safe_save, py::arg("tensors"), py::arg("path"), py::arg("metadata"));
   m.def("safe_load", &tensor::safe_load, py::arg("path"), py::arg("device") = "");

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from baregrad import Tensor, TinyJit, dtypes, nn
+from baregrad import Device, Tensor, TinyJit, dtypes, nn
 from baregrad.nn import optim
 from baregrad.nn.state import get_parameters, get_state_dict, load_state_dict, safe_load, safe_save
 from helpers import compare, compare_np
@@ -278,6 +278,47 @@ def test_jit_multiple_outputs():
     a, s = f(Tensor(v))
     np.testing.assert_equal(a.numpy(), v * 2)
     np.testing.assert_equal(s.numpy(), v.sum())
+
+
+def test_jit_captured_lists_the_replayed_kernels():
+  jf = TinyJit(lambda x: ((x * 2).contiguous().realize() + 1).realize())
+  assert jf.captured is None
+  for i in range(3): np.testing.assert_equal(jf(Tensor([float(i)] * 4)).numpy(), [2.0 * i + 1] * 4)
+  calls = jf.captured.linear.src
+  assert [c.src[0].op.name for c in calls] == ["SINK", "SINK"] and all(c.device == Device.DEFAULT for c in calls)
+  assert jf.captured.kernel_count == 2 == jf.kernel_count
+
+
+def test_jit_prune_runs_input_independent_kernels_once():
+  # (w * 2) does not depend on the input: prune=True computes it on the capturing call only and replays read it
+  rng = np.random.default_rng(1)
+  w_np = rng.uniform(-1, 1, 16).astype(np.float32)
+  w = Tensor(w_np).realize()
+  def f(x): return ((w * 2).contiguous() + x).realize()
+  kept, pruned = TinyJit(f), TinyJit(f, prune=True)
+  for jf, kernels in ((kept, 2), (pruned, 1)):
+    for _ in range(4):
+      x = rng.uniform(-1, 1, 16).astype(np.float32)
+      np.testing.assert_allclose(jf(Tensor(x)).numpy(), w_np * 2 + x, rtol=1e-6)
+    assert len(jf.captured.linear.src) == kernels
+
+
+def test_jit_prune_keeps_kernels_of_random_draws():
+  # a random draw is not an input but differs per call: what reads it is replayed
+  jf = TinyJit(lambda x: (x + Tensor.rand(8)).realize(), prune=True)
+  outs = [jf(Tensor.zeros(8).contiguous()).numpy() for _ in range(4)]
+  assert len({o.tobytes() for o in outs}) == 4 and all(((o >= 0) & (o < 1)).all() for o in outs)
+
+
+def test_jit_capturing_off_runs_once():
+  from baregrad.helpers import Context
+  seen = Tensor.zeros(4).contiguous().realize()
+  def f(x):
+    with Context(CAPTURING=0): seen.assign(seen + 1).realize()  # runs on the eager and the capturing call only
+    return (x + 1).realize()
+  jf = TinyJit(f)
+  for i in range(5): np.testing.assert_equal(jf(Tensor([float(i)] * 4)).numpy(), [i + 1.0] * 4)
+  assert len(jf.captured.linear.src) == 1 and seen.tolist() == [2.0] * 4
 
 
 def test_jit_train_step_equals_eager():

@@ -180,3 +180,54 @@ def test_jit_shape_change_without_a_variable_is_still_an_error():
   for _ in range(3): jf(Tensor(A[:, :4]))
   with pytest.raises((JitError, RuntimeError), match=r"input 0 is \(3, 5\) float32 on \S+; the captured call had \(3, 4\)"):
     jf(Tensor(A[:, :5]))
+
+
+def _jit_over_values(f, make, values=(2, 5, 3, 7)):
+  """Calls TinyJit(f) with `make(vi)` for each value; returns the JIT and (value, output) pairs."""
+  jf, outs = TinyJit(f), []
+  for i in values:
+    vi = Variable("i", 1, 10).bind(i)
+    outs.append((i, jf(*make(vi)).numpy()))
+  return jf, outs
+
+
+B = RNG.uniform(-1, 1, size=(3, 2)).astype(np.float32)
+C = RNG.uniform(-1, 1, size=(10, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_jit_cat_of_variable_sizes_serves_every_value(dim):
+  # cat keeps the symbolic size (each part padded by a symbolic amount and summed): one capture of one kernel serves
+  # every value; before, cat made a concrete shape and every value got a capture of its own
+  x, y = (A, B) if dim == 1 else (A.T.copy(), B.T.copy())
+  tx, ty = Tensor(x), Tensor(y)
+  jf, outs = _jit_over_values(lambda p, q: p.cat(q, dim=dim).realize(), lambda vi: (tx[:, :vi] if dim == 1 else tx[:vi], ty))
+  for i, out in outs: np.testing.assert_array_equal(out, np.concatenate([x[:, :i] if dim == 1 else x[:i], y], dim))
+  assert jf.shared and len(jf.captured.linear.src) == 1 and jf.cnt == 4
+
+
+def test_jit_cat_of_two_variables():
+  other = A[::-1].copy()
+  ta, tb = Tensor(A), Tensor(other)
+  jf = TinyJit(lambda p, q: p.cat(q, dim=1).realize())
+  for i, j in [(2, 3), (4, 1), (5, 5), (1, 4)]:
+    vi, vj = Variable("i", 1, 10).bind(i), Variable("j", 1, 10).bind(j)
+    np.testing.assert_array_equal(jf(ta[:, :vi], tb[:, :vj]).numpy(), np.concatenate([A[:, :i], other[:, :j]], 1))
+  assert jf.shared and len(jf.captured.linear.src) == 1
+
+
+def test_jit_input_sliced_at_a_variable_offset_is_shared():
+  # the input view (an offset of `vi`) is realized before the capture, so the captured kernel does not depend on the
+  # value: one capture serves every value (before: "no kernel takes a Variable at launch", a capture per value)
+  a = Tensor(RNG.uniform(-1, 1, size=(7, 11)).astype(np.float32))
+  jf, outs = _jit_over_values(lambda x: (x + 1).realize(), lambda vi: (a.shrink(((3, 5), (vi, vi + 2))),))
+  for i, out in outs: np.testing.assert_allclose(out, a.numpy()[3:5, i:i + 2] + 1, rtol=1e-6)
+  assert jf.shared and jf.why_not_shared == "" and len(jf.captured.linear.src) == 1
+
+
+def test_jit_symbolic_matmul_is_one_kernel():
+  # the reduction's (3, 5, 1) output returned as (3, 5) is a view of its buffer, not copied into another one
+  a, c = Tensor(A), Tensor(C)
+  jf, outs = _jit_over_values(lambda x, y: (x @ y).realize(), lambda vi: (a[:, :vi], c[:vi, :]))
+  for i, out in outs: np.testing.assert_allclose(out, A[:, :i] @ C[:i], rtol=1e-5, atol=1e-6)
+  assert jf.shared and [k.src[0].op.name for k in jf.captured.linear.src] == ["SINK"]

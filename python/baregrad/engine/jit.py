@@ -7,9 +7,9 @@ Non-Tensor arguments and return values are those of the last eager call.
 
 Bound Variables (baregrad/variable.py) in the arguments, and those that made a Tensor argument
 (`a[:, :vi]`), are the call's binding. The first call is eager and the second is captured. When
-every kernel of the capture takes the Variables at launch (symbolic shapes) and nothing in the
-call used their values on the host (`arange(vi)`, `float(vi)`, a shape with no symbolic form), the
-capture may be shared: the first call where a Variable has another value is captured again, and
+nothing in the call used the Variables' values on the host (`arange(vi)`, `float(vi)`, a shape with
+no symbolic form) -- its kernels take them at launch (symbolic shapes) or not at all (an input
+sliced at `vi` is realized before the capture) -- the capture may be shared: the first call where a Variable has another value is captured again, and
 if both captures launch the same programs (a constant computed from a value, `x * float(vi)`,
 makes other programs), every later value replays it, with outputs of the new sizes. Otherwise
 (`jit.shared` is False; `jit.why_not_shared` says why) the capture serves its own values and
@@ -24,9 +24,17 @@ import weakref
 from typing import Any, Callable
 
 import _baregrad as _C
+from baregrad.engine.realize import _KernelAST
 from baregrad.helpers import JIT, op_name
 from baregrad.tensor import Tensor
+from baregrad.uop.ops import Ops
 from baregrad.variable import _bindings_in, _merge_bindings
+
+
+def graph_class(dev):
+  """The graph a TinyJit replay on `dev` (a Device[d] object) submits as: HCQGraph or CUDAGraph (tinygrad's
+  graph_class; every baregrad device makes graphs)."""
+  return dev.graph
 
 
 class JitError(RuntimeError):
@@ -39,7 +47,7 @@ class TinyJit:
 
   def __init__(self, fxn: Callable | None = None, captured=None, prune: bool = False, optimize: bool = False):
     if fxn is None and captured is None: raise ValueError(f"[{op_name()}] need either a function or a CapturedJit")
-    self.fxn = fxn
+    self.fxn, self.prune = fxn, bool(prune)
     self._call_args: tuple = ((), {}, [])
     self._captures: dict[tuple, _Capture] = {}  # binding -> its capture, oldest first
     self._cur = self._capture_for(())
@@ -53,7 +61,7 @@ class TinyJit:
     cap = self._captures.pop(binding, None)
     if cap is None:
       ref = weakref.ref(self)
-      cap = _Capture(_C.TinyJit(lambda cs: ref()._run(cs)))
+      cap = _Capture(_C.TinyJit(lambda cs: ref()._run(cs), prune=self.prune))
     self._captures[binding] = cap  # most recently used last
     while len(self._captures) > self.MAX_BINDINGS: del self._captures[next(iter(self._captures))]
     return cap
@@ -62,7 +70,10 @@ class TinyJit:
   @property
   def cnt(self) -> int: return self._cur.jit.calls
   @property
-  def captured(self) -> bool: return self._cur.jit.captured
+  def captured(self) -> CapturedJit | None:
+    """The capture the last call used (None before the second call): `captured.linear.src` has one entry per kernel
+    launch of a replay, in order (tinygrad's CapturedJit)."""
+    return CapturedJit(self._cur.jit) if self._cur.jit.captured else None
   @property
   def kernel_count(self) -> int: return self._cur.jit.kernel_count
 
@@ -147,6 +158,37 @@ class TinyJit:
       if isinstance(x, dict): return {k: fill(v) for k, v in x.items()}
       return x
     return fill(self._cur.structure)
+
+
+class _JitKernel:
+  """One kernel launch of a capture, in tinygrad's LINEAR shape: `src[0].op is Ops.SINK`; `name` and `device` are
+  the kernel's."""
+  __slots__ = ("src", "name", "device")
+  op = Ops.CALL
+  def __init__(self, name: str, device: str): self.src, self.name, self.device = (_KernelAST(),), name, device
+  def __repr__(self): return f"<kernel {self.name} on {self.device}>"
+
+
+class CapturedJit:
+  """What a TinyJit captured: `linear.src` lists the kernel launches one replay runs, `kernel_count` counts them,
+  `uses_graph` says whether a replay is one device graph submission."""
+
+  def __init__(self, jit):
+    self._jit = jit
+    self.linear = _JitLinear(tuple(_JitKernel(n, d) for n, d in jit.kernels()))
+
+  @property
+  def kernel_count(self) -> int: return self._jit.kernel_count
+  @property
+  def uses_graph(self) -> bool: return self._jit.uses_graph
+  def __repr__(self): return f"<CapturedJit of {len(self.linear.src)} kernels>"
+
+
+class _JitLinear:
+  __slots__ = ("src",)
+  op = Ops.LINEAR
+  def __init__(self, src: tuple): self.src = src
+  def __len__(self): return len(self.src)
 
 
 class _Capture:

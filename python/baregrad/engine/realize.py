@@ -26,6 +26,7 @@ class _KernelAST:
 class ScheduledCall:
   """One kernel of a schedule."""
   __slots__ = ("src", "device", "shape", "dtype", "inputs", "var_vals", "_at")
+  op = Ops.CALL
 
   def __init__(self, at: tuple, device: str, shape: tuple, dtype: str, inputs: int, var_vals: dict):
     self.src, self.device, self.shape, self.dtype, self.inputs, self.var_vals = (_KernelAST(),), device, shape, dtype, inputs, var_vals
@@ -36,6 +37,7 @@ class ScheduledCall:
 
 class Linear:
   """The kernels of a schedule, in order (`src`); see the module's doc."""
+  op = Ops.LINEAR
 
   def __init__(self, sched):
     self._sched = sched

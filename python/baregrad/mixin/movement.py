@@ -1,10 +1,11 @@
 """Movement Tensor methods: views (reshape, permute, pad, ...), joins and splits, indexing."""
 from __future__ import annotations
 
+import functools
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import dtypes, to_dtype
+from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 from baregrad import variable
 from baregrad.variable import _merge_bindings, _op_bindings, is_symbolic, sym_of, vals_of
@@ -249,7 +250,25 @@ class MovementMixin:
 
   def cat(self, *args, dim: int = 0):
     ts = [self._tensor_arg(t, "every argument") for t in argfix(self, *args)]
+    if variable.in_use and any(t._c.sym_shape is not None for t in ts): return ts[0]._cat_sym(ts, dim)
     return ts[0]._wrap(_C.Tensor.cat([t._c for t in ts], dim))
+
+  def _cat_sym(self, ts: list, dim: int):
+    """cat of tensors with symbolic sizes (`a[:vi].cat(b[:vj])`): each padded (symbolically) to the total along `dim`
+    and summed, so the result keeps a symbolic size and a TinyJit capture of it serves every value."""
+    dim = self._resolve_dim(dim)
+    for t in ts[1:]:
+      if t.ndim != self.ndim or any(d != dim and sym_of(a) != sym_of(b) for d, (a, b) in enumerate(zip(self.shape, t.shape))):
+        raise ValueError(f"[cat] shapes {self.shape} and {t.shape} differ outside axis {dim}")
+    out_t = least_upper_dtype(*[t.dtype for t in ts])
+    sum_t = dtypes.uint8 if out_t == dtypes.bool else out_t  # bools add as 0/1 bytes
+    total = functools.reduce(lambda a, b: a + b, [t.shape[dim] for t in ts])
+    out, offset = None, 0
+    for t in ts:
+      size = t.shape[dim]
+      part = t.cast(sum_t).pad(tuple((offset, total - offset - size) if d == dim else None for d in range(t.ndim)))
+      out, offset = part if out is None else out + part, offset + size
+    return out.cast(out_t)
 
   def stack(self, *args, dim: int = 0):
     """Joins tensors of one shape along a new axis `dim`; `Tensor.stack(a, b)` or `Tensor.stack((a, b))`."""

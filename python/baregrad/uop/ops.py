@@ -6,6 +6,8 @@ lives in C++ (compiler/uop.h) and is not exposed as Python objects. What is here
   - `sym_infer(size, var_vals)`, a symbolic size's value for given Variable values;
   - `Ops`, the op names of baregrad's IR (compiler/ops.def; DEBUG=4 prints kernels in them): many are tinygrad's
     (ADD, WHERE, LOAD, STORE, REDUCE_AXIS, SINK, ...), tinygrad's others are absent (an AttributeError naming them);
+    and the schedule's LINEAR (a schedule or a TinyJit capture), CALL (one kernel of it) and CUSTOM_FUNCTION
+    (tinygrad's graph batch; never produced);
     `GroupOp.Unary/Binary/Ternary/ALU` (and the IR's other groups: Meta, Memory, Control, Kernel, Vector), sets of them;
   - `KernelInfo` and `ProgramInfo`, so that a module importing them loads: custom kernels written as UOp graphs
     (tinygrad's Tensor.custom_kernel) are not supported, and making either raises NotImplementedError saying so.
@@ -37,8 +39,12 @@ UOp.register(Variable)
 UOp.register(SymInt)  # bound Variables and expressions of them
 
 _IR_OPS = _C.ir_ops()
-Ops = enum.Enum("Ops", [name for name, _ in _IR_OPS])
-Ops.__doc__ = "The ops of baregrad's IR (compiler/ops.def), named as DEBUG=4 prints them."
+# The schedule-level ops of tinygrad that baregrad's Python schedule objects (engine/realize.py, TinyJit.captured) are
+# shaped as: a LINEAR's src are CALLs, each with the kernel's SINK as src[0]. CUSTOM_FUNCTION (tinygrad's graph or
+# HCQ batch wrapped as a call) is never produced: a baregrad linear lists every kernel itself.
+_SCHEDULE_OPS = ("LINEAR", "CALL", "CUSTOM_FUNCTION")
+Ops = enum.Enum("Ops", [name for name, _ in _IR_OPS] + list(_SCHEDULE_OPS))
+Ops.__doc__ = "The ops of baregrad's IR (compiler/ops.def), named as DEBUG=4 prints them, and the schedule's LINEAR/CALL."
 
 
 class GroupOp:
