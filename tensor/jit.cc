@@ -45,6 +45,12 @@ void JitCapture::record_kernel(std::shared_ptr<runtime::Program> prg,
   steps_.push_back({std::move(prg), std::move(bufs), nullptr, std::move(vars)});
 }
 
+void JitCapture::record_copy(std::shared_ptr<DeviceBuffer> dst,
+                             std::shared_ptr<DeviceBuffer> src,
+                             size_t bytes) {
+  steps_.push_back({nullptr, {std::move(dst), std::move(src)}, nullptr, {}, bytes});
+}
+
 void JitCapture::record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen) {
   steps_.push_back({nullptr, {std::move(buf)}, std::move(regen), {}});
 }
@@ -74,8 +80,10 @@ struct TinyJit::Captured {
     std::vector<runtime::Buffer> bufs;
     std::vector<int> input;  // per buffer: the input bound there, or -1
     detail::JitCapture::Regenerate regen;
-    std::vector<int64_t> vars;           // launch scalars
-    std::vector<std::string> var_names;  // their Variables (a shared capture's replays)
+    std::vector<int64_t> vars;                    // launch scalars
+    std::vector<std::string> var_names;           // their Variables (a shared capture's replays)
+    std::shared_ptr<runtime::Device> src_device;  // a copy: the device it reads (bufs[1])
+    size_t copy_bytes = 0;
   };
   struct Input {
     Shape shape;
@@ -388,7 +396,10 @@ void TinyJit::plan(detail::JitCapture& cap,
     placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
   }
   for (auto& st : cap.steps_) {
-    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}};
+    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {},
+                        0};
+    if (!st.prg && !step.regen)
+      step.src_device = st.bufs[1]->device, step.copy_bytes = st.copy_bytes;
     if (st.prg)
       for (const compiler::VarArg& v : st.prg->spec.vars) step.var_names.push_back(v.name);
     for (auto& b : st.bufs) {
@@ -459,7 +470,10 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs, const compile
     for (size_t s = 0; s < bufs.size(); s++)
       if (step.input[s] >= 0) bufs[s] = in[step.input[s]];
     if (!step.prg) {
-      step.regen(*step.device, bufs[0]);
+      if (step.regen)
+        step.regen(*step.device, bufs[0]);
+      else
+        detail::copy_between(*step.device, bufs[0], *step.src_device, bufs[1], step.copy_bytes);
       continue;
     }
     vars = step.vars;

@@ -121,21 +121,33 @@ class JitCapture {
   // kernel built for them, a size or scalar taken from one): its replays need those values.
   void specialize(std::string why);
   void record_upload(std::shared_ptr<DeviceBuffer> buf, Regenerate regen);
+  // A copy of `src` into `dst` (a Tensor::to between devices), repeated by each replay.
+  void record_copy(std::shared_ptr<DeviceBuffer> dst,
+                   std::shared_ptr<DeviceBuffer> src,
+                   size_t bytes);
   // Marks the capture as not replayable; the JIT throws `why` when the call ends.
   void reject(std::string why);
 
  private:
   friend class baregrad::tensor::TinyJit;
   struct Step {
-    std::shared_ptr<runtime::Program> prg;            // null for an upload
-    std::vector<std::shared_ptr<DeviceBuffer>> bufs;  // slot order; an upload has one
+    std::shared_ptr<runtime::Program> prg;            // null for an upload or a copy
+    std::vector<std::shared_ptr<DeviceBuffer>> bufs;  // slot order; an upload has one, a copy two
     Regenerate regen;
     std::vector<int64_t> vars;  // launch scalars (symbolic shapes' Variables)
+    size_t copy_bytes = 0;      // a copy: how many bytes
   };
   std::vector<Step> steps_;
   std::vector<std::string> rejected_;
   std::vector<std::string> specialized_;
 };
+
+// Copies `bytes` of `src` into `dst`, on one device or between two (through the host).
+void copy_between(runtime::Device& dst_dev,
+                  runtime::Buffer dst,
+                  runtime::Device& src_dev,
+                  runtime::Buffer src,
+                  size_t bytes);
 
 // JitCapture::specialize on the capture running on this thread, if any.
 void jit_specialize(std::string why);

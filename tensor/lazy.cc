@@ -330,6 +330,18 @@ Lazy lazy_contiguous(const Lazy& src, DType dtype) {
   return make(std::move(b));
 }
 
+Lazy lazy_copy(const Lazy& src, std::shared_ptr<runtime::Device> dev) {
+  CHECK(src.is_base_view()) << "lazy_copy: the source must be a whole base";
+  if (src.sym) detail::jit_specialize("a copy between devices of a symbolic shape");
+  auto b = std::make_shared<LazyBase>();
+  b->kind = LazyKind::kCopy;
+  b->dtype = src.dtype();
+  b->shape = src.shape();
+  b->device = std::move(dev);
+  b->srcs = {Lazy{src.base, src.st, nullptr}};
+  return make(std::move(b));
+}
+
 Lazy lazy_bitcast(const Lazy& src, DType dtype) {
   CHECK_EQ(src.dtype().itemsize(), dtype.itemsize()) << "lazy_bitcast: itemsizes differ";
   Lazy out = lazy_contiguous(src, dtype);

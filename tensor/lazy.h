@@ -53,6 +53,7 @@ enum class LazyKind : uint8_t {
   kReduce,  // op over `axes` of srcs[0]; the reduced dims keep size 1
   kCast,    // srcs[0] converted to dtype (op BITCAST: its bits reinterpreted, same itemsize)
   kIota,    // element i is i (an int dtype): no memory, computed where it is read
+  kCopy,    // srcs[0] (a whole base, on another device) copied to `device`: its own schedule item
 };
 
 struct LazyBase {
@@ -105,6 +106,8 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
                 DType dtype,
                 double value,
                 std::vector<int64_t> shape);
+// `src` (a base view) copied to `dev` when realized (Tensor::to).
+Lazy lazy_copy(const Lazy& src, std::shared_ptr<runtime::Device> dev);
 // A 0-d constant whose value is `value` (a Sym over Variables) at `vals`: kernels reading it
 // take the Variables at launch.
 Lazy lazy_sym_const(const std::shared_ptr<runtime::Device>& dev,

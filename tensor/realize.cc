@@ -13,6 +13,23 @@
 
 namespace baregrad::tensor {
 
+namespace detail {
+void copy_between(runtime::Device& dst_dev,
+                  runtime::Buffer dst,
+                  runtime::Device& src_dev,
+                  runtime::Buffer src,
+                  size_t bytes) {
+  if (&dst_dev == &src_dev) {
+    dst_dev.copy(dst, src, bytes).throw_if_error("to");
+    return;
+  }
+  // Through the host: the source's device finishes its work first (copy_out waits for it).
+  std::vector<uint8_t> host(bytes);
+  src_dev.copy_out(host.data(), src, bytes).throw_if_error("to");
+  dst_dev.copy_in(dst, host.data(), bytes).throw_if_error("to");
+}
+}  // namespace detail
+
 namespace {
 std::shared_ptr<runtime::Program> compile_item(const ScheduleItem& item) {
   KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/detail::jit_capture() != nullptr);
@@ -24,11 +41,13 @@ std::shared_ptr<runtime::Program> compile_item(const ScheduleItem& item) {
 
 void compile_schedule(const std::vector<ScheduleItem>& schedule) {
   for (const ScheduleItem& item : schedule)
-    if (item.bufs[0]->numel() > 0) compile_item(item);
+    if (item.ast && item.bufs[0]->numel() > 0) compile_item(item);
 }
 
 std::pair<double, double> estimate_item(const ScheduleItem& item) {
   if (item.bufs[0]->numel() == 0) return {0, 0};
+  if (!item.ast)  // a copy: no arithmetic, its bytes read and written
+    return {0, 2.0 * static_cast<double>(item.bufs[0]->numel() * item.bufs[0]->dtype.itemsize())};
   auto prg = compile_item(item);
   return {prg->spec.flops, prg->spec.bytes};
 }
@@ -45,7 +64,15 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
       if (!buf.ok()) buf.status().throw_if_error("realize");
       realized = std::make_shared<DeviceBuffer>(dev, *buf);
     }
-    if (out->numel() > 0) {
+    if (!item.ast) {  // a copy between devices
+      if (out->numel() > 0) {
+        const auto& src = item.bufs[1]->realized;
+        CHECK(src) << "realize: the source of a copy was not computed first";
+        size_t bytes = static_cast<size_t>(out->numel()) * out->dtype.itemsize();
+        detail::copy_between(*realized->device, realized->buffer, *src->device, src->buffer, bytes);
+        if (auto* capture = detail::jit_capture()) capture->record_copy(realized, src, bytes);
+      }
+    } else if (out->numel() > 0) {
       auto* capture = detail::jit_capture();
       KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/capture != nullptr);
       std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};

@@ -227,7 +227,11 @@ class Scheduler {
 
   bool must_realize(LazyBase* b) {
     if (b->force_kernel || fused_depth(b) > kMaxFusedDepth) return true;
+    if (b->kind == LazyKind::kCopy) return true;  // its own item, after its source
     const auto& uses = uses_[b];
+    if (std::any_of(uses.begin(), uses.end(),
+                    [](const auto& u) { return u.first->kind == LazyKind::kCopy; }))
+      return true;                    // a copy reads a buffer
     if (b->kind == LazyKind::kConst)  // padding a constant needs it in memory, masked
       return std::any_of(uses.begin(), uses.end(),
                          [](const auto& u) { return has_mask(u.second->st); });
@@ -383,6 +387,8 @@ class Scheduler {
   }
 
   ScheduleItem kernel(LazyBase* out) {
+    if (out->kind == LazyKind::kCopy)  // no AST: run_schedule copies bufs[1] into bufs[0]
+      return ScheduleItem{nullptr, {ptrs_.at(out), out->srcs[0].base}, {}, false};
     std::vector<LazyBase*> reduces = fused_reduces(out);
     check_iterations(out, reduces.empty() ? out->shape : reduces[0]->srcs[0].shape());
     bool symbolic =

@@ -12,7 +12,7 @@
 namespace baregrad::tensor {
 
 struct ScheduleItem {
-  compiler::UOpPtr ast;                         // a kernel AST (compiler/ast.h form)
+  compiler::UOpPtr ast;  // a kernel AST (compiler/ast.h form); null: a copy of bufs[1] to bufs[0]
   std::vector<std::shared_ptr<LazyBase>> bufs;  // bufs[slot]; slot 0 is the output
   // A kernel over symbolic shapes: the values of its Variables (launch scalars by name).
   compiler::Bindings vars;

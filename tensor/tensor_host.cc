@@ -66,10 +66,12 @@ Tensor Tensor::to(std::string_view device) const {
   auto dev = runtime::get_device(device);
   if (!dev.ok()) dev.status().throw_if_error("to");
   if (*dev == impl_->lazy.base->device) return *this;
-  std::vector<uint8_t> bytes = to_bytes();
-  Tensor out = from_bytes(bytes.data(), bytes.size(), shape(), dtype(), device);
+  // A lazy copy: realized as its own schedule item after the source (runtime copies between
+  // devices), captured by TinyJit, differentiable.
+  Tensor src = lazy().is_base_view() && !lazy().sym ? *this : contiguous();
   std::string from = this->device();
-  return record(out.lazy(), "to", {*this}, [from](const Tensor& g) { return Grads{g.to(from)}; });
+  return record(lazy_copy(src.lazy(), *dev), "to", {*this},
+                [from](const Tensor& g) { return Grads{g.to(from)}; });
 }
 
 void Tensor::set_grad(const std::optional<Tensor>& g) { impl_->grad = g ? g->impl_ : nullptr; }

@@ -8,6 +8,8 @@
 #include "base/error.h"
 #include "runtime/device.h"
 #include "tensor/counters.h"
+#include "tensor/jit.h"
+#include "tensor/lazy.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -128,6 +130,34 @@ TEST(HostData, ToAnotherDeviceCopiesAndTheGradientFlowsBack) {
   ASSERT_TRUE(x.grad().has_value());
   EXPECT_EQ(x.grad()->device(), x.device());
   EXPECT_EQ(x.grad()->to_vector(), (std::vector<double>{3, 3}));
+}
+
+TEST(HostData, ToAnotherDeviceIsLazy) {
+  // A copy is a node of the graph, realized after its source, not a read to the host at the
+  // call (which cut undecided gradients and could not be captured by TinyJit).
+  Tensor x = Tensor::from_data({1, 2, 3}, {3}).contiguous().realize();
+  std::string other = x.device() == "CPU" ? "CPU:1" : "CPU";
+  Tensor y = (x * 2.0).to(other);
+  EXPECT_EQ(y.lazy().base->kind, LazyKind::kCopy);
+  EXPECT_FALSE(y.lazy().base->realized);
+  EXPECT_EQ((y + 1.0).to_vector(), (std::vector<double>{3, 5, 7}));
+  EXPECT_EQ(y.lazy().base->realized->device->name(), other);
+}
+
+TEST(HostData, JitReplaysACopyBetweenDevices) {
+  Tensor probe = Tensor::from_data({0}, {1});
+  std::string other = probe.device() == "CPU" ? "CPU:1" : "CPU";
+  TinyJit jit([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0].to(other) + 1.0).realize()};
+  });
+  for (int i = 0; i < 4; i++) {
+    double v = i * 10;
+    Tensor out = jit({Tensor::from_data({v, v + 1}, {2})})[0];
+    EXPECT_EQ(out.device(), other);
+    EXPECT_EQ(out.to_vector(), (std::vector<double>{v + 1, v + 2})) << "call " << i;
+  }
+  EXPECT_TRUE(jit.captured());
+  EXPECT_EQ(jit.kernel_count(), 1u);  // the copy is a step of its own, not a kernel
 }
 
 TEST(HostData, SetGradReplacesAndClears) {
