@@ -120,6 +120,9 @@ class _Device:
   def canonicalize(device: str | None) -> str:
     """"cpu" -> "CPU", "cpu:0" -> "CPU", "cpu:c" -> "CPU:C"; None is the default device."""
     if device is None: return Device.DEFAULT
+    if isinstance(device, (tuple, list)):  # several devices: a sharded tensor's (baregrad/multi.py)
+      out = tuple(Device.canonicalize(d) for d in device)
+      return out[0] if len(out) == 1 else out
     if not isinstance(device, str): raise TypeError(f"[canonicalize] a device is a string, not {type(device).__name__}")
     if device[:5].upper() == "DISK:": return "DISK:" + device[5:]  # the path keeps its case
     name = device.upper()

@@ -25,12 +25,19 @@ from baregrad.mixin.linalg import LinalgMixin
 from baregrad.mixin.movement import MovementMixin
 from baregrad.mixin.nn import NNMixin
 from baregrad.mixin.reduce import ReduceMixin
-from baregrad import variable
+from baregrad import multi, variable
+from baregrad.uop.graph import MultiUOp, TensorUOp as TensorUOpBase
 from baregrad.variable import make_sym
 
 ConstType = (bool, int, float)
 _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
 _FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
+
+
+def _first_device(device) -> str:
+  """The device a C++ creation op makes a tensor on: the first of several (Tensor._finish spreads it)."""
+  d = canonicalize_device(device)
+  return d[0] if isinstance(d, tuple) else d
 
 
 def is_numpy_ndarray(x) -> bool:
@@ -78,7 +85,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if variable.in_use and isinstance(data, (list, tuple)): variable.note_value_use("Tensor", data)
     _dtype = to_dtype(dtype) if dtype is not None else None
     _device = canonicalize_device(device)
-    if isinstance(data, _C.Tensor): c = data
+    if isinstance(_device, tuple):  # whole on every device
+      t = Tensor(data, device=_device[0], dtype=dtype, requires_grad=requires_grad)
+      self._c = multi.shard(t._c, _device, None)
+      return
+    if isinstance(data, (_C.Tensor, multi.MultiC)): c = data
+    elif isinstance(data, (TensorUOpBase, MultiUOp)) and data._c is not None: c = data._c
     elif isinstance(data, Tensor): c = data._c.detach()
     elif data is None: c = Tensor._const_c(0.0, _dtype or dtypes.default_float, _device)
     elif _is_const(data): c = Tensor._const_c(data, _dtype or dtypes.from_py(data), _device)
@@ -92,7 +104,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     else: raise TypeError(f"[{op_name()}] can't create Tensor from {data!r} with type {type(data).__name__}")
     made = c
     if _dtype is not None and c.dtype != _dtype.key: c = c.cast(_dtype.key)
-    if c.device != _device: c = c.to(_device)
+    if isinstance(c, multi.MultiC): pass  # stays on its devices
+    elif c.device != _device: c = c.to(_device)
     if c is not made or isinstance(data, Tensor): c = c.detach()  # a new tensor is a leaf
     if requires_grad is not None or c.requires_grad is not None: c.requires_grad_(requires_grad)
     self._c = c
@@ -100,7 +113,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
     # The common case, a float tensor and a Python number, without the general promotion: the
     # number takes the tensor's dtype (ElementwiseMixin._binary gives the same result, slower).
-    if (type(y) is float or type(y) is int) and (key := self._c.dtype) in _FLOAT_KEYS:
+    if (type(y) is float or type(y) is int) and (key := self._c.dtype) in _FLOAT_KEYS and type(self._c) is _C.Tensor:
       c = _C.Tensor.full([], math.nan if y != y else float(y), key, self._c.device)
       c.requires_grad_(False)
       return Tensor._wrap(getattr(c, name)(self._c) if reverse else getattr(self._c, name)(c))
@@ -117,6 +130,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   @staticmethod
   def _const_c(value, dtype: DType, device: str):
     """A 0-d C++ tensor holding `value` as `dtype` (ints beyond 2**53 stay exact)."""
+    if isinstance(device, tuple): return multi.MultiC([Tensor._const_c(value, dtype, d) for d in device], None)
     if is_disk(device): raise _compute_error(device)
     if isinstance(value, np.generic): value = value.item()
     value = dtypes.as_const(value, dtype)  # 3.7 as int32 is 3, 2 as bool is True
@@ -203,6 +217,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def dtype(self) -> DType: return _key_dtype(self._c.dtype)
   @property
   def device(self) -> str: return self._c.device
+  @property
+  def uop(self):
+    """A read-only view of this tensor's node in the lazy graph (baregrad/uop/graph.py): `.op`, `.base`, `.src`,
+    `.base.realized`, `.is_realized`, ... as tinygrad's UOp reads."""
+    if isinstance(self._c, multi.MultiC): return MultiUOp(self._c)
+    return TensorUOpBase(self._c.lazy_node(), self._c)
   @property
   def ndim(self) -> int: return self._c.ndim
   def numel(self) -> int: return self._c.numel()
@@ -353,7 +373,26 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if is_disk(device): return DiskTensor.write_new(self, disk_device(device))
     device = canonicalize_device(device)
     if device == self.device: return self
+    if isinstance(device, tuple): return self.shard(device)  # whole on every device
     return Tensor._wrap(self._c.to(device))
+
+  def shard(self, devices, axis: int | None = None) -> Tensor:
+    """This tensor split over `devices` along `axis` in equal parts (None: whole on every device); ops on it run
+    on every device (baregrad/multi.py says how each op treats the shards)."""
+    if isinstance(self._c, multi.MultiC): raise RuntimeError(f"[shard] can't shard a multi-device tensor (on {self.device})")
+    devices = canonicalize_device(tuple(devices))
+    if isinstance(devices, str): return self.to(devices)
+    out = Tensor._wrap(multi.shard(self._c, devices, None if axis is None else self._resolve_dim(axis)))
+    if self.requires_grad is not None: out._c.requires_grad_(self.requires_grad)
+    return out
+
+  def shard_(self, devices, axis: int | None = None) -> Tensor: return self.replace(self.shard(devices, axis))
+
+  def shard_like(self, y: Tensor) -> Tensor:
+    """Sharded as `y` (its devices and axis); `y` on one device: this tensor moved there."""
+    if isinstance(y.device, str): return self.to(y.device)
+    if isinstance(self._c, multi.MultiC) and (self.device, self._c.axis) == (y.device, y._c.axis): return self
+    return self.shard(y.device, y._c.axis)
 
   def to_(self, device: str | None) -> Tensor: return self.replace(self.to(device))
 
@@ -437,7 +476,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   @staticmethod
   def _finish(c, device: str | None, requires_grad: bool | None) -> Tensor:
     device = canonicalize_device(device)
-    if c.device != device: c = c.to(device)
+    if isinstance(device, tuple): c = multi.shard(c, device, None)  # whole on every device
+    elif c.device != device: c = c.to(device)
     if not c.is_leaf: c = c.detach()  # a created tensor is a leaf, requires_grad undecided
     if requires_grad is not None or c.requires_grad is not None: c.requires_grad_(requires_grad)
     return Tensor._wrap(c)
@@ -448,7 +488,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     check_int64("empty", argfix(*shape))
     variable.note_value_use("empty", argfix(*shape))
     if is_disk(device): return DiskTensor.empty(argfix(*shape), dt, disk_device(device))
-    return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, _first_device(device)), device, requires_grad)
 
   @staticmethod
   def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None,
@@ -497,7 +537,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
       if not (dt.min <= min(start, last) and max(start, last) <= dt.max):
         raise OverflowError(f"[arange] arange({start}, {stop}, {step}) runs from {start} to {last}, outside {dt} [{dt.min}, {dt.max}]")
     device = canonicalize_device(kwargs.pop("device", None))
-    c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key, device)
+    c = _C.Tensor.arange(float(start), float(stop), float(step), dt.key, _first_device(device))
     return Tensor._finish(c, device, kwargs.pop("requires_grad", None))
 
   @staticmethod
@@ -551,7 +591,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     shape = argfix(*shape)
     check_int64("rand", shape)
     if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[rand] invalid input shape={shape}")
-    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key, canonicalize_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key, _first_device(device)), device, requires_grad)
 
   def rand_like(self, **kwargs) -> Tensor:
     return Tensor.rand(*self.shape, device=kwargs.pop("device", None) or self.device, dtype=kwargs.pop("dtype", None) or self.dtype, **kwargs)
@@ -561,8 +601,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     variable.note_value_use("randn", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt):  # tinygrad's: float32 normal samples cast to the dtype (ints truncate)
-      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, canonicalize_device(device)).cast(dt.key), device, requires_grad)
-    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key, canonicalize_device(device)), device, requires_grad)
+      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, _first_device(device)).cast(dt.key), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key, _first_device(device)), device, requires_grad)
 
   def randn_like(self, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     return Tensor.randn(*self.shape, dtype=dtype or self.dtype, requires_grad=requires_grad, device=kwargs.pop("device", None) or self.device)
@@ -573,14 +613,14 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"[randint] low={low} and high={high} must be integers")
     dt = to_dtype(dtype)
     if not dtypes.is_int(dt): raise TypeError(f"[randint] dtype={dt} must be int")
-    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key, canonicalize_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key, _first_device(device)), device, requires_grad)
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, requires_grad: bool | None = None, dtype: Any = None, device: str | None = None, **kwargs) -> Tensor:
     variable.note_value_use("normal", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if std < 0: raise ValueError(f"[normal] std={std} must be >= 0")
-    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, canonicalize_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, _first_device(device)), device, requires_grad)
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:

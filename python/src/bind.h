@@ -63,6 +63,8 @@ void bind_host(TensorClass& cls);
 void bind_training(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_sym(py::module_& m, TensorClass& cls);
+void bind_graph(py::module_& m);
+void bind_graph_of(TensorClass& cls);
 
 }  // namespace baregrad::python
 

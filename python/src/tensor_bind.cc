@@ -132,7 +132,9 @@ void bind_creation(TensorClass& cls) {
 
 void bind_tensor(py::module_& m) {
   bind_schedule(m);
+  bind_graph(m);
   TensorClass cls(m, "Tensor");
+  bind_graph_of(cls);
   bind_creation(cls);
   bind_sym(m, cls);
   cls.def_property_readonly("shape",

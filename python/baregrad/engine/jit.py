@@ -26,6 +26,7 @@ from typing import Any, Callable
 import _baregrad as _C
 from baregrad.engine.realize import _KernelAST
 from baregrad.helpers import JIT, op_name
+from baregrad.multi import MultiC
 from baregrad.tensor import Tensor
 from baregrad.uop.ops import Ops
 from baregrad.variable import _bindings_in, _merge_bindings
@@ -48,7 +49,7 @@ class TinyJit:
   def __init__(self, fxn: Callable | None = None, captured=None, prune: bool = False, optimize: bool = False):
     if fxn is None and captured is None: raise ValueError(f"[{op_name()}] need either a function or a CapturedJit")
     self.fxn, self.prune = fxn, bool(prune)
-    self._call_args: tuple = ((), {}, [])
+    self._call_args: tuple = ((), {}, [], [])
     self._captures: dict[tuple, _Capture] = {}  # binding -> its capture, oldest first
     self._cur = self._capture_for(())
     if fxn is not None: functools.update_wrapper(self, fxn)
@@ -83,7 +84,12 @@ class TinyJit:
 
   def _run(self, cs: list) -> list:
     """The eager call: the tensor arguments replaced by the realized inputs C++ passes."""
-    args, kwargs, slots = self._call_args
+    args, kwargs, slots, layout = self._call_args
+    cs, at = list(cs), 0  # a multi-device input came as its shards: regroup them
+    for k, lay in enumerate(layout):
+      if lay is None: cs[k], at = cs[at], at + 1
+      else: cs[k], at = MultiC(cs[at:at + lay[0]], lay[1]), at + lay[0]
+    cs = cs[:len(layout)]
     args, kwargs = list(args), dict(kwargs)
     copies: dict = {}  # containers holding inputs, copied: the caller's stay as they were
     for (where, key, sub), c in zip(slots, cs):
@@ -99,6 +105,9 @@ class TinyJit:
     capturing = _C.jit_capturing()
     def flat(x):
       if isinstance(x, Tensor):
+        if isinstance(x._c, MultiC):  # a multi-device output: its shards
+          outs.extend(x._c.shards)
+          return _Slot(len(outs) - len(x._c.shards), len(x._c.shards), x._c.axis)
         outs.append(x._c)
         return _Slot(len(outs) - 1)
       if isinstance(x, (list, tuple)): return type(x)(flat(i) for i in x)
@@ -128,7 +137,8 @@ class TinyJit:
       x = args[key] if where == "arg" else kwargs[key]
       return x if sub is None else x[sub]
     tensors = [at(*s) for s in slots]
-    inputs = [t._c for t in tensors]
+    layout = [(len(t._c.shards), t._c.axis) if isinstance(t._c, MultiC) else None for t in tensors]
+    inputs = [s for t in tensors for s in (t._c.shards if isinstance(t._c, MultiC) else [t._c])]
     found = _bindings_in((args, kwargs))
     for t in tensors: _merge_bindings(found, getattr(t, "_bound", None) or {}, JitError)
     binding = tuple(sorted(found.items()))
@@ -144,16 +154,16 @@ class TinyJit:
       # This call captures: graphs of earlier calls that only a reference cycle keeps alive must
       # not be realized inside it (assign() realizes the lazy readers of what it overwrites).
       gc.collect()
-    self._call_args = (args, kwargs, slots)
+    self._call_args = (args, kwargs, slots, layout)
     try:
       outs = self._cur.jit(inputs, found)
     except RuntimeError as e:  # the JIT's own errors (inputs unlike the captured ones, ...)
       if str(e).startswith("[jit] ") and not isinstance(e, JitError): raise JitError(str(e)) from None
       raise
     finally:
-      self._call_args = ((), {}, [])
+      self._call_args = ((), {}, [], [])
     def fill(x):
-      if isinstance(x, _Slot): return Tensor._wrap(outs[x.i])
+      if isinstance(x, _Slot): return Tensor._wrap(outs[x.i] if x.n is None else MultiC(outs[x.i:x.i + x.n], x.axis))
       if isinstance(x, (list, tuple)): return type(x)(fill(i) for i in x)
       if isinstance(x, dict): return {k: fill(v) for k, v in x.items()}
       return x
@@ -198,5 +208,5 @@ class _Capture:
 
 
 class _Slot:
-  __slots__ = ("i",)
-  def __init__(self, i: int): self.i = i
+  __slots__ = ("i", "n", "axis")
+  def __init__(self, i: int, n: int | None = None, axis: int | None = None): self.i, self.n, self.axis = i, n, axis

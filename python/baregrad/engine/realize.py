@@ -85,4 +85,6 @@ def compile_linear(linear: Linear) -> Linear:
 
 def schedule(*tensors) -> Linear:
   """The schedule realizing `tensors` (baregrad Tensors), not run."""
-  return Linear(_C.schedule([t._c for t in tensors]))
+  from baregrad.multi import MultiC
+  cs = [s for t in tensors for s in (t._c.shards if isinstance(t._c, MultiC) else [t._c])]  # every device's part
+  return Linear(_C.schedule(cs))

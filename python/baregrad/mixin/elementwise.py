@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 import _baregrad as _C
+from baregrad import multi
 from baregrad import variable
 from baregrad.dtype import InvalidType, _fits, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from baregrad.helpers import DTypeError, op_name
@@ -117,7 +118,7 @@ class ElementwiseMixin:
     else:
       x, y = self._to_tensor(x, _scalar_dtype(self.dtype, x)), self._to_tensor(y, _scalar_dtype(self.dtype, y))
       x, y = x._broadcasted(y)
-    return self._wrap(_C.Tensor.where(self._c, x._c, y._c))
+    return self._wrap(multi.static("where", self._c, x._c, y._c))
 
   def neg(self): return self.logical_not() if self.dtype is dtypes.bool else self._wrap(self._c.neg())
   def logical_not(self): return self._wrap(self._c.logical_not())

@@ -5,6 +5,7 @@ import functools
 import numpy as np
 
 import _baregrad as _C
+from baregrad import multi
 from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 from baregrad import variable
@@ -251,7 +252,7 @@ class MovementMixin:
   def cat(self, *args, dim: int = 0):
     ts = [self._tensor_arg(t, "every argument") for t in argfix(self, *args)]
     if variable.in_use and any(t._c.sym_shape is not None for t in ts): return ts[0]._cat_sym(ts, dim)
-    return ts[0]._wrap(_C.Tensor.cat([t._c for t in ts], dim))
+    return ts[0]._wrap(multi.static("cat", [t._c for t in ts], dim))
 
   def _cat_sym(self, ts: list, dim: int):
     """cat of tensors with symbolic sizes (`a[:vi].cat(b[:vj])`): each padded (symbolically) to the total along `dim`
@@ -274,7 +275,7 @@ class MovementMixin:
     """Joins tensors of one shape along a new axis `dim`; `Tensor.stack(a, b)` or `Tensor.stack((a, b))`."""
     ts = argfix(self, *args)  # ValueError for a tuple followed by more tensors
     ts = [ts[0]._tensor_arg(t, "every argument") for t in ts]
-    return ts[0]._wrap(_C.Tensor.stack([t._c for t in ts], dim))
+    return ts[0]._wrap(multi.static("stack", [t._c for t in ts], dim))
 
   def split(self, sizes, dim: int = 0) -> tuple:
     dim = self._resolve_dim(dim)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 import _baregrad as _C
+from baregrad import multi
 from baregrad.dtype import dtypes, least_upper_dtype, sum_acc_dtype, to_dtype
 from baregrad.helpers import ShapeError, argfix, op_name
 
@@ -242,7 +243,7 @@ class ReduceMixin:
       for k, (term, op) in enumerate(zip(terms, ops)):
         terms[k], ops[k] = ReduceMixin._einsum_diagonals(term, op)
     try:
-      ret = ops[0]._wrap(_C.Tensor.einsum(",".join(terms) + arrow + rhs, [o._c for o in ops]))
+      ret = ops[0]._wrap(multi.static("einsum", ",".join(terms) + arrow + rhs, [o._c for o in ops]))
     except ValueError as e:
       raise ShapeError(str(e)) from None
     return ret if dtype is None else ret.cast(to_dtype(dtype))

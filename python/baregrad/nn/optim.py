@@ -29,6 +29,10 @@ class Optimizer:
     for x in params:
       if x.requires_grad is None: x.requires_grad_(True)
     self.params: list[Tensor] = _dedup([x for x in params if x.requires_grad])
+    if any(isinstance(x.device, tuple) for x in self.params):
+      raise NotImplementedError(f"[{op_name()}] parameters sharded over several devices are not supported by baregrad's "
+                                "optimizers (their state and step are per device): step each device's copy of the model, "
+                                "or keep the parameters on one device")
     if not self.params: raise ValueError(f"[{op_name()}] optimizer must have at least one param")
     self.buffers: list[Tensor] = _dedup([x for x in params if not x.requires_grad])
     self._lr0 = float(lr.numpy().reshape(-1)[0]) if isinstance(lr, Tensor) else float(lr)

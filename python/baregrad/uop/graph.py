@@ -1,0 +1,137 @@
+"""`Tensor.uop`: a read-only view of a tensor's node in baregrad's lazy graph (tensor/lazy.h), shaped as tinygrad's
+UOp for the reads programs and tests make:
+
+  t.uop.op                  # Ops.BUFFER (realized), ADD/MUL/... (elementwise), REDUCE, CAST, BITCAST, CONST, IOTA,
+                            # CONTIGUOUS (an unrealized .contiguous()), COPY (.to() another device), VIEW (a movement)
+  t.uop.base                # the node the view reads (itself for a base)
+  t.uop.src                 # the inputs: (base,) for a view
+  t.uop.base.realized       # the DeviceBuffer holding it (the same object while one is alive), or None
+  t.uop.is_realized, .buffer, .shape, .dtype, .device, .size, .arg, .toposort()
+
+baregrad's graph is C++ and has no UOp objects to rewrite or build: `UOp.const`, `.after`, `.store`, graph rewrites
+and assigning `t.uop = ...` are absent (an AttributeError). A view's movements are one ShapeTracker (`Ops.VIEW`), not
+tinygrad's RESHAPE/PERMUTE/... chain.
+"""
+from __future__ import annotations
+
+import _baregrad as _C
+from baregrad.dtype import to_dtype
+from baregrad.uop.ops import Ops, UOp
+
+
+class TensorUOp:
+  """One node of a tensor's lazy graph (see the module's doc); equal when it is the same node seen the same way."""
+  __slots__ = ("_n", "_c")
+
+  def __init__(self, node, c=None): self._n, self._c = node, c  # _c: the tensor it was read from (Tensor(t.uop))
+
+  @property
+  def op(self) -> Ops:
+    n = self._n
+    if not n.is_base: return Ops.VIEW
+    if n.realized is not None: return Ops.BUFFER
+    if n.force_kernel: return Ops.CONTIGUOUS
+    if n.kind == "ALU": return Ops[n.op]
+    if n.kind == "CAST": return Ops.BITCAST if n.op == "BITCAST" else Ops.CAST
+    return Ops[n.kind]  # CONST, REDUCE, IOTA, COPY
+
+  @property
+  def base(self) -> TensorUOp: return self if self._n.is_base else TensorUOp(self._n.base)
+  @property
+  def src(self) -> tuple:
+    if not self._n.is_base: return (self.base,)
+    return () if self._n.realized is not None else tuple(TensorUOp(s) for s in self._n.srcs)
+  @property
+  def shape(self) -> tuple: return tuple(self._n.shape)
+  @property
+  def dtype(self): return to_dtype(self._n.dtype)
+  @property
+  def device(self) -> str: return self._n.device
+  @property
+  def size(self) -> int:
+    out = 1
+    for s in self._n.shape: out *= s
+    return out
+  @property
+  def arg(self):
+    """CONST: its value; REDUCE: (op, axes); an ALU op, CAST, BUFFER: None; VIEW: the ShapeTracker's text."""
+    n = self._n
+    if not n.is_base: return n.view
+    if n.realized is None and n.kind == "CONST": return n.value
+    if n.realized is None and n.kind == "REDUCE": return (Ops[n.op], tuple(n.axes))
+    return None
+
+  @property
+  def realized(self):
+    """The DeviceBuffer of a realized base (None for a view or an unrealized node)."""
+    return _buffer(self._n) if self._n.is_base else None
+  @property
+  def is_realized(self) -> bool: return self._n.base.realized is not None
+  @property
+  def buffer(self):
+    """The base's DeviceBuffer; a RuntimeError naming the node when it is not realized (baregrad allocates at
+    realize)."""
+    buf = _buffer(self._n.base)
+    if buf is None: raise RuntimeError(f"[uop.buffer] {self!r} is not realized: realize() the tensor first")
+    return buf
+
+  def toposort(self) -> dict:
+    """Every node this one reads, inputs before their readers, this one last (as tinygrad's, a dict of nodes)."""
+    order: dict = {}
+    stack: list = [(self, False)]
+    while stack:
+      u, done = stack.pop()
+      if u in order: continue
+      if done:
+        order[u] = None
+        continue
+      stack.append((u, True))
+      stack.extend((s, False) for s in reversed(u.src) if s not in order)
+    return order
+
+  def _key(self): return (self._n.base_id, self._n.view)
+  def __eq__(self, other): return isinstance(other, TensorUOp) and self._key() == other._key()
+  def __hash__(self): return hash(self._key())
+  def __repr__(self): return f"UOp({self.op}, {self.dtype}, shape={self.shape}, device={self.device!r})"
+
+
+UOp.register(TensorUOp)
+
+
+class MultiUOp:
+  """`Tensor.uop` of a tensor over several devices (baregrad/multi.py): `axis` (None: whole on every device),
+  `device` (the devices), `src` (each device's part, a TensorUOp), `shape` (the whole tensor's)."""
+  __slots__ = ("_c",)
+
+  def __init__(self, c): self._c = c
+  @property
+  def axis(self): return self._c.axis
+  @property
+  def device(self) -> tuple: return self._c.device
+  @property
+  def shape(self) -> tuple: return self._c.shape
+  @property
+  def dtype(self): return to_dtype(self._c.dtype)
+  @property
+  def src(self) -> tuple: return tuple(TensorUOp(s.lazy_node(), s) for s in self._c.shards)
+  @property
+  def base(self) -> MultiUOp: return self
+  @property
+  def is_realized(self) -> bool: return all(u.is_realized for u in self.src)
+  def __repr__(self): return f"UOp(MULTI, axis={self.axis}, shape={self.shape}, device={self.device})"
+
+
+UOp.register(MultiUOp)
+
+
+def _buffer(node):
+  buf = node.realized
+  if buf is not None and not hasattr(buf, "_dtype"): buf._dtype = to_dtype(node.dtype)
+  return buf
+
+
+# tinygrad's Buffer reads on the DeviceBuffer: size (elements of the dtype it was realized as) and dtype.
+_C.DeviceBuffer.dtype = property(lambda b: b._dtype)
+_C.DeviceBuffer.size = property(lambda b: b.nbytes // b._dtype.itemsize)
+_C.DeviceBuffer.is_allocated = lambda b: True
+_C.DeviceBuffer.__repr__ = lambda b: f"<DeviceBuffer {b.device} {b.nbytes} bytes>"

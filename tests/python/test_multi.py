@@ -1,0 +1,156 @@
+# Tensors over several devices (baregrad/multi.py, tinygrad's shard) and lazy copies between devices (Tensor.to),
+# against numpy: each op's values, where the shards go, the errors of movements that would move elements between
+# shards, writes into the shards, gradients and TinyJit.
+import numpy as np
+import pytest
+import torch
+
+from baregrad import Device, Tensor, TinyJit
+from baregrad.uop.ops import Ops
+
+BASE = Device.DEFAULT.split(":")[0]
+D2 = (f"{BASE}:1", f"{BASE}:2")
+D3 = (f"{BASE}:1", f"{BASE}:2", f"{BASE}:3")
+RNG = np.random.default_rng(3)
+
+
+def arr(*shape):
+  return RNG.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_shard_places_parts_on_each_device(axis):
+  x = arr(4, 6)
+  t = Tensor(x).shard(D2, axis)
+  assert t.device == D2 and t.shape == (4, 6) and t.uop.axis == axis
+  parts = [u._c.numpy() for u in t.uop.src]  # each device's part
+  want = [x] * 2 if axis is None else np.split(x, 2, axis)
+  for p, w, d in zip(parts, want, D2): np.testing.assert_array_equal(p, w)
+  assert [u.device for u in t.uop.src] == list(D2)
+  np.testing.assert_array_equal(t.numpy(), x)
+
+
+@pytest.mark.parametrize("ax_a,ax_b", [(0, 0), (0, None), (None, 1), (1, 0), (None, None)])
+def test_elementwise_of_any_two_shardings(ax_a, ax_b):
+  a, b = arr(4, 6), arr(4, 6)
+  ta, tb = Tensor(a).shard(D2, ax_a), Tensor(b).shard(D2, ax_b)
+  np.testing.assert_allclose((ta * tb + 1).numpy(), a * b + 1, rtol=1e-6)
+  np.testing.assert_allclose((ta > tb).where(ta, tb).numpy(), np.where(a > b, a, b))
+  assert (ta + tb).uop.axis == (ax_a if ax_a is not None else ax_b)
+
+
+def test_broadcast_operand_and_scalar():
+  a, row = arr(6, 4), arr(4)
+  t = Tensor(a).shard(D3, 0)
+  np.testing.assert_allclose((t - Tensor(row)).numpy(), a - row, rtol=1e-6)
+  np.testing.assert_allclose((2.0 * t).exp().numpy(), np.exp(2 * a), rtol=1e-5)
+  # a sharded operand of lower rank right-aligns: its axis 0 is the output's axis 1
+  col = Tensor(arr(4)).shard(D2, 0)
+  assert (col + Tensor(arr(3, 4)).shard(D2, None)).uop.axis == 1
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "mean"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reductions_over_and_beside_the_sharded_axis(op, axis):
+  x = arr(6, 4)
+  t = Tensor(x).shard(D2, 0)
+  got = getattr(t, op)(axis=axis)
+  np.testing.assert_allclose(got.numpy(), getattr(np, op)(x, axis=axis), rtol=1e-5, atol=1e-6)
+  # reducing the sharded axis combines every device's part: the result is whole on each
+  assert got.uop.axis == (None if axis in (0, None) else 0)
+
+
+def test_matmul_sharded_on_the_contracted_axis():
+  a, w = arr(3, 8), arr(8, 5)
+  got = Tensor(a).shard(D2, 1) @ Tensor(w).shard(D2, 0)
+  np.testing.assert_allclose(got.numpy(), a @ w, rtol=1e-5, atol=1e-6)
+  w2 = arr(8, 6)
+  got = Tensor(a).shard(D2, None) @ Tensor(w2).shard(D2, 1)  # column parallel
+  np.testing.assert_allclose(got.numpy(), a @ w2, rtol=1e-5, atol=1e-6)
+  assert got.uop.axis == 1
+
+
+def test_movements_carry_the_axis():
+  x = arr(4, 6)
+  t = Tensor(x).shard(D2, 0)
+  assert t.reshape(2, 2, 6).uop.axis == 0 and t.reshape(4, 2, 3).uop.axis == 0
+  assert t.permute(1, 0).uop.axis == 1
+  np.testing.assert_array_equal(t.permute(1, 0).numpy(), x.T)
+  e = t.reshape(1, 4, 6).expand(3, 4, 6)
+  assert e.uop.axis == 1
+  np.testing.assert_array_equal(e.numpy(), np.broadcast_to(x, (3, 4, 6)))
+  np.testing.assert_array_equal(t.pad(((0, 0), (1, 2))).numpy(), np.pad(x, ((0, 0), (1, 2))))
+  np.testing.assert_array_equal(t.flip(1).numpy(), x[:, ::-1])
+  np.testing.assert_array_equal(t[2:4].numpy(), x[2:4])  # one device's part, whole on each
+
+
+def test_movements_that_would_cross_shards_raise():
+  t = Tensor(arr(5, 4)).shard(D2, 1)
+  with pytest.raises(RuntimeError, match="moved items between shards"): t.reshape(10, 2)
+  with pytest.raises(RuntimeError, match="does not split"): Tensor(arr(256)).shard(D3, 0)
+  with pytest.raises(RuntimeError, match="flipping the sharded axis"): t.flip(1)
+  with pytest.raises(RuntimeError, match="padding"): t.pad(((0, 0), (1, 0)))
+  with pytest.raises(RuntimeError, match="shrinking"): t.shrink(((0, 5), (1, 3)))
+  with pytest.raises(RuntimeError, match="can't shard a multi-device tensor"): t.shard(D2, 0)
+
+
+def test_setitem_and_assign_write_into_the_shards():
+  # before: indexing a sharded tensor gathered a copy, and writes into it were silently lost
+  out = Tensor.zeros(4, 4).shard(D2, 0).contiguous().realize()
+  out[:, 2:3].assign(Tensor.ones(4, 1).shard(D2, 0).contiguous().realize()).realize()
+  want = np.zeros((4, 4), np.float32)
+  want[:, 2] = 1
+  np.testing.assert_array_equal(out.numpy(), want)
+  out[1:3, 0] = 7.0  # across the two devices' parts
+  want[1:3, 0] = 7
+  np.testing.assert_array_equal(out.numpy(), want)
+  with pytest.raises(RuntimeError, match="gathered copy"):
+    out[:, [0, 1]].assign(Tensor.zeros(4, 2).shard(D2, 0))
+
+
+def test_gradients_through_sharded_tensors_match_torch():
+  x, w = arr(4, 6), arr(6)
+  tx, tw = Tensor(x).shard(D2, 0), Tensor(w).shard(D2, None)
+  ((tx * tw).relu().mean() + tw.square().sum()).backward()
+  px, pw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  ((px * pw).relu().mean() + pw.square().sum()).backward()
+  np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-5, atol=1e-7)  # the copies' grads summed
+
+
+def test_jit_of_sharded_inputs():
+  w = arr(8, 4)
+  tw = Tensor(w).shard(D2, None)
+  jf = TinyJit(lambda x: (x @ tw).relu().sum(axis=1).realize())
+  for _ in range(4):
+    x = arr(6, 8)
+    out = jf(Tensor(x).shard(D2, 0))
+    assert out.device == D2 and out.uop.axis == 0
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w, 0).sum(1), rtol=1e-5, atol=1e-6)
+  assert jf.captured is not None
+
+
+def test_to_another_device_is_lazy_and_differentiable():
+  x = arr(5)
+  t = Tensor(x, requires_grad=True)
+  c = t.to(D2[0])
+  assert c.uop.op is Ops.COPY and c.device == D2[0]  # a copy waiting for its source, not done at once
+  (c * c).sum().backward()
+  np.testing.assert_allclose(t.grad.numpy(), 2 * x, rtol=1e-6)
+  assert t.grad.device == t.device
+
+
+def test_jit_replays_copies_between_devices():
+  # before: .to() read the data to the host at once, which a capture refuses
+  jf = TinyJit(lambda a, b: (a.to(D2[0]) + b.to(D2[0])).realize())
+  for i in range(4):
+    a, b = arr(3), arr(3)
+    np.testing.assert_allclose(jf(Tensor(a), Tensor(b)).numpy(), a + b, rtol=1e-6)
+  assert jf.captured is not None and len(jf.captured.linear.src) == 1  # two copies and one kernel
+
+
+def test_optimizers_refuse_sharded_parameters():
+  from baregrad.nn import optim
+  w = Tensor(arr(4, 4)).shard(D2, 0)
+  for make in (optim.SGD, optim.Adam):
+    with pytest.raises(NotImplementedError, match="sharded over several devices"): make([w])
