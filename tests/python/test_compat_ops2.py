@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from baregrad import Device, Tensor, dtypes
+from baregrad import Device, Tensor, TinyJit, dtypes
 from helpers import compare, compare_np, helper_test_op, np_threefry
 
 pytestmark = pytest.mark.filterwarnings("ignore:scatter_reduce\\(\\) is in beta")
@@ -186,6 +186,18 @@ def test_multinomial():
   with pytest.raises(ValueError, match=r"\[multinomial\]"): Tensor([1., 1]).multinomial(3)
   with pytest.raises(ValueError, match=r"\[multinomial\]"): Tensor.ones(2, 2, 2).multinomial()
   with pytest.raises(ValueError, match=r"\[multinomial\]"): Tensor([1., 1]).multinomial(0)
+  with pytest.raises(AssertionError, match=r"\[multinomial\]"): Tensor(2.0).multinomial(1)  # tinygrad asserts
+
+
+def test_multinomial_without_replacement_under_tinyjit():
+  # the draw is a sort on the device (before: keys ranked on the host, which a capture refuses); each replay draws anew
+  Tensor.manual_seed(5)
+  jf = TinyJit(lambda: Tensor([0.1, 0.9]).multinomial(1, replacement=False).realize())
+  first = [jf().item() for _ in range(600)]
+  assert abs(np.mean(first) - 0.9) < 0.05, np.mean(first)
+  three = TinyJit(lambda: Tensor([[1., 2, 0, 3, 4]]).multinomial(3, replacement=False).realize())
+  seen = [tuple(three().numpy()[0]) for _ in range(40)]
+  assert all(len(set(d)) == 3 and 2 not in d for d in seen) and len(set(seen)) > 5
 
 
 def test_random_bits():

@@ -42,6 +42,10 @@ def _ceil_pads(shape, pads: list[int], k, s, d) -> list[int]:
   return pads
 
 
+class MultinomialError(ValueError, AssertionError):
+  """multinomial's bad arguments: a ValueError, and the AssertionError tinygrad's asserts raise."""
+
+
 class NNMixin:
   __slots__ = ()
 
@@ -74,21 +78,22 @@ class NNMixin:
 
   def multinomial(self, num_samples: int = 1, replacement: bool = False):
     """int32 indices of num_samples draws from the categories of the last axis (1-D or 2-D), weighted by self.
-    Draws without replacement (num_samples > 1) rank random keys on the host: they realize."""
-    if not 1 <= self.ndim <= 2: raise ValueError(f"[multinomial] needs a 1-D or 2-D tensor of weights, got shape {self.shape}")
+    Draws without replacement take the num_samples largest random keys (a sort on the device: TinyJit captures it).
+    Bad arguments raise MultinomialError, a ValueError and an AssertionError (tinygrad asserts)."""
+    if not 1 <= self.ndim <= 2: raise MultinomialError(f"[multinomial] needs a 1-D or 2-D tensor of weights, got shape {self.shape}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-      raise ValueError(f"[multinomial] num_samples={num_samples!r} must be a positive int")
+      raise MultinomialError(f"[multinomial] num_samples={num_samples!r} must be a positive int")
     w = (self.unsqueeze(0) if self.ndim == 1 else self).float()
     if not replacement and num_samples > w.shape[1]:
-      raise ValueError(f"[multinomial] cannot draw {num_samples} samples without replacement from {w.shape[1]} categories")
+      raise MultinomialError(f"[multinomial] cannot draw {num_samples} samples without replacement from {w.shape[1]} categories")
     if replacement or num_samples == 1:
       cw = w.cumsum(1)
       cdf = cw / cw[:, -1:]
       u = type(self).rand(num_samples, w.shape[0], 1, device=self.device)
       idx = (u >= cdf).sum(2).transpose(0, 1)  # the first category whose cdf is above u
     else:  # Efraimidis-Spirakis: the num_samples largest log(u)/w (weight 0 is never drawn while others remain)
-      keys = (type(self).rand(*w.shape, device=self.device).log() / w).numpy()
-      idx = type(self)(np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int32), device=self.device)
+      keys = type(self).rand(*w.shape, device=self.device).log() / w
+      idx = keys.topk(num_samples, dim=1)[1]
     return (idx.squeeze(0) if self.ndim == 1 else idx).cast(dtypes.int32)
 
   @staticmethod
