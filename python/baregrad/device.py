@@ -16,6 +16,14 @@ class _Renderer:
     from baregrad.dtype import dtypes
     return set(dtypes.all)
 
+  @property
+  def code_for_op(self) -> dict:
+    """The ALU ops this device's code generator emits as themselves (tinygrad's code_for_op, keyed by Ops; the
+    values are None): without native transcendentals (CPU), EXP2, LOG2, SIN and POW are expanded into polynomials
+    before rendering and are absent."""
+    from baregrad.uop.ops import Ops
+    return {Ops[name]: None for name in _C.native_ops(self.device)}
+
   def __repr__(self): return f"<Renderer {self.device}>"
 
 

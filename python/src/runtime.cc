@@ -25,6 +25,26 @@ DType fp8_dtype(const char* op, const std::string& name) {
   return t;
 }
 
+// The ALU ops device `name`'s renderer emits as themselves: all but the transcendentals the
+// compiler expands into polynomials when the target has no native ones (TargetInfo).
+std::vector<std::string> native_ops(const std::string& name) {
+  auto dev = runtime::get_device(name);
+  if (!dev.ok()) dev.status().throw_if_error("device");
+  bool native = (*dev)->target_info().native_transcendentals;
+  std::vector<std::string> out;
+  for (int i = 0; i < compiler::kNumOps; i++) {
+    auto op = static_cast<compiler::Op>(i);
+    compiler::OpGroup g = compiler::op_group(op);
+    if (g != compiler::OpGroup::Unary && g != compiler::OpGroup::Binary &&
+        g != compiler::OpGroup::Ternary)
+      continue;
+    bool expanded = op == compiler::Op::EXP2 || op == compiler::Op::LOG2 ||
+                    op == compiler::Op::SIN || op == compiler::Op::POW;
+    if (native || !expanded) out.emplace_back(compiler::op_name(op));
+  }
+  return out;
+}
+
 void synchronize(const std::string& name) {
   auto dev = runtime::get_device(name);
   if (!dev.ok()) dev.status().throw_if_error("device");
@@ -71,6 +91,7 @@ void bind_runtime(py::module_& m) {
   });
   m.def("device_name", &device_name, py::arg("name"));
   m.def("synchronize", &synchronize, py::arg("name"));
+  m.def("native_ops", &native_ops, py::arg("name"));
   m.def("set_option", &set_option, py::arg("name"), py::arg("value"));
   m.def("option_value", &option_value, py::arg("name"));
   m.def("option_names", [] {

@@ -161,6 +161,14 @@ def test_device_dtypes_are_those_that_compute():
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=str(dt))
 
 
+def test_renderer_code_for_op_names_the_ops_rendered_as_themselves():
+  from baregrad.uop.ops import Ops
+  ops = Device["CPU"].renderer.code_for_op
+  # LLVM's x86 target has no native exp2/log2/sin/pow: the compiler expands them into polynomials first
+  assert {Ops.ADD, Ops.MUL, Ops.SQRT, Ops.WHERE, Ops.CMPLT} <= set(ops) and not {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW} & set(ops)
+  assert all(v is None for v in ops.values()) and Ops.LOAD not in ops
+
+
 def test_device_allocator_round_trip_and_misuse():
   alloc = Device[Device.DEFAULT].allocator
   buf = alloc.alloc(6)

@@ -622,3 +622,15 @@ def test_bitcast_inside_tinyjit_and_writes_through():
   z = Tensor.zeros(2).bitcast(dtypes.int32)  # of a constant: its own buffer
   z[0] = 3
   np.testing.assert_array_equal(z.numpy(), [3, 0])
+
+
+def test_folded_constants_hold_their_dtypes_values():
+  # a constant is folded as its dtype holds it, as the buffer path computes: float32(2147483000) is 2147483008
+  # (the fold used the unrounded double and gave 2147483000), and float32(0.1) != 0.1
+  val = 2147483000.0
+  want = int(np.float32(val))
+  assert Tensor(val, dtype=dtypes.float32).cast(dtypes.int32).item() == want == Tensor([val], dtype=dtypes.float32).cast(dtypes.int32).item()
+  assert (Tensor(0.1, dtype=dtypes.float32) * 10).item() == float(np.float32(0.1) * np.float32(10))
+  assert (Tensor(0.1, dtype=dtypes.float32) == Tensor([0.1], dtype=dtypes.float32)).item()
+  with np.errstate(over="ignore"): want_half = float(np.float16(70000.0))
+  assert Tensor(70000.0, dtype=dtypes.half).item() == want_half  # inf, as numpy
