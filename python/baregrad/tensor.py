@@ -40,6 +40,15 @@ def _first_device(device) -> str:
   return d[0] if isinstance(d, tuple) else d
 
 
+def _one_device(device, op: str) -> str:
+  """The device of a random draw: several would hold the same numbers, so tinygrad's ValueError."""
+  d = canonicalize_device(device)
+  if isinstance(d, tuple):
+    raise ValueError(f"[{op}] a random tensor on several devices {d} would repeat its numbers on each: make it on one "
+                     "and shard it (or use rand_like of a sharded tensor)")
+  return d
+
+
 def is_numpy_ndarray(x) -> bool:
   """True for a numpy array (tinygrad's test, which works without importing numpy)."""
   return str(type(x)) == "<class 'numpy.ndarray'>"
@@ -552,9 +561,19 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     return Tensor._finish(_C.Tensor.eye(n, -1 if m is None else m, dt.key), device, requires_grad)
 
+  def _like(self, make, kwargs: dict) -> Tensor:
+    """make(device, kwargs) for a tensor like self; on a sharded self (no other device asked), made on the first
+    device and sharded as self (a random draw is one draw, split or copied as self is)."""
+    device = kwargs.pop("device", None)
+    if isinstance(self._c, multi.MultiC):
+      if device is not None and canonicalize_device(device) != self.device:
+        raise RuntimeError(f"[{op_name()}] device {device} differs from the sharded tensor's {self.device}")
+      return make(self.device[0], kwargs).shard(self.device, self._c.axis)
+    return make(device or self.device, kwargs)
+
   def full_like(self, fill_value, **kwargs) -> Tensor:
-    return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", None) or self.dtype, device=kwargs.pop("device", None) or self.device,
-                       **kwargs)
+    dt = kwargs.pop("dtype", None) or self.dtype
+    return self._like(lambda d, kw: Tensor.full(self.shape, fill_value, dtype=dt, device=d, **kw), kwargs)
   def const_like(self, b, dtype: Any = None) -> Tensor:
     """`b` in every element of self's shape, on self's device, in self's dtype unless `dtype` is given (tinygrad's)."""
     return Tensor.full(self.shape, b, dtype=dtype or self.dtype, device=self.device)
@@ -575,7 +594,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   def empty_like(self, **kwargs) -> Tensor:
-    return Tensor.empty(self.shape, dtype=kwargs.pop("dtype", None) or self.dtype, device=kwargs.pop("device", None) or self.device, **kwargs)
+    dt = kwargs.pop("dtype", None) or self.dtype
+    return self._like(lambda d, kw: Tensor.empty(self.shape, dtype=dt, device=d, **kw), kwargs)
 
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
@@ -591,21 +611,22 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     shape = argfix(*shape)
     check_int64("rand", shape)
     if not all(isinstance(s, int) and s >= 0 for s in shape): raise ValueError(f"[rand] invalid input shape={shape}")
-    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key, _first_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.rand(list(shape), dt.key, _one_device(device, "rand")), device, requires_grad)
 
   def rand_like(self, **kwargs) -> Tensor:
-    return Tensor.rand(*self.shape, device=kwargs.pop("device", None) or self.device, dtype=kwargs.pop("dtype", None) or self.dtype, **kwargs)
+    dt = kwargs.pop("dtype", None) or self.dtype
+    return self._like(lambda d, kw: Tensor.rand(*self.shape, device=d, dtype=dt, **kw), kwargs)
 
   @staticmethod
   def randn(*shape, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:
     variable.note_value_use("randn", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt):  # tinygrad's: float32 normal samples cast to the dtype (ints truncate)
-      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, _first_device(device)).cast(dt.key), device, requires_grad)
-    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key, _first_device(device)), device, requires_grad)
+      return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dtypes.float32.key, _one_device(device, "randn")).cast(dt.key), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randn(list(argfix(*shape)), dt.key, _one_device(device, "randn")), device, requires_grad)
 
   def randn_like(self, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
-    return Tensor.randn(*self.shape, dtype=dtype or self.dtype, requires_grad=requires_grad, device=kwargs.pop("device", None) or self.device)
+    return self._like(lambda d, kw: Tensor.randn(*self.shape, dtype=dtype or self.dtype, requires_grad=requires_grad, device=d), kwargs)
 
   @staticmethod
   def randint(*shape, low=0, high=10, dtype=dtypes.int32, device: str | None = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
@@ -613,14 +634,14 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"[randint] low={low} and high={high} must be integers")
     dt = to_dtype(dtype)
     if not dtypes.is_int(dt): raise TypeError(f"[randint] dtype={dt} must be int")
-    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key, _first_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.randint(list(argfix(*shape)), low, high, dt.key, _one_device(device, "randint")), device, requires_grad)
 
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, requires_grad: bool | None = None, dtype: Any = None, device: str | None = None, **kwargs) -> Tensor:
     variable.note_value_use("normal", shape)
     dt = to_dtype(dtype or dtypes.default_float)
     if std < 0: raise ValueError(f"[normal] std={std} must be >= 0")
-    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, _first_device(device)), device, requires_grad)
+    return Tensor._finish(_C.Tensor.normal(list(argfix(*shape)), float(mean), float(std), dt.key, _one_device(device, "normal")), device, requires_grad)
 
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype: Any = None, requires_grad: bool | None = None, device: str | None = None, **kwargs) -> Tensor:

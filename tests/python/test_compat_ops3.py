@@ -100,6 +100,14 @@ def test_einsum_and_matmul_shape_errors_are_runtime_errors():
   assert (Tensor.ones(5, 2, 6) @ Tensor.ones(6, 4)).shape == (5, 2, 4)
 
 
+def test_allclose_is_a_tensor_as_tinygrads():
+  a = np.array([1.0, 2.0, np.nan], np.float32)
+  for b, kw in [(a + 1e-7, {}), (a + 1e-3, {}), (a, {"equal_nan": True}), (a + 1e-3, {"atol": 1e-2})]:
+    got = Tensor(a).allclose(Tensor(b), **kw)
+    assert isinstance(got, Tensor) and got.shape == () and got.dtype == dtypes.bool
+    assert got.item() == np.allclose(a, b, **kw), (b, kw)
+
+
 def test_isclose_python_scalar():
   v = [1.0, 1.0 + 1e-7, 2.0, math.inf, math.nan]
   np.testing.assert_array_equal(Tensor(v).isclose(1.0).numpy(), torch.tensor(v).isclose(torch.tensor(1.0)).numpy())

@@ -154,3 +154,15 @@ def test_optimizers_refuse_sharded_parameters():
   w = Tensor(arr(4, 4)).shard(D2, 0)
   for make in (optim.SGD, optim.Adam):
     with pytest.raises(NotImplementedError, match="sharded over several devices"): make([w])
+
+
+@pytest.mark.parametrize("axis", [0, None])
+def test_like_constructors_keep_the_sharding(axis):
+  t = Tensor(arr(4, 6)).shard(D2, axis)
+  for made in (t.rand_like(), t.zeros_like(), t.full_like(2.0), t.randn_like(), t.empty_like()):
+    assert made.device == D2 and made.uop.axis == axis and made.shape == t.shape
+  r = t.rand_like().numpy()
+  assert ((r >= 0) & (r < 1)).all() and len(np.unique(r)) > 12  # one draw split (or copied), not one per device repeated
+  np.testing.assert_array_equal(t.full_like(2.0).numpy(), np.full((4, 6), 2.0, np.float32))
+  with pytest.raises(RuntimeError, match="differs from the sharded"): t.rand_like(device=D3[1:])
+  with pytest.raises(ValueError, match="several devices"): Tensor.rand(4, device=D2)

@@ -211,8 +211,9 @@ class ReduceMixin:
     is_nan_close = (self.isnan() & other.isnan()) & equal_nan
     return is_finite_close | is_infinite_close | is_nan_close
 
-  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """A 0-d bool tensor: whether every element is close (tinygrad's; torch's returns a Python bool: use .item())."""
+    return self.isclose(other, rtol, atol, equal_nan).all()
 
   # ---- products ------------------------------------------------------------------------------
 
