@@ -149,11 +149,33 @@ def test_jit_replays_copies_between_devices():
   assert jf.captured is not None and len(jf.captured.linear.src) == 1  # two copies and one kernel
 
 
-def test_optimizers_refuse_sharded_parameters():
+@pytest.mark.parametrize("make", ["SGD", "SGD_momentum", "Adam", "LAMB"])
+def test_data_parallel_training_matches_one_device(make):
+  # the model's weights whole on every device (and one sharded along its output axis), the batch split over the devices:
+  # every step equals the same step on one device (the weight copies' gradients are summed, the state is sharded alike)
   from baregrad.nn import optim
-  w = Tensor(arr(4, 4)).shard(D2, 0)
-  for make in (optim.SGD, optim.Adam):
-    with pytest.raises(NotImplementedError, match="sharded over several devices"): make([w])
+  ctor = {"SGD": lambda ps: optim.SGD(ps, lr=0.1), "SGD_momentum": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
+          "Adam": lambda ps: optim.Adam(ps, lr=0.01), "LAMB": lambda ps: optim.LAMB(ps, lr=0.01, weight_decay=0.01)}[make]
+  w1, w2, xs, ys = arr(8, 6), arr(6, 4), [arr(6, 8) for _ in range(3)], [arr(6, 4) for _ in range(3)]
+  def train(shard: bool):
+    a, b = Tensor(w1), Tensor(w2)
+    if shard: a, b = a.shard(D2, None), b.shard(D2, 1)
+    opt = ctor([a, b])
+    with Tensor.train():
+      for x, y in zip(xs, ys):
+        tx, ty = Tensor(x), Tensor(y)
+        if shard: tx, ty = tx.shard(D2, 0), ty.shard(D2, 0)
+        opt.zero_grad()
+        ((tx @ a).relu() @ b - ty).square().mean().backward()
+        opt.step()
+    return a.numpy(), b.numpy()
+  for got, want in zip(train(True), train(False)): np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+def test_optimizers_refuse_parameters_on_different_devices():
+  from baregrad.nn import optim
+  with pytest.raises(NotImplementedError, match="same devices"):
+    optim.SGD([Tensor(arr(4)).shard(D2, 0), Tensor(arr(4)).shard(D3, None)])
 
 
 @pytest.mark.parametrize("axis", [0, None])

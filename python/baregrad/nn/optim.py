@@ -1,6 +1,7 @@
 """Optimizers with tinygrad's signatures: SGD, Adam, AdamW and LAMB over the C++ ones
 (tensor/optim.h), which update every parameter (and the optimizer state) in place in one schedule,
-so TinyJit can capture it; LARS, Muon and SGD(classic=True) in Python over Tensor ops and assign."""
+so TinyJit can capture it; LARS, Muon and SGD(classic=True) in Python over Tensor ops and assign,
+as every optimizer over parameters sharded over devices (its state sharded as each parameter)."""
 from __future__ import annotations
 
 import _baregrad as _C
@@ -29,10 +30,11 @@ class Optimizer:
     for x in params:
       if x.requires_grad is None: x.requires_grad_(True)
     self.params: list[Tensor] = _dedup([x for x in params if x.requires_grad])
-    if any(isinstance(x.device, tuple) for x in self.params):
-      raise NotImplementedError(f"[{op_name()}] parameters sharded over several devices are not supported by baregrad's "
-                                "optimizers (their state and step are per device): step each device's copy of the model, "
-                                "or keep the parameters on one device")
+    # Parameters sharded over devices (baregrad/multi.py) step in Python over Tensor ops, their state sharded alike.
+    self._multi = any(isinstance(x.device, tuple) for x in self.params)
+    if self._multi and len({x.device for x in self.params}) != 1:
+      raise NotImplementedError(f"[{op_name()}] parameters on {sorted({str(x.device) for x in self.params})}: sharded "
+                                "parameters must all be on the same devices (shard every parameter over them)")
     if not self.params: raise ValueError(f"[{op_name()}] optimizer must have at least one param")
     self.buffers: list[Tensor] = _dedup([x for x in params if not x.requires_grad])
     self._lr0 = float(lr.numpy().reshape(-1)[0]) if isinstance(lr, Tensor) else float(lr)
@@ -52,6 +54,12 @@ class Optimizer:
 
   @property
   def device(self) -> str: return getattr(self, "_device", None) or self.params[0].device
+
+  def _state_like(self, p: Tensor, dtype) -> Tensor:
+    """A zero state tensor for parameter p: on the state device, or sharded as p."""
+    if isinstance(p.device, tuple) and self.device == p.device:
+      return Tensor.zeros(*p.shape, dtype=dtype).shard_like(p).contiguous().realize()
+    return Tensor.zeros(*p.shape, dtype=dtype, device=self.device).contiguous().realize()
 
   # The lr tensor lives in __dict__ as "lr", tinygrad's attribute, so that a state dict of the
   # optimizer names it "lr"; reads and writes of opt.lr go through the `lr` property below.
@@ -132,7 +140,7 @@ class LARS(Optimizer):
     self.nesterov, self.classic, self.pre_wd, self.tcoef = nesterov, classic, pre_wd, tcoef
     self._own_lr(device)
     state_dtype = getenv("OPTIM_DTYPE", "float32")
-    self.b = [Tensor.zeros(*p.shape, dtype=state_dtype, device=self.device).contiguous().realize() for p in self.params] if momentum else []
+    self.b = [self._state_like(p, state_dtype) for p in self.params] if momentum else []
 
   def _step(self, grads: list[Tensor]):
     lr = self.lr.reshape(())
@@ -160,7 +168,9 @@ class SGD(LARS):
   or another device for the state is asked for."""
   def __init__(self, params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, device=None,
                fused=False):
-    if classic or device is not None:
+    if not isinstance(params, Tensor) and hasattr(params, "__iter__"): params = list(params)  # read twice below
+    multi = isinstance(params, list) and any(isinstance(p, Tensor) and isinstance(p.device, tuple) for p in params)
+    if classic or device is not None or multi:
       super().__init__(params, lr, momentum, weight_decay, 0, None, nesterov, classic=classic, pre_wd=True, tcoef=0.0, device=device)
       return
     Optimizer.__init__(self, params, lr)
@@ -193,10 +203,10 @@ class LAMB(Optimizer):
       if not 0.0 <= b < 1.0: raise ValueError(f"[{op_name()}] invalid beta parameter at index {i}: {b} (it must be in [0, 1))")
     if eps < 0: raise ValueError(f"[{op_name()}] invalid epsilon {eps}: it must be >= 0")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
-    if device is not None:
+    if device is not None or self._multi:
       self._own_lr(device)
-      self.m = [Tensor.zeros(*p.shape, dtype=dtypes.float32, device=self.device).contiguous().realize() for p in self.params]
-      self.v = [Tensor.zeros(*p.shape, dtype=dtypes.float32, device=self.device).contiguous().realize() for p in self.params]
+      self.m = [self._state_like(p, dtypes.float32) for p in self.params]
+      self.v = [self._state_like(p, dtypes.float32) for p in self.params]
       self.b1_t, self.b2_t = (Tensor.ones(1, dtype=dtypes.float32, device=self.device).contiguous().realize() for _ in range(2))
       return
     cls = _C.Adam if adam else _C.LAMB
