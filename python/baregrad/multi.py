@@ -225,6 +225,17 @@ class MultiC:
       return MultiC([part.to(s.device) for s in self.shards], None)
     raise RuntimeError(f"[shrink] shrinking {ranges} across the shards of axis {self.axis} is not supported")
 
+  def shrink_sym(self, ranges, vals):
+    """A shrink at Variable offsets (`x[:, vi:vi+1]`), per device when the sharded axis is kept whole."""
+    if self.axis is not None:
+      lo, hi = ranges[self.axis]
+      if not (lo.is_const() and hi.is_const() and (lo.const_value(), hi.const_value()) == (0, self.shape[self.axis])):
+        return _fallback("shrink_sym", self, ranges, vals)
+      k = self.shards[0].shape[self.axis]
+      local = [r if d != self.axis else (_C.Sym(0), _C.Sym(k)) for d, r in enumerate(ranges)]
+      return MultiC([s.shrink_sym(local, vals) for s in self.shards], self.axis)
+    return MultiC([s.shrink_sym(ranges, vals) for s in self.shards], None)
+
   def flip(self, axes):
     if self.axis is not None and self.axis in [int(a) for a in axes]:
       raise RuntimeError(f"[flip] flipping the sharded axis {self.axis} is not supported")

@@ -28,6 +28,9 @@ def test_shard_places_parts_on_each_device(axis):
   for p, w, d in zip(parts, want, D2): np.testing.assert_array_equal(p, w)
   assert [u.device for u in t.uop.src] == list(D2)
   np.testing.assert_array_equal(t.numpy(), x)
+  if axis is None:
+    with pytest.raises(RuntimeError, match="axis is None"): t.uop.bounds
+  else: assert t.uop.bounds == ((0, x.shape[axis] // 2), (x.shape[axis] // 2, x.shape[axis]))
 
 
 @pytest.mark.parametrize("ax_a,ax_b", [(0, 0), (0, None), (None, 1), (1, 0), (None, None)])
@@ -188,3 +191,16 @@ def test_like_constructors_keep_the_sharding(axis):
   np.testing.assert_array_equal(t.full_like(2.0).numpy(), np.full((4, 6), 2.0, np.float32))
   with pytest.raises(RuntimeError, match="differs from the sharded"): t.rand_like(device=D3[1:])
   with pytest.raises(ValueError, match="several devices"): Tensor.rand(4, device=D2)
+
+
+@pytest.mark.parametrize("axis", [0, None])
+def test_assign_at_a_variable_offset_into_a_sharded_tensor(axis):
+  from baregrad import Variable
+  out = Tensor.zeros(4, 6).contiguous().realize().shard(D2, axis).realize()
+  col = Tensor(arr(4, 1)).shard(D2, axis).contiguous().realize()
+  want = np.zeros((4, 6), np.float32)
+  jf = TinyJit(lambda o, vi: o[:, vi:vi + 1].assign(col).realize())
+  for i in (2, 0, 5, 3):
+    jf(out, Variable("i", 0, 5).bind(i))
+    want[:, i:i + 1] = col.numpy()
+    np.testing.assert_array_equal(out.numpy(), want)

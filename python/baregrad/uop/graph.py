@@ -100,7 +100,8 @@ UOp.register(TensorUOp)
 
 class MultiUOp:
   """`Tensor.uop` of a tensor over several devices (baregrad/multi.py): `axis` (None: whole on every device),
-  `device` (the devices), `src` (each device's part, a TensorUOp), `shape` (the whole tensor's)."""
+  `device` (the devices), `src` (each device's part, a TensorUOp), `shape` (the whole tensor's), `bounds` (each
+  part's range along the axis)."""
   __slots__ = ("_c",)
 
   def __init__(self, c): self._c = c
@@ -114,6 +115,12 @@ class MultiUOp:
   def dtype(self): return to_dtype(self._c.dtype)
   @property
   def src(self) -> tuple: return tuple(TensorUOp(s.lazy_node(), s) for s in self._c.shards)
+  @property
+  def bounds(self) -> tuple:
+    """Each device's (start, end) along the sharded axis; RuntimeError when the tensor is whole on each."""
+    if self.axis is None: raise RuntimeError("[uop.bounds] bounds is not defined when axis is None")
+    k = self._c.shards[0].shape[self.axis]
+    return tuple((i * k, (i + 1) * k) for i in range(len(self._c.shards)))
   @property
   def base(self) -> MultiUOp: return self
   @property
