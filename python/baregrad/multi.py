@@ -127,8 +127,8 @@ class MultiC:
     n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
     if Ellipsis in items:
       at = items.index(Ellipsis)
-      items = items[:at] + [slice(None)] * (self.ndim - n_real) + items[at + 1:]
-    items = items + [slice(None)] * (self.ndim - n_real - 0 if Ellipsis not in items else 0)
+      items = items[:at] + [slice(None)] * max(self.ndim - n_real, 0) + items[at + 1:]
+    else: items = items + [slice(None)] * max(self.ndim - n_real, 0)
     ranges, out_shape, d = [], [], 0
     for i in items:
       if i is None:
@@ -235,6 +235,20 @@ class MultiC:
       local = [r if d != self.axis else (_C.Sym(0), _C.Sym(k)) for d, r in enumerate(ranges)]
       return MultiC([s.shrink_sym(local, vals) for s in self.shards], self.axis)
     return MultiC([s.shrink_sym(ranges, vals) for s in self.shards], None)
+
+  def split_sizes(self, sizes, dim: int):
+    """Parts of `sizes` along `dim` as shrinks (views of the shards where the shrink keeps them apart)."""
+    dim, out, at = int(dim) % self.ndim, [], 0
+    for n in sizes:
+      out.append(self.shrink([(at, at + n) if d == dim else (0, s) for d, s in enumerate(self.shape)]))
+      at += n
+    return out
+  def split(self, size: int, dim: int):
+    total = self.shape[int(dim) % self.ndim]
+    return self.split_sizes([min(size, total - a) for a in range(0, total, size)] if size > 0 else [total], dim)
+  def chunk(self, chunks: int, dim: int):
+    total = self.shape[int(dim) % self.ndim]
+    return self.split(-(-total // chunks) if chunks > 0 else total, dim)
 
   def flip(self, axes):
     if self.axis is not None and self.axis in [int(a) for a in axes]:
@@ -350,6 +364,12 @@ def _fallback(name: str, *args, **kwargs):
     if isinstance(x, tuple): return tuple(spread(y) for y in x)
     return x
   return spread(out)
+
+
+def call(name: str, a, *args):
+  """`a.<name>(*args)` for a _baregrad.Tensor or MultiC `a`, over shards when any of them is a MultiC."""
+  if isinstance(a, MultiC) or not any(isinstance(x, MultiC) for x in args): return getattr(a, name)(*args)
+  return _elementwise(name, a, *args) if name in _ELEMENTWISE else _fallback(name, a, *args)
 
 
 def static(name: str, *args):

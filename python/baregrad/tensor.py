@@ -448,7 +448,9 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     """Replaces this tensor's value in place (the buffer keeps its address); realizes it."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if isinstance(x, DiskTensor): x = x.to(self.device)
-    if x._c.same(self._c): return self
+    if isinstance(self._c, multi.MultiC) and not isinstance(x._c, multi.MultiC): x = x.shard_like(self)  # a whole value
+    elif isinstance(x._c, multi.MultiC) and not isinstance(self._c, multi.MultiC): x = x.to(self.device)  # gathered
+    if type(x._c) is type(self._c) and x._c.same(self._c): return self
     if x.shape != self.shape: x = x._broadcast_to(self.shape)
     if x.dtype != self.dtype:  # as tinygrad: no implicit cast (int64 -> float32 would round)
       raise RuntimeError(f"[assign] assign dtype mismatch: a {x.dtype} value into a {self.dtype} tensor (cast it first)")

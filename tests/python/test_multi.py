@@ -204,3 +204,35 @@ def test_assign_at_a_variable_offset_into_a_sharded_tensor(axis):
     jf(out, Variable("i", 0, 5).bind(i))
     want[:, i:i + 1] = col.numpy()
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_assign_a_one_device_value_into_a_sharded_tensor():
+  t = Tensor.zeros(4, 6).contiguous().realize().shard(D2, 0)
+  v = arr(4, 6)
+  t.assign(Tensor(v))  # split as t is
+  np.testing.assert_array_equal(t.numpy(), v)
+  assert t.uop.axis == 0 and t.device == D2
+
+
+def test_ops_with_the_sharded_operand_second_and_other_paths():
+  from baregrad import nn
+  a = arr(4, 2, 6)
+  x = Tensor(a).shard(D2, 0)
+  one = Tensor(np.ones((4, 2, 6), np.float32))
+  np.testing.assert_allclose((one / (x + 2)).numpy(), 1 / (a + 2), rtol=1e-6)  # a one-device left operand
+  np.testing.assert_allclose((1 - x).numpy(), 1 - a, rtol=1e-6)
+  assert [t.uop.axis for t in x.chunk(2, 2)] == [0, 0] and [t.uop.axis for t in x.split(3, 2)] == [0, 0]
+  np.testing.assert_array_equal(x.chunk(3, 2)[1].numpy(), a[:, :, 2:4])
+  np.testing.assert_array_equal(x[..., 1].numpy(), a[..., 1])
+  assert x[None, 1:3, ..., None].shape == (1, 2, 2, 6, 1)
+  np.testing.assert_array_equal(x.sort(-1)[0].numpy(), np.sort(a, -1))
+  b = a.copy()
+  x[:, 0, [1, 2]] = 3.0  # tensor indices into a sharded tensor
+  b[:, 0, [1, 2]] = 3.0
+  np.testing.assert_array_equal(x.numpy(), b)
+  bn1, bn2 = nn.BatchNorm(2), nn.BatchNorm(2)  # running stats on one device, the batch split over two
+  with Tensor.train():
+    got = bn1(Tensor(b).shard(D2, 0).reshape(4, 2, 6, 1)).numpy()
+    want = bn2(Tensor(b).reshape(4, 2, 6, 1)).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(bn1.running_mean.numpy(), bn2.running_mean.numpy(), rtol=1e-6)

@@ -55,7 +55,7 @@ class ElementwiseMixin:
 
   def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
     a, b = self._broadcasted(y, reverse, widen=widen)
-    return self._wrap(getattr(a._c, name)(b._c))
+    return self._wrap(multi.call(name, a._c, b._c))
 
   # ---- arithmetic ----------------------------------------------------------------------------
 
@@ -66,13 +66,13 @@ class ElementwiseMixin:
   def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
     """True division (ints give float32); rounding_mode "trunc" or "floor" rounds the quotient."""
     a, b = self._broadcasted(x, reverse, widen=rounding_mode is None)
-    if rounding_mode is None: return self._wrap(a._c.div(b._c))
+    if rounding_mode is None: return self._wrap(multi.call("div", a._c, b._c))
     if rounding_mode == "floor":
-      if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).floor()
-      return self._wrap(a._c.idiv(b._c))
+      if dtypes.is_float(a.dtype): return self._wrap(multi.call("div", a._c, b._c)).floor()
+      return self._wrap(multi.call("idiv", a._c, b._c))
     if rounding_mode == "trunc":
-      if dtypes.is_float(a.dtype): return self._wrap(a._c.div(b._c)).trunc()
-      q = self._wrap(a._c.idiv(b._c))
+      if dtypes.is_float(a.dtype): return self._wrap(multi.call("div", a._c, b._c)).trunc()
+      q = self._wrap(multi.call("idiv", a._c, b._c))
       inexact = (q * b).ne(a)
       return (inexact & ((a < 0) ^ (b < 0))).where(q + 1, q)
     raise RuntimeError(f"[div] rounding_mode={rounding_mode!r} is not supported")
@@ -345,7 +345,7 @@ class ElementwiseMixin:
 
   def lerp(self, end, weight):
     if not isinstance(end, type(self)): end = self._to_tensor(end)
-    if isinstance(weight, type(self)): return self._wrap(self._c.lerp(end._c, weight._c))
+    if isinstance(weight, type(self)): return self._wrap(multi.call("lerp", self._c, end._c, weight._c))
     return self + (end - self) * weight
 
   def copysign(self, other):

@@ -545,7 +545,7 @@ class MovementMixin:
     items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
     v = v._broadcast_to(sel.shape)
-    if any(isinstance(i, _C.Tensor) for i in items): new = self._scatter_setitem(items, v)
+    if any(isinstance(i, (_C.Tensor, multi.MultiC)) for i in items): new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
     if new is None: return
     if functional: self._c = new._c

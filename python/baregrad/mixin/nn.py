@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import _baregrad as _C
+from baregrad import multi
 from baregrad.dtype import dtypes, to_dtype
 from baregrad.helpers import ShapeError, argfix, make_tuple, op_name
 
@@ -371,7 +372,8 @@ class NNMixin:
       key = key.repeat_interleave(self.shape[-3] // key.shape[-3], dim=-3)
       value = value.repeat_interleave(self.shape[-3] // value.shape[-3], dim=-3)
     if dropout_p == 0 or not type(self).training:
-      return self._wrap(self._c.scaled_dot_product_attention(key._c, value._c, None if attn_mask is None else attn_mask._c, is_causal))
+      return self._wrap(multi.call("scaled_dot_product_attention", self._c, key._c, value._c, None if attn_mask is None else attn_mask._c,
+                                   is_causal))
     qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
     if is_causal: attn_mask = type(self).ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril()
     if attn_mask is not None:

@@ -229,7 +229,7 @@ class ReduceMixin:
     if a.ndim == 0 or b.ndim == 0: raise ShapeError(f"[matmul] both operands need a dim, got shapes {a.shape} @ {b.shape}")
     if a.shape[-1] != b.shape[-min(b.ndim, 2)]:
       raise ShapeError(f"[matmul] inner dims differ: {a.shape} @ {b.shape} ({a.shape[-1]} vs {b.shape[-min(b.ndim, 2)]})")
-    return a._wrap(a._c.matmul(b._c))
+    return a._wrap(multi.call("matmul", a._c, b._c))
 
   def dot(self, w, dtype=None): return self.matmul(w, dtype=dtype)
 
