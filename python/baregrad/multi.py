@@ -11,11 +11,15 @@ means for the shards:
   - sum, max, min, prod, any, all and mean reduce each shard; over the sharded axis each device then combines every
     shard's partial result (an allreduce: the result is whole on every device);
   - matmul is a broadcast multiply and a sum (so it is distributed as they are);
+  - indexing with ints, slices of step 1, None and ... is shrinks and a reshape (views of the shards: setitem and
+    assign write into them), as are split and chunk;
   - `to(device)`, reads to the host (`numpy`, `to_bytes`) and every other op gather the shards first: the op runs on
-    the first device and its result is copied to every device (correct, but not distributed).
+    the first device and its result is copied to every device (correct, but not distributed); writing into such a
+    gathered result raises.
 
-Copies between devices go through the host (`_baregrad.Tensor.to`), at once. Gradients flow through the shards:
-`backward()` of a whole-on-every-device loss runs from the first device's copy, which reads every shard.
+Copies between devices are `_baregrad.Tensor.to`'s lazy copies. Gradients flow through the shards: `backward()` of a
+whole-on-every-device loss runs from the first device's copy, which reads every shard; a whole-on-every-device
+tensor's gradient is the sum of its copies'. `call` and `static` route a C++ call with a MultiC argument here.
 """
 from __future__ import annotations
 
@@ -168,7 +172,7 @@ class MultiC:
     return [gs[a] if axis is False else MultiC(gs[a:a + n], axis) for a, n, axis in where]
 
   # ---- movement ---------------------------------------------------------------------------------
-  def _each(self, name: str, *args):  # noqa
+  def _each(self, name: str, *args):
     return [getattr(s, name)(*args) for s in self.shards]
 
   def reshape(self, new_shape):
