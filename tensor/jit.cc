@@ -143,14 +143,17 @@ std::vector<Tensor> as_buffers(const std::vector<Tensor>& ts) {
 std::vector<Tensor> as_outputs(const std::vector<Tensor>& ts, const std::vector<Tensor>& xs) {
   std::set<const DeviceBuffer*> inputs;
   for (const Tensor& x : xs) inputs.insert(x.lazy().base->realized.get());
-  std::vector<Tensor> out, rest;
-  for (const Tensor& t : ts)
-    if (!t.lazy().base->realized || inputs.count(t.lazy().base->realized.get())) rest.push_back(t);
-  rest = as_buffers(rest);
-  size_t r = 0;
-  for (const Tensor& t : ts)
-    out.push_back(
-        !t.lazy().base->realized || inputs.count(t.lazy().base->realized.get()) ? rest[r++] : t);
+  std::vector<Tensor> out;
+  std::vector<size_t> own;  // the outputs that get a buffer of their own
+  for (size_t i = 0; i < ts.size(); i++) {
+    const DeviceBuffer* b = ts[i].lazy().base->realized.get();
+    if (!b || inputs.count(b)) own.push_back(i);
+  }
+  std::vector<Tensor> pending;
+  for (size_t i : own) pending.push_back(ts[i]);
+  pending = as_buffers(pending);
+  out = ts;
+  for (size_t k = 0; k < own.size(); k++) out[own[k]] = pending[k];
   return out;
 }
 

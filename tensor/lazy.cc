@@ -120,7 +120,7 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
   b->dtype = dtype;
   // Stored as the dtype holds it: folds read `value` (float32(2147483000) is 2147483008, and a
   // cast to int32 folded from the unrounded double gave 2147483000 where a kernel gives ...008).
-  b->value = compiler::dtypes::is_float(dtype) ? compiler::round_to(dtype, value) : value;
+  b->value = compiler::dtypes::is_float(dtype) ? to_dtype(dtype, value) : value;
   b->device = dev;
   // A const is one element broadcast to `shape`.
   b->shape = {};

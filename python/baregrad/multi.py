@@ -372,8 +372,10 @@ def _fallback(name: str, *args, **kwargs):
 
 def call(name: str, a, *args):
   """`a.<name>(*args)` for a _baregrad.Tensor or MultiC `a`, over shards when any of them is a MultiC."""
-  if isinstance(a, MultiC) or not any(isinstance(x, MultiC) for x in args): return getattr(a, name)(*args)
-  return _elementwise(name, a, *args) if name in _ELEMENTWISE else _fallback(name, a, *args)
+  if type(a) is not MultiC:  # every binary op passes here: no generator on the common path
+    for x in args:
+      if type(x) is MultiC: return _elementwise(name, a, *args) if name in _ELEMENTWISE else _fallback(name, a, *args)
+  return getattr(a, name)(*args)
 
 
 def static(name: str, *args):
