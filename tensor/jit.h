@@ -14,7 +14,7 @@
 //  - the returned tensors alias buffers the next replay overwrites: copy what must be kept;
 //  - intermediate buffers that nothing outside the step holds share memory by liveness;
 //  - on devices with graphs (HCQ devices) a replay is one graph submission, unless random
-//    uploads sit between the kernels.
+//    uploads or copies between devices sit between the kernels.
 #pragma once
 
 #include <functional>
