@@ -562,10 +562,14 @@ Tensor Tensor::matmul(const Tensor& o) const {
          "inner dims differ: " + shape_str(shape()) + " @ " + shape_str(o.shape()) + " (" +
              std::to_string(k) + " vs " + std::to_string(kb) + ")",
          ErrorKind::kValue);
-  // (..., n, 1, k) * (..., 1, m, k) summed over k: one fused multiply-reduce kernel.
+  // (..., n, 1, k) * (..., 1, m, k) summed over k: one fused multiply-reduce kernel. The sum
+  // accumulates small ints in 32 bits; the result has the operands' dtype, as torch's and
+  // tinygrad's (int8 @ int8 is int8).
   Tensor x = a.unsqueeze(-2);
   Tensor y = b.transpose(-2, -1).unsqueeze(-3);
-  Tensor out = (x * y).sum({-1});
+  Tensor prod = x * y;
+  Tensor out = prod.sum({-1});
+  if (out.dtype() != prod.dtype()) out = out.cast(prod.dtype());
   if (ndim() == 1) out = out.squeeze(-2);
   if (o.ndim() == 1) out = out.squeeze(-1);
   return out;

@@ -46,6 +46,15 @@ def test_matmul_noncontiguous():
   helper_test_op([(3, 8), (4, 5)], lambda x, y: x[:, ::2] @ y, lambda x, y: x[:, ::2] @ y, atol=1e-5)
 
 
+def test_small_int_matmul_keeps_the_operands_dtype():
+  a = np.array([[100, 100], [-3, 7]], dtype=np.int8)
+  b = np.array([[1, 2], [1, -1]], dtype=np.int8)
+  out = Tensor(a) @ Tensor(b)
+  want = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()  # wraps in int8, as torch does
+  assert out.dtype == dtypes.int8 and out.numpy().tolist() == want.tolist()
+  assert (Tensor(a) @ Tensor(b.astype(np.uint8))).dtype == dtypes.int16  # the promoted dtype, as tinygrad's
+
+
 def test_matmul_int():
   helper_test_op(None, lambda x, y: x @ y, vals=[[[1, 2], [3, 4]], [[5, -6], [7, 8]]], forward_only=True)
 
