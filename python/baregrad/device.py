@@ -79,6 +79,135 @@ class _Allocator:
     mv[:] = src.tensor.numpy().tobytes()
 
 
+class Buffer:
+  """A raw allocation of `size` elements of `dtype` on a device (tinygrad's Buffer), for programs that move bytes by
+  hand; tensors do not read or write these. Memory is taken at allocate() (or ensure_allocated(); `initial_value`
+  bytes allocate at once) from the device's allocator. `view(size, dtype, offset)` is a window of `offset` bytes
+  into a base buffer: it owns no memory and reads and writes the base's, while the base is allocated.
+
+  Device "PYTHON" is host memory (a bytearray, or the `opaque` memoryview given): baregrad has no Python emulator
+  device, and tinygrad's programs use such buffers to stage bytes (`dest.copy_from(Buffer("PYTHON", n, dt,
+  opaque=mv))`). Misuse is an AssertionError, as tinygrad's: freeing twice, reading a freed buffer or a view of one.
+  """
+
+  def __init__(self, device: str, size: int, dtype, opaque=None, options=None, initial_value: bytes | None = None,
+               base: Buffer | None = None, offset: int = 0, preallocate: bool = False):
+    from baregrad.dtype import to_dtype
+    if not isinstance(size, int) or size < 0: raise ValueError(f"[Buffer] size must be a non-negative int, got {size!r}")
+    self.device = device if device == "PYTHON" else Device.canonicalize(device)
+    self.size, self.dtype, self.options, self.offset = size, to_dtype(dtype), options, offset
+    if base is not None:
+      assert base._base is None, "[Buffer] a view's base must be a base buffer"
+      assert offset + self.nbytes <= base.nbytes, f"[Buffer.view] bytes {offset}..{offset + self.nbytes} exceed the base's {base.nbytes}"
+    self._base = base
+    if opaque is not None: self.allocate(opaque)
+    if initial_value is not None:
+      self.allocate()
+      self.copyin(memoryview(initial_value))
+    elif preallocate: self.allocate()
+
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  @property
+  def base(self) -> Buffer: return self if self._base is None else self._base
+
+  def view(self, size: int, dtype, offset: int) -> Buffer:
+    """A window of `size` `dtype` elements at byte `offset` into this buffer (a view of a view is one of the base)."""
+    assert offset < self.nbytes, f"[Buffer.view] offset {offset} must be less than the buffer's {self.nbytes} bytes"
+    return Buffer(self.device, size, dtype, base=self.base, offset=self.offset + offset)
+
+  def is_initialized(self) -> bool:
+    """Whether allocate() ran on this buffer (and deallocate() has not since)."""
+    return hasattr(self, "_buf")
+
+  def is_allocated(self) -> bool:
+    """Whether its memory exists: its own, or for a view, the base's."""
+    return self.is_initialized() if self._base is None else self._base.is_allocated()
+
+  def allocate(self, opaque=None) -> Buffer:
+    assert not self.is_initialized(), "[Buffer.allocate] the buffer is already allocated"
+    if self._base is not None:
+      self._base.ensure_allocated()
+      self._buf = None  # a view reads the base's memory
+    elif opaque is not None:
+      if self.device != "PYTHON": raise ValueError(f"[Buffer] opaque memory is only for host (PYTHON) buffers, not {self.device}")
+      mv = memoryview(opaque).cast("B")
+      if mv.nbytes != self.nbytes: raise ValueError(f"[Buffer] opaque memory of {mv.nbytes} bytes for a buffer of {self.nbytes}")
+      self._buf = mv
+    elif self.device == "PYTHON": self._buf = memoryview(bytearray(self.nbytes))
+    else: self._buf = Device[self.device].allocator.alloc(max(self.nbytes, 1), self.options)
+    return self
+
+  def ensure_allocated(self) -> Buffer: return self if self.is_initialized() else self.allocate()
+
+  def deallocate(self):
+    assert self.is_initialized(), "[Buffer.deallocate] the buffer must be allocated to deallocate"
+    if self._base is None and self.device != "PYTHON": Device[self.device].allocator.free(self._buf, max(self.nbytes, 1), self.options)
+    del self._buf
+
+  def _check_live(self, op: str):
+    assert self.is_initialized(), f"[Buffer.{op}] the buffer is not allocated"
+    assert self._base is None or self._base.is_initialized(), f"[Buffer.{op}] the view's base buffer was deallocated"
+
+  def _read(self) -> bytes:
+    base = self.base
+    if base.device == "PYTHON": data = bytes(base._buf)
+    else:
+      data = bytearray(base.nbytes)
+      Device[base.device].allocator._copyout(memoryview(data), base._buf) if base.nbytes else None
+    return bytes(data[self.offset:self.offset + self.nbytes]) if self._base is not None else bytes(data)
+
+  def copyout(self, mv: memoryview) -> memoryview:
+    """Copies the buffer's bytes into `mv` (of nbytes bytes) and returns it."""
+    self._check_live("copyout")
+    out = memoryview(mv).cast("B")
+    assert out.nbytes == self.nbytes, f"[Buffer.copyout] {self.nbytes} bytes into {out.nbytes}"
+    out[:] = self._read()
+    return mv
+
+  def copyin(self, mv: memoryview) -> Buffer:
+    """Writes the `nbytes` bytes of `mv` into the buffer."""
+    self._check_live("copyin")
+    src = memoryview(mv).cast("B")
+    assert src.nbytes == self.nbytes, f"[Buffer.copyin] {src.nbytes} bytes into a buffer of {self.nbytes}"
+    base = self.base
+    if base.device == "PYTHON":
+      base._buf[self.offset:self.offset + self.nbytes] = src
+      return self
+    data = src
+    if self._base is not None:  # write the base whole, with this window replaced
+      whole = bytearray(self._base._read())
+      whole[self.offset:self.offset + self.nbytes] = src
+      data = memoryview(whole)
+    if base.nbytes: Device[base.device].allocator._copyin(base._buf, data)
+    return self
+
+  def as_memoryview(self, allow_zero_copy: bool = False, force_zero_copy: bool = False) -> memoryview:
+    """The buffer's bytes (a copy; format "B")."""
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+
+  def copy_from(self, src: Buffer) -> Buffer:
+    """This buffer's bytes become `src`'s (same nbytes)."""
+    assert src.nbytes == self.nbytes, f"[Buffer.copy_from] {src.nbytes} bytes into a buffer of {self.nbytes}"
+    return self.copyin(src.as_memoryview())
+
+  def numpy(self):
+    import numpy as np
+    from baregrad.dtype import _np_storage
+    return np.frombuffer(self.as_memoryview(), dtype=_np_storage(self.dtype) or np.uint8)
+
+  def __repr__(self):
+    return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}" + \
+           (f" offset:{self.offset}>" if self._base is not None else ">")
+
+
+class BufferSpec:
+  """tinygrad's allocation options (image, uncached, cpu_access, host, nolru, external_ptr); baregrad's allocator
+  takes none of them and ignores what Buffer is given."""
+  def __init__(self, image=None, uncached=False, cpu_access=False, host=False, nolru=False, external_ptr=None):
+    self.image, self.uncached, self.cpu_access, self.host, self.nolru, self.external_ptr = image, uncached, cpu_access, host, nolru, external_ptr
+
+
 class HCQGraph:
   """Device[d].graph of the HCQ devices (CPU, NV, MOCK+NV): a TinyJit replay is one graph submission of the captured
   kernels (tensor/jit.h; kernels with Variables launch one by one). tinygrad's graph is its runner class; this one

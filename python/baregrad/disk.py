@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 import _baregrad as _C
-from baregrad.dtype import DType, _to_np_dtype, dtypes, to_dtype
+from baregrad.dtype import DType, _np_storage, dtypes, to_dtype
 from baregrad.helpers import argfix, op_name
 
 def _storage(dt: DType) -> np.dtype:
   """The numpy dtype that holds `dt`'s bytes (bfloat16 and the fp8s, which numpy lacks, as uints)."""
-  if (np_dt := _to_np_dtype(dt)) is not None: return np.dtype(np_dt)
+  if (np_dt := _np_storage(dt)) is not None: return np.dtype(np_dt)
   return np.dtype(np.uint16 if dt.itemsize == 2 else np.uint8)
 
 
@@ -221,7 +221,7 @@ class DiskTensorMixin:
     return Tensor._wrap(_C.Tensor.from_bytes(raw, list(self.shape), self._dtype.key, device))
 
   def numpy(self) -> np.ndarray:
-    if _to_np_dtype(self._dtype) is None: return self.to("CPU").numpy()  # bfloat16, fp8: as float32
+    if _np_storage(self._dtype) is None: return self.to("CPU").numpy()  # bfloat16, fp8: as float32
     return np.array(self._contiguous_arr())
 
   def __array__(self, dtype=None):

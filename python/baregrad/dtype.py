@@ -229,7 +229,13 @@ _FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
 
 
 def _to_np_dtype(dtype: DType):
-  """The numpy dtype of `dtype`; None for bfloat16 and the fp8s, which numpy lacks."""
+  """The numpy dtype `Tensor.numpy()` returns for `dtype` (tinygrad's): float32 for bfloat16 and the fp8s, which
+  numpy lacks."""
+  return np.float32 if dtype in (dtypes.bfloat16, *dtypes.fp8s) else _NP.get(dtype)
+
+
+def _np_storage(dtype: DType):
+  """The numpy dtype holding `dtype`'s values bit for bit; None for bfloat16 and the fp8s, which numpy lacks."""
   return _NP.get(dtype)
 
 
@@ -295,7 +301,9 @@ def _to_torch_dtype(dtype: DType):
   if dtype == dtypes.bfloat16: return torch.bfloat16
   if dtype in dtypes.fp8s: return torch.uint8
   np_type = _NP.get(dtype)
-  return None if np_type is None else torch.from_numpy(np.array([], dtype=np_type)).dtype
+  if np_type is None: return None
+  try: return torch.from_numpy(np.array([], dtype=np_type)).dtype
+  except TypeError: return None  # uint16/uint32 before torch 2.3
 
 
 def _from_torch_dtype(torchdtype) -> DType:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import dataclasses
 import ctypes
 import functools
@@ -9,6 +10,8 @@ import gc
 import getpass
 import gzip
 import hashlib
+import importlib
+import marshal
 import os
 import pathlib
 import re
@@ -16,9 +19,16 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
+
+# Code objects and modules pickle, as tinygrad's helpers make them: a code object as its marshal bytes (unpickled by
+# the same Python version only), a module as its name (imported again). Functions' parts pickle this way
+# (uop.ops.deconstruct_function).
+copyreg.pickle(types.CodeType, lambda code: (marshal.loads, (marshal.dumps(code),)))
+copyreg.pickle(types.ModuleType, lambda module: (importlib.import_module, (module.__name__,)))
 OSX, WIN = sys.platform == "darwin", sys.platform == "win32"
 CI = os.getenv("CI", "") != ""
 
@@ -103,6 +113,14 @@ def get_single_element(x: Sequence[T]) -> T:
   """The one item of `x`; an AssertionError naming the count otherwise (tinygrad's)."""
   assert len(x) == 1, f"[get_single_element] expected one element, got {len(x)}"
   return x[0]
+def get_child(obj, key: str):
+  """The object a dotted path names under `obj`: "layers.0.attn" is obj.layers[0].attn (dict keys and list indices
+  too), as state_dict keys name parameters; the path's first missing part raises KeyError/AttributeError/IndexError."""
+  for k in key.split("."):
+    if k.isnumeric(): obj = obj[int(k)]
+    elif isinstance(obj, dict): obj = obj[k]
+    else: obj = getattr(obj, k)
+  return obj
 def all_same(items: Sequence) -> bool:
   """True when every item equals the first (and for an empty sequence)."""
   return all(x == items[0] for x in items)

@@ -279,6 +279,15 @@ class MultiC:
       out.append(acc)
     return MultiC(out, None)
 
+  def allreduce(self, op: str) -> MultiC:
+    """Each device's shard combined (`op`: add, maximum, minimum, mul) with every other device's, kept sharded as
+    before: shard i of the result is the combination of all the shards (tinygrad's UOp.allreduce). Every shard is
+    copied to every device; tinygrad's RING/ALL2ALL schedules of the copies are not used."""
+    if op not in ("add", "maximum", "minimum", "mul"):
+      raise ValueError(f"[allreduce] op must be one of add, maximum, minimum, mul, got {op!r}")
+    out = [functools.reduce(lambda a, b: getattr(a, op)(b), [p.to(s.device) for p in self.shards]) for s in self.shards]
+    return MultiC(out, self.axis)
+
   def matmul(self, other):
     a, b = self, other
     if a.ndim == 1 or b.ndim == 1: return _fallback("matmul", a, b)

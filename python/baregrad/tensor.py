@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import pickle
 import pathlib
 import weakref
 from typing import Any, ClassVar
@@ -17,7 +18,7 @@ import numpy as np
 import _baregrad as _C
 from baregrad.device import canonicalize_device
 from baregrad.disk import DiskTensorMixin, _compute_error, disk_device, is_disk
-from baregrad.dtype import DType, InvalidType, _fits, _from_np_dtype, _int_for, _key_dtype, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
+from baregrad.dtype import DType, InvalidType, _fits, _from_np_dtype, _int_for, _key_dtype, _np_storage, _to_np_dtype, dtypes, least_upper_dtype, to_dtype
 from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.hashing import HashingMixin
@@ -146,7 +147,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if not _fits(value, dtype):  # torch: "value cannot be converted to type int32 without overflow"
       raise ValueError(f"[{op_name()}] {value} cannot be converted to {dtype} without overflow")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _EXACT_INT and dtypes.is_int(dtype):
-      raw = np.array([value], dtype=np.uint64 if value > 0 else np.int64).astype(_to_np_dtype(dtype))
+      raw = np.array([value], dtype=np.uint64 if value > 0 else np.int64).astype(_np_storage(dtype))
       return _C.Tensor.from_bytes(raw, [], dtype.key, device)
     return _C.Tensor.full([], float(value), dtype.key, device)
 
@@ -163,7 +164,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if dtype is None: dtype = _from_np_dtype(arr.dtype)
     if dtype is dtypes.bfloat16:
       return _C.Tensor.from_bytes(np.ascontiguousarray(arr, dtype=np.float32), list(arr.shape), "float32", device).cast("bfloat16")
-    arr = np.ascontiguousarray(arr, dtype=_to_np_dtype(dtype))
+    arr = np.ascontiguousarray(arr, dtype=_np_storage(dtype))
     return _C.Tensor.from_bytes(arr, list(arr.shape), dtype.key, device)
 
   @staticmethod
@@ -173,7 +174,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if min(ints) < -2**63 or max(ints) >= 2**64:
       raise ValueError(f"[{op_name()}] values {min(ints)} .. {max(ints)} cannot be converted to {dtype} without overflow: they exceed 64 bits")
     raw = np.array([x % (1 << 64) for x in ints], dtype=np.uint64).reshape(shape)
-    return Tensor._from_numpy(raw.astype(_to_np_dtype(dtype)), dtype, device)
+    return Tensor._from_numpy(raw.astype(_np_storage(dtype)), dtype, device)
 
   @staticmethod
   def _from_list(data, dtype: DType | None, device: str):
@@ -439,7 +440,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
   def __reduce__(self):
     """Pickling (and copy.deepcopy): the values, dtype, device and requires_grad."""
-    return (_unpickle_tensor, (self.numpy(), self.dtype.name, self.device, self.requires_grad))
+    return (_unpickle_tensor, (self.numpy(), self.dtype.key, self.device, self.requires_grad))
+
+  def __reduce_ex__(self, protocol):
+    """Protocol 5 pickles the values as a pickle.PickleBuffer, which a `buffer_callback` may keep out of band (no
+    copy of the bytes inside the pickle); earlier protocols as __reduce__."""
+    if protocol < 5 or type(self).__reduce__ is not Tensor.__reduce__: return self.__reduce__()
+    arr = np.ascontiguousarray(self.numpy())
+    return (_unpickle_tensor_buffer, (pickle.PickleBuffer(arr), arr.dtype.str, arr.shape, self.dtype.key, self.device,
+                                      self.requires_grad))
 
   def contiguous(self, *args, **kwargs) -> Tensor: return Tensor._wrap(self._c.contiguous())
   def contiguous_backward(self) -> Tensor: return self
@@ -704,6 +713,16 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
 
 def _unpickle_tensor(values, dtype_name: str, device: str, requires_grad):
   return Tensor(values, device=device, dtype=dtype_name, requires_grad=requires_grad)
+
+
+def _unpickle_tensor_buffer(data, np_dtype: str, shape: tuple, dtype_name: str, device: str, requires_grad):
+  with memoryview(data) as mv:
+    values = np.frombuffer(mv, dtype=np.dtype(np_dtype)).reshape(shape)
+    out = Tensor(values, device=device, dtype=dtype_name, requires_grad=requires_grad)  # a copy of the bytes
+    del values
+  # An out-of-band buffer is released now: the unpickler's memo would keep it (and its memory) alive until loads ends.
+  if isinstance(data, pickle.PickleBuffer): data.release()
+  return out
 
 
 class DiskTensor(DiskTensorMixin, Tensor):

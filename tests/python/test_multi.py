@@ -236,3 +236,20 @@ def test_ops_with_the_sharded_operand_second_and_other_paths():
     want = bn2(Tensor(b).reshape(4, 2, 6, 1)).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(bn1.running_mean.numpy(), bn2.running_mean.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,ref", [(Ops.ADD, np.add), (Ops.MAX, np.maximum), (Ops.MUL, np.multiply)])
+def test_uop_allreduce_combines_every_shard_on_each_device(op, ref):
+  from baregrad.uop.ops import UOp
+  x = arr(6, 4)
+  t = Tensor(x).shard(D3, 0)
+  out = Tensor(UOp.allreduce(t.uop, op, t.device))
+  parts = np.split(x, 3, 0)
+  combined = ref(ref(parts[0], parts[1]), parts[2])
+  assert out.device == D3 and out.uop.axis == 0
+  for u, d in zip(out.uop.src, D3):
+    assert u.device == d
+    np.testing.assert_allclose(u._c.numpy(), combined, rtol=1e-6)
+  with pytest.raises(ValueError, match="allreduce"): UOp.allreduce(t.uop, Ops.WHERE, t.device)
+  with pytest.raises(ValueError, match="allreduce"): UOp.allreduce(t.uop, Ops.ADD, D2)
+  with pytest.raises(TypeError, match="allreduce"): UOp.allreduce(Tensor(x).uop, Ops.ADD, t.device)

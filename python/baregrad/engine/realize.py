@@ -1,5 +1,5 @@
 """Schedules: the kernels that realize some tensors, made without running them (tinygrad's `schedule_linear`,
-`linear_with_vars`, `run_linear`, `compile_linear`).
+`linear_with_vars`, `run_linear`, `compile_linear`, `lower_and_compile`).
 
   linear, var_vals = Tensor.linear_with_vars(a, b)   # or a.schedule_linear(b) when no Variables are bound
   len(linear.src)                                    # how many kernels realizing a and b takes
@@ -81,6 +81,21 @@ def compile_linear(linear: Linear) -> Linear:
   if not isinstance(linear, Linear): raise TypeError(f"[compile_linear] expected a schedule (Linear), got {type(linear).__name__}")
   linear._sched.compile()
   return linear
+
+
+def lower_and_compile(linear: Linear) -> Linear:
+  """tinygrad's lowering of a schedule's kernels to programs: here the same as compile_linear."""
+  if not isinstance(linear, Linear): raise TypeError(f"[lower_and_compile] expected a schedule (Linear), got {type(linear).__name__}")
+  return compile_linear(linear)
+
+
+class _BeamRule:
+  """tinygrad's pm_beam, the rule that sets BEAM on a schedule's kernels. baregrad searches when BEAM is set in the
+  environment or a Context as the kernels compile; this object only stands for the rule (graph_rewrite with it raises)."""
+  def __repr__(self): return "pm_beam"
+
+
+pm_beam = _BeamRule()
 
 
 def schedule(*tensors) -> Linear:

@@ -1,0 +1,161 @@
+# The tinygrad internals that programs and tinygrad's own test files import: device.Buffer (raw allocations and
+# views of them), uop.ops's AxisType / PatternMatcher / UPat / graph_rewrite / deconstruct_function, helpers'
+# get_child, code-object pickling, and out-of-band (protocol 5) Tensor pickling. Oracles: the bytes written, numpy,
+# pickle's own behaviour and Python's function objects.
+import pickle
+import tracemalloc
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from baregrad import Device, Tensor, dtypes
+from baregrad.device import Buffer
+from baregrad.dtype import _to_np_dtype, _to_torch_dtype
+from baregrad.helpers import get_child
+from baregrad.uop.ops import AxisType, PatternMatcher, UPat, deconstruct_function, graph_rewrite
+from baregrad.engine.realize import compile_linear, lower_and_compile
+
+
+def host(data: bytes) -> Buffer:
+  return Buffer("PYTHON", len(data), dtypes.uint8, opaque=memoryview(bytearray(data)))
+
+
+# ---- Buffer -------------------------------------------------------------------------------------
+
+def test_buffer_round_trips_bytes_on_the_device():
+  buf = Buffer(Device.DEFAULT, 10, dtypes.uint8, initial_value=bytes(range(10)))
+  assert buf.is_allocated() and buf.nbytes == 10
+  assert buf.as_memoryview().tolist() == list(range(10))
+  buf.copy_from(host(bytes(range(20, 30))))
+  assert bytes(buf.as_memoryview()) == bytes(range(20, 30))
+
+
+def test_buffer_view_reads_and_writes_its_window_of_the_base():
+  buf = Buffer(Device.DEFAULT, 10, dtypes.uint8, initial_value=bytes(range(10)))
+  view = buf.view(2, dtypes.uint16, offset=3).ensure_allocated()
+  assert view.as_memoryview().cast("H").tolist() == [3 | 4 << 8, 5 | 6 << 8]  # little-endian pairs of bytes 3..6
+  inner = view.view(2, dtypes.uint8, offset=1).ensure_allocated()  # a view of a view: bytes 4..5 of the base
+  assert inner.base is buf and inner.offset == 4
+  inner.copy_from(host(b"\xaa\xbb"))
+  want = bytearray(range(10))
+  want[4:6] = b"\xaa\xbb"
+  assert bytes(buf.as_memoryview()) == bytes(want)
+
+
+def test_buffer_view_allocation_state_follows_the_base():
+  buf = Buffer(Device.DEFAULT, 10, dtypes.uint8)
+  sub = buf.view(3, dtypes.uint8, offset=4)
+  assert not buf.is_allocated() and not sub.is_allocated()
+  buf.allocate()
+  assert sub.is_allocated() and not sub.is_initialized()
+  sub.allocate()
+  buf.deallocate()
+  assert not sub.is_allocated()
+  with pytest.raises(AssertionError, match="base buffer was deallocated"): sub.as_memoryview()
+  sub.deallocate()
+  with pytest.raises(AssertionError, match="must be allocated"): sub.deallocate()
+  sub.ensure_allocated()  # allocates the base again
+  assert buf.is_allocated() and sub.is_initialized()
+
+
+def test_buffer_misuse_raises_naming_the_call():
+  buf = Buffer(Device.DEFAULT, 4, dtypes.uint8, initial_value=b"abcd")
+  with pytest.raises(AssertionError, match="offset 4"): buf.view(1, dtypes.uint8, offset=4)
+  with pytest.raises(AssertionError, match="exceed"): buf.view(2, dtypes.uint16, offset=1)
+  with pytest.raises(AssertionError, match="copy_from"): buf.copy_from(host(b"abc"))
+  with pytest.raises(AssertionError, match="already allocated"): buf.allocate()
+  with pytest.raises(ValueError, match="size"): Buffer(Device.DEFAULT, -1, dtypes.uint8)
+  with pytest.raises(ValueError, match="host"): Buffer(Device.DEFAULT, 4, dtypes.uint8, opaque=bytearray(4))
+  buf.deallocate()
+  with pytest.raises(AssertionError, match="not allocated"): buf.as_memoryview()
+
+
+# ---- uop.ops names ------------------------------------------------------------------------------
+
+def test_axis_type_has_tinygrads_members():
+  assert {a.name for a in AxisType} == {"DEVICE", "GLOBAL", "WARP", "LOCAL", "WEAK", "GROUP_REDUCE", "REDUCE", "UPCAST",
+                                        "UNROLL", "THREAD", "PLACEHOLDER", "LOOP"}
+
+
+def test_graph_rewriting_raises_not_implemented():
+  with pytest.raises(NotImplementedError, match="PatternMatcher"): PatternMatcher([])
+  with pytest.raises(NotImplementedError, match="UPat"): UPat.cvar("x")
+  with pytest.raises(NotImplementedError, match="graph_rewrite"): graph_rewrite(None, None)
+
+
+def test_lower_and_compile_compiles_a_schedule():
+  t = Tensor([1.0, 2.0]) + 1
+  linear = t.schedule_linear()
+  assert lower_and_compile(linear) is linear and compile_linear(linear) is linear
+  with pytest.raises(TypeError, match="lower_and_compile"): lower_and_compile([])
+
+
+_SCALE = 3
+
+
+def _uses_a_global(x): return [[x * _SCALE for _ in range(2)] for _ in range(2)]  # the global is two code objects deep
+
+
+def test_deconstruct_function_rebuilds_the_function():
+  parts = deconstruct_function(_uses_a_global)
+  assert set(parts[1]) == {"_SCALE"}
+  rebuilt = types.FunctionType(*pickle.loads(pickle.dumps(parts)))  # code objects pickle too
+  assert rebuilt(2) == _uses_a_global(2) == [[6, 6], [6, 6]]
+  k = 1
+  with pytest.raises(AssertionError, match="closure"): deconstruct_function(lambda: k)
+
+
+def test_get_child_follows_a_dotted_path():
+  class M:
+    def __init__(self): self.layers = [{"w": 1}, {"w": Tensor([2.0])}]
+  assert get_child(M(), "layers.1.w").tolist() == [2.0]
+  with pytest.raises(AttributeError): get_child(M(), "blocks.0")
+
+
+# ---- dtypes of numpy and torch ------------------------------------------------------------------
+
+def test_numpy_dtype_is_what_numpy_returns():
+  for dt in (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2):
+    assert _to_np_dtype(dt) is np.float32 and Tensor([1.5], dtype=dt).numpy().dtype == np.float32
+  assert _to_np_dtype(dtypes.int16) is np.int16
+  has_uint16 = hasattr(torch, "uint16")  # torch >= 2.3
+  assert _to_torch_dtype(dtypes.uint16) == (torch.uint16 if has_uint16 else None)
+
+
+# ---- pickling -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.bfloat16, dtypes.int64])
+def test_protocol_5_pickles_values_out_of_band(dtype):
+  t = Tensor([[1.5, -2.0, 3.0]], dtype=dtype)
+  buffers = []
+  blob = pickle.dumps(t, protocol=5, buffer_callback=buffers.append)
+  assert len(buffers) == 1 and len(blob) < t.nbytes() + 200 and buffers[0].raw().nbytes == t.numel() * (8 if dtype == dtypes.int64 else 4)
+  back = pickle.loads(blob, buffers=buffers)
+  assert back.dtype == dtype and back.shape == (1, 3) and back.tolist() == t.tolist()
+  for proto in (2, 4, 5):  # in band
+    back = pickle.loads(pickle.dumps(t, protocol=proto))
+    assert back.dtype == dtype and back.tolist() == t.tolist()
+
+
+def test_unpickling_out_of_band_releases_each_buffer():
+  n, m = 4, 250_000
+  ts = [Tensor.rand(m).realize() for _ in range(n)]
+  blob = pickle.dumps(ts, protocol=5, buffer_callback=lambda pb: pb.release())
+  tracemalloc.start()
+  try:
+    back = pickle.loads(blob, buffers=(pickle.PickleBuffer(bytearray(m * 4)) for _ in range(n)))
+    peak = tracemalloc.get_traced_memory()[1]
+  finally:
+    tracemalloc.stop()
+  assert peak < n * m * 4 / 2, f"unpickling kept {peak} bytes of buffers alive"
+  assert [b.shape for b in back] == [(m,)] * n and back[0].sum().item() == 0
+
+
+def test_disk_tensors_refuse_pickling_under_every_protocol(tmp_path):
+  p = tmp_path / "x.bin"
+  p.write_bytes(bytes(8))
+  t = Tensor(p)
+  for proto in (2, 4, 5):
+    with pytest.raises(TypeError, match="file mapping"): pickle.dumps(t, protocol=proto)
