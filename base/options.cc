@@ -41,6 +41,10 @@ constexpr Field kFields[] = {
       "compiled programs each device keeps loaded; the least recently used beyond it are "
       "unloaded (and reloaded from the kernel cache if needed again); 0 counts as 1"},
      &Options::program_cache_size},
+    {{"SCHEDULE_CACHE_SIZE", "int", "4096",
+      "schedules kept by the shape of their lazy graph, so that the same computation on new "
+      "buffers is not scheduled again; beyond it the cache starts over; 0 turns it off"},
+     &Options::schedule_cache_size},
     {{"KERNEL_CACHE_MB", "int", "256",
       "MiB of compiled kernel objects kept in memory in front of the on-disk cache (LRU)"},
      &Options::kernel_cache_mb},

@@ -27,8 +27,9 @@ struct Options {
   int beam_budget_s = 30;  // BEAM_BUDGET_S: seconds of search per kernel.
 
   // In-memory caches, least recently used out first.
-  int program_cache_size = 1024;  // PROGRAM_CACHE_SIZE: loaded programs kept per device.
-  int kernel_cache_mb = 256;      // KERNEL_CACHE_MB: compiled objects kept in memory (MiB).
+  int program_cache_size = 1024;   // PROGRAM_CACHE_SIZE: loaded programs kept per device.
+  int kernel_cache_mb = 256;       // KERNEL_CACHE_MB: compiled objects kept in memory (MiB).
+  int schedule_cache_size = 4096;  // SCHEDULE_CACHE_SIZE: schedules of graph shapes kept; 0: off.
 
   // HANG_TIMEOUT_MS: how long a wait on a device may see no progress before the device is
   // reported hung (hcq::default_timeout()).

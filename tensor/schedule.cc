@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "compiler/ast.h"
 #include "compiler/view_ops.h"
+#include "tensor/schedule_cache.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -507,7 +508,13 @@ int64_t output_elements(const LazyBase& b) {
 }
 
 std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets) {
-  return Scheduler().run(targets);
+  std::optional<detail::GraphKey> key = detail::graph_key(targets);
+  if (!key) return Scheduler().run(targets);
+  if (std::optional<std::vector<ScheduleItem>> hit = detail::cached_schedule(*key))
+    return std::move(*hit);
+  std::vector<ScheduleItem> items = Scheduler().run(targets);
+  detail::cache_schedule(*key, items);
+  return items;
 }
 
 }  // namespace baregrad::tensor

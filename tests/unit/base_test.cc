@@ -234,11 +234,12 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
     names.emplace_back(info.name);
     EXPECT_FALSE(info.help.empty()) << info.name;
   }
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre(
-                         "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE",
-                         "PROGRAM_CACHE_SIZE", "KERNEL_CACHE_MB", "HANG_TIMEOUT_MS", "THREADS",
-                         "CPU_CC", "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH",
-                         "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS", "BEAM", "BEAM_BUDGET_S"));
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre(
+                  "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "PROGRAM_CACHE_SIZE",
+                  "KERNEL_CACHE_MB", "SCHEDULE_CACHE_SIZE", "HANG_TIMEOUT_MS", "THREADS", "CPU_CC",
+                  "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH", "BAREGRAD_LIBCUDA",
+                  "BAREGRAD_LIBCUBLAS", "BEAM", "BEAM_BUDGET_S"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
   EXPECT_EQ(options().profile_path, "profile.json");

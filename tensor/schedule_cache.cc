@@ -1,0 +1,216 @@
+#include "tensor/schedule_cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/options.h"
+
+namespace baregrad::tensor::detail {
+namespace {
+
+// What the scheduler reads of a base, in the key's words. Tags keep the fields of different
+// kinds of entry from lining up by accident.
+enum Tag : uint64_t { kTarget = 1, kRealized, kPending, kSrc, kView, kMask, kNoMask };
+
+uint64_t dtype_code(const DType& d) {
+  return (uint64_t{static_cast<uint8_t>(d.scalar)} << 32) | (uint64_t{d.count} << 16) |
+         (uint64_t{d.ptr} << 8) | uint64_t{static_cast<uint8_t>(d.addr)};
+}
+
+class KeyBuilder {
+ public:
+  explicit KeyBuilder(GraphKey& key) : key_(key) {}
+
+  // False when the graph holds something the cache does not serve.
+  bool build(const std::vector<Lazy>& targets) {
+    put(kTarget, targets.size());
+    for (const Lazy& t : targets)
+      if (!put_lazy(t)) return false;
+    for (size_t i = 0; i < key_.nodes.size(); i++)  // grows while the walk numbers new bases
+      if (!put_base(*key_.nodes[i])) return false;
+    return true;
+  }
+
+ private:
+  void put(uint64_t w) { key_.words.push_back(w); }
+  void put(Tag tag, uint64_t w) {
+    put(tag);
+    put(w);
+  }
+  void put_ints(const std::vector<int64_t>& v) {
+    put(v.size());
+    for (int64_t x : v) put(static_cast<uint64_t>(x));
+  }
+
+  uint32_t number(const std::shared_ptr<LazyBase>& b) {
+    if (index_.empty() && key_.nodes.size() < kLinear) {  // small graphs: no hashing
+      for (size_t i = 0; i < key_.nodes.size(); i++)
+        if (key_.nodes[i].get() == b.get()) return static_cast<uint32_t>(i);
+    } else {
+      if (index_.empty())
+        for (size_t i = 0; i < key_.nodes.size(); i++) index_[key_.nodes[i].get()] = i;
+      if (auto it = index_.find(b.get()); it != index_.end()) return it->second;
+      index_[b.get()] = static_cast<uint32_t>(key_.nodes.size());
+    }
+    key_.nodes.push_back(b);
+    return static_cast<uint32_t>(key_.nodes.size() - 1);
+  }
+
+  bool put_view(const ShapeTracker& st) {
+    put(kView, st.views.size());
+    for (const compiler::View& v : st.views) {
+      if (v.sym) return false;
+      put_ints(v.shape);
+      put_ints(v.strides);
+      put(static_cast<uint64_t>(v.offset));
+      if (!v.mask) {
+        put(kNoMask);
+        continue;
+      }
+      put(kMask, v.mask->size());
+      for (auto [lo, hi] : *v.mask) {
+        put(static_cast<uint64_t>(lo));
+        put(static_cast<uint64_t>(hi));
+      }
+    }
+    return true;
+  }
+
+  bool put_lazy(const Lazy& l) {
+    if (l.sym) return false;
+    put(kSrc, number(l.base));
+    return put_view(l.st);
+  }
+
+  bool put_base(const LazyBase& b) {
+    if (b.sym || b.sym_value || b.write_into || b.write_view || b.write_view_sym || b.overwritten ||
+        b.dropped || b.kind == LazyKind::kCopy)
+      return false;
+    put(b.realized ? kRealized : kPending, dtype_code(b.dtype));
+    put(reinterpret_cast<uintptr_t>(b.device.get()));
+    put_ints(b.shape);
+    put(static_cast<uint64_t>(b.kind));
+    put(std::bit_cast<uint64_t>(b.value));
+    if (b.realized) return true;  // the scheduler loads it (its sources are gone)
+    put(static_cast<uint64_t>(b.op));
+    put(b.force_kernel);
+    put(b.axes.size());
+    for (int a : b.axes) put(static_cast<uint64_t>(a));
+    put(b.srcs.size());
+    for (const Lazy& s : b.srcs)
+      if (!put_lazy(s)) return false;
+    return true;
+  }
+
+  static constexpr size_t kLinear = 24;
+  GraphKey& key_;
+  std::unordered_map<const LazyBase*, uint32_t> index_;
+};
+
+uint64_t hash_words(const std::vector<uint64_t>& words) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ words.size();
+  for (uint64_t w : words) {  // splitmix64's finalizer over a running sum
+    h += w + 0x9e3779b97f4a7c15ULL;
+    uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h = z ^ (z >> 31);
+  }
+  return h;
+}
+
+struct CachedItem {
+  compiler::UOpPtr ast;
+  std::vector<uint32_t> bufs;  // node numbers
+};
+struct Entry {
+  std::vector<uint64_t> words;
+  std::vector<CachedItem> items;
+};
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<uint64_t, Entry> entries;
+  ScheduleCacheStats stats;
+};
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: schedules may run during static teardown
+  return *c;
+}
+}  // namespace
+
+std::optional<GraphKey> graph_key(const std::vector<Lazy>& targets) {
+  if (options().schedule_cache_size <= 0) return std::nullopt;
+  // Nothing to compute (realize() of realized tensors): the scheduler returns at once.
+  if (std::all_of(targets.begin(), targets.end(), [](const Lazy& t) { return t.base->realized; }))
+    return std::nullopt;
+  GraphKey key;
+  key.words.reserve(64);
+  if (!KeyBuilder(key).build(targets)) {
+    std::lock_guard lock(cache().mu);
+    cache().stats.uncacheable++;
+    return std::nullopt;
+  }
+  key.hash = hash_words(key.words);
+  return key;
+}
+
+std::optional<std::vector<ScheduleItem>> cached_schedule(const GraphKey& key) {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  auto it = c.entries.find(key.hash);
+  if (it == c.entries.end() || it->second.words != key.words) {
+    c.stats.misses++;
+    return std::nullopt;
+  }
+  c.stats.hits++;
+  std::vector<ScheduleItem> out;
+  out.reserve(it->second.items.size());
+  for (const CachedItem& ci : it->second.items) {
+    ScheduleItem item{ci.ast, {}, {}, false};
+    item.bufs.reserve(ci.bufs.size());
+    for (uint32_t n : ci.bufs) item.bufs.push_back(key.nodes[n]);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+void cache_schedule(const GraphKey& key, const std::vector<ScheduleItem>& items) {
+  std::unordered_map<const LazyBase*, uint32_t> number;
+  for (size_t i = 0; i < key.nodes.size(); i++)
+    number[key.nodes[i].get()] = static_cast<uint32_t>(i);
+  Entry e{key.words, {}};
+  for (const ScheduleItem& item : items) {
+    if (!item.ast || !item.vars.empty() || item.specialized) return;
+    CachedItem ci{item.ast, {}};
+    for (const auto& b : item.bufs) {
+      auto it = number.find(b.get());
+      if (it == number.end()) return;  // a base outside the walk: keep nothing
+      ci.bufs.push_back(it->second);
+    }
+    e.items.push_back(std::move(ci));
+  }
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  if (c.entries.size() >= static_cast<size_t>(options().schedule_cache_size)) c.entries.clear();
+  c.entries[key.hash] = std::move(e);
+}
+
+ScheduleCacheStats schedule_cache_stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  ScheduleCacheStats s = c.stats;
+  s.entries = c.entries.size();
+  return s;
+}
+
+void clear_schedule_cache() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  c.entries.clear();
+  c.stats = {};
+}
+
+}  // namespace baregrad::tensor::detail

@@ -1,0 +1,50 @@
+// Schedules by the shape of their lazy graph. create_schedule() of a graph built the same way as
+// an earlier one (the same ops, dtypes, shapes, views, constant values, devices and sharing of
+// nodes; other buffers) takes that schedule's kernel ASTs with this graph's bases instead of
+// scheduling again: a training or decode loop without TinyJit, and every tiny op from Python,
+// rebuild the same graphs on new buffers each step. SCHEDULE_CACHE_SIZE bounds the entries (the
+// cache starts over when full); 0 turns it off.
+//
+// Graphs the cache does not serve are scheduled as before: symbolic shapes and constants, writes
+// into existing buffers (assign, setitem), overwritten or dropped bases, and copies between
+// devices. Those are where the schedule depends on more than the graph's shape (buffer identity,
+// the current values of Variables).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tensor/lazy.h"
+#include "tensor/schedule.h"
+
+namespace baregrad::tensor::detail {
+
+struct GraphKey {
+  std::vector<uint64_t> words;  // the graph's structure, bases numbered in the order first met
+  uint64_t hash = 0;
+  std::vector<std::shared_ptr<LazyBase>> nodes;  // the bases, by number
+};
+
+// The key of the graph under `targets`; nullopt when the graph holds something the cache does
+// not serve (see above), when every target is realized already, or when the cache is off.
+std::optional<GraphKey> graph_key(const std::vector<Lazy>& targets);
+
+// The schedule cached for `key`, its items reading key.nodes; nullopt on a miss.
+std::optional<std::vector<ScheduleItem>> cached_schedule(const GraphKey& key);
+
+// Keeps `items` (the schedule of key's graph, which create_schedule just made) for graphs of the
+// same key. Items with Variables are not kept.
+void cache_schedule(const GraphKey& key, const std::vector<ScheduleItem>& items);
+
+struct ScheduleCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;       // served graphs scheduled anew (and then kept)
+  uint64_t uncacheable = 0;  // graphs the cache does not serve
+  size_t entries = 0;
+};
+ScheduleCacheStats schedule_cache_stats();
+void clear_schedule_cache();
+
+}  // namespace baregrad::tensor::detail
