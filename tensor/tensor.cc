@@ -393,6 +393,23 @@ Tensor Tensor::operator/(const Tensor& o) const {
 }
 Tensor Tensor::operator+(double v) const { return *this + scalar_like(v); }
 Tensor Tensor::operator-(double v) const { return *this - scalar_like(v); }
+Tensor Tensor::scalar_op(std::string_view op, double v, bool reverse) const {
+  Tensor c = scalar_like(v);
+  const Tensor& a = reverse ? c : *this;
+  const Tensor& b = reverse ? *this : c;
+  if (op == "add") return a + b;
+  if (op == "sub") return a - b;
+  if (op == "mul") return a * b;
+  if (op == "maximum") return a.maximum(b);
+  if (op == "minimum") return a.minimum(b);
+  if (op == "lt") return a.lt(b);
+  if (op == "le") return a.le(b);
+  if (op == "gt") return a.gt(b);
+  if (op == "ge") return a.ge(b);
+  if (op == "eq") return a.eq(b);
+  if (op == "ne") return a.ne(b);
+  fail("scalar_op", "unknown op '" + std::string(op) + "'", ErrorKind::kValue);
+}
 Tensor Tensor::operator*(double v) const { return *this * scalar_like(v); }
 Tensor Tensor::operator/(double v) const { return *this / scalar_like(v); }
 Tensor Tensor::operator-() const {

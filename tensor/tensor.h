@@ -168,6 +168,10 @@ class Tensor {
   Tensor operator-(double v) const;
   Tensor operator*(double v) const;
   Tensor operator/(double v) const;
+  // `op` of this tensor and the number `v` (`v op this` when `reverse`), `v` as scalar_like makes
+  // it: a constant that never takes a gradient. One call for what Python's `t + 1` does; op is
+  // add, sub, mul, maximum, minimum, lt, le, gt, ge, eq or ne (Error naming it otherwise).
+  Tensor scalar_op(std::string_view op, double v, bool reverse = false) const;
   Tensor operator-() const;
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;

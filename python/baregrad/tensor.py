@@ -33,6 +33,7 @@ from baregrad.variable import make_sym
 ConstType = (bool, int, float)
 _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
 _FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
+_SCALAR_OPS = frozenset("add sub mul maximum minimum lt le gt ge eq ne".split())  # _C.Tensor.scalar_op's
 
 
 def _first_device(device) -> str:
@@ -123,10 +124,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
     # The common case, a float tensor and a Python number, without the general promotion: the
     # number takes the tensor's dtype (ElementwiseMixin._binary gives the same result, slower).
-    if (type(y) is float or type(y) is int) and (key := self._c.dtype) in _FLOAT_KEYS and type(self._c) is _C.Tensor:
-      c = _C.Tensor.full([], math.nan if y != y else float(y), key, self._c.device)
-      c.requires_grad_(False)
-      return Tensor._wrap(getattr(c, name)(self._c) if reverse else getattr(self._c, name)(c))
+    if (type(y) is float or type(y) is int) and name in _SCALAR_OPS and type(self._c) is _C.Tensor and self._c.dtype in _FLOAT_KEYS:
+      return Tensor._wrap(self._c.scalar_op(name, float(y), reverse))
     return super()._binary(name, y, reverse, widen)
 
   # ---- construction helpers ----------------------------------------------------------------

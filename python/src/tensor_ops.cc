@@ -44,6 +44,8 @@ Idx to_idx(const py::handle& h) {
 // Arithmetic, comparisons, casts, math and activations.
 void bind_elementwise(TensorClass& cls) {
   cls.def("add", [](const Tensor& a, const Tensor& b) { return a + b; })
+      .def("scalar_op", &Tensor::scalar_op, py::arg("op"), py::arg("value"),
+           py::arg("reverse") = false)
       .def("sub", [](const Tensor& a, const Tensor& b) { return a - b; })
       .def("mul", [](const Tensor& a, const Tensor& b) { return a * b; })
       .def("div", [](const Tensor& a, const Tensor& b) { return a / b; })

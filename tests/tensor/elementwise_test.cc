@@ -165,3 +165,64 @@ TEST(MoreGrad, Elementwise) {
 
 }  // namespace
 }  // namespace baregrad::tensor
+
+namespace baregrad::tensor {
+namespace {
+using namespace test_util;
+
+// Tensor::scalar_op, what Python's `t + 1` calls: each op and its reflected form against a
+// float64 host reference, the gradient reaching the tensor (and nothing for the number), and an
+// unknown op named in the error.
+TEST(ScalarOp, EachOpAndItsReflectionMatchTheReference) {
+  Vec a = rnd(16, 7, -3, 3);
+  a[3] = 0.5;  // equal to the number: the comparisons' boundary
+  const double v = 0.5;
+  struct Case {
+    const char* op;
+    std::function<double(double, double)> f;
+  };
+  std::vector<Case> cases = {
+      {"add", [](double x, double y) { return x + y; }},
+      {"sub", [](double x, double y) { return x - y; }},
+      {"mul", [](double x, double y) { return x * y; }},
+      {"maximum", [](double x, double y) { return std::max(x, y); }},
+      {"minimum", [](double x, double y) { return std::min(x, y); }},
+      {"lt", [](double x, double y) { return double(x < y); }},
+      {"le", [](double x, double y) { return double(x <= y); }},
+      {"gt", [](double x, double y) { return double(x > y); }},
+      {"ge", [](double x, double y) { return double(x >= y); }},
+      {"eq", [](double x, double y) { return double(x == y); }},
+      {"ne", [](double x, double y) { return double(x != y); }},
+  };
+  Tensor t = Tensor::from_data(a, {4, 4});
+  for (const Case& c : cases)
+    for (bool reverse : {false, true}) {
+      Vec want(a.size());
+      for (size_t i = 0; i < a.size(); i++) want[i] = reverse ? c.f(v, a[i]) : c.f(a[i], v);
+      SCOPED_TRACE(std::string(c.op) + (reverse ? " reversed" : ""));
+      Tensor out = t.scalar_op(c.op, v, reverse);
+      EXPECT_EQ(out.shape(), (Shape{4, 4}));
+      expect_near(out.to_vector(), want);
+    }
+}
+
+TEST(ScalarOp, GradientReachesTheTensorOnly) {
+  Tensor x = Tensor::from_data({1, 2, 3}, {3});
+  x.requires_grad_();
+  x.scalar_op("sub", 10, /*reverse=*/true).scalar_op("mul", 3).sum().backward();  // 3 * (10 - x)
+  expect_near(x.grad()->to_vector(), {-3, -3, -3});
+}
+
+TEST(ScalarOp, AnUnknownOpIsAValueErrorNamingIt) {
+  Tensor x = Tensor::from_data({1, 2}, {2});
+  try {
+    x.scalar_op("pow", 2);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_NE(e.message().find("unknown op 'pow'"), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace baregrad::tensor
