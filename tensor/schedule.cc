@@ -508,6 +508,10 @@ int64_t output_elements(const LazyBase& b) {
 }
 
 std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets) {
+  // realize() of realized tensors: nothing to compute (an overwritten one still throws below).
+  if (std::all_of(targets.begin(), targets.end(),
+                  [](const Lazy& t) { return t.base->realized && !t.base->overwritten; }))
+    return {};
   std::optional<detail::GraphKey> key = detail::graph_key(targets);
   if (!key) return Scheduler().run(targets);
   if (std::optional<std::vector<ScheduleItem>> hit = detail::cached_schedule(*key))

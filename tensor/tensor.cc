@@ -267,6 +267,7 @@ std::pair<Tensor, Tensor> broadcast(const char* op, const Tensor& a, const Tenso
     out[i] = da == 1 ? db : da;
   }
   auto to = [&](const Tensor& t) {
+    if (t.shape() == out) return t;
     Shape padded(n - t.shape().size(), 1);
     padded.insert(padded.end(), t.shape().begin(), t.shape().end());
     return t.reshape(padded).expand(out);
@@ -391,10 +392,15 @@ Tensor Tensor::operator/(const Tensor& o) const {
   DType t = compiler::least_upper_float(least_upper_dtype(dtype(), o.dtype()));
   return binary("div", Op::FDIV, cast(t), o.cast(t), {});
 }
-Tensor Tensor::operator+(double v) const { return *this + scalar_like(v); }
-Tensor Tensor::operator-(double v) const { return *this - scalar_like(v); }
+Tensor Tensor::operator+(double v) const { return scalar_op("add", v); }
+Tensor Tensor::operator-(double v) const { return scalar_op("sub", v); }
 Tensor Tensor::scalar_op(std::string_view op, double v, bool reverse) const {
   Tensor c = scalar_like(v);
+  if (!impl_->lazy.sym && ndim() > 0) {  // broadcast at once: one stride-0 view, as expand makes
+    compiler::View view{shape(), Shape(shape().size(), 0), 0, std::nullopt, nullptr};
+    c = Tensor(lazy_view(c.lazy(), ShapeTracker{{std::move(view)}}));
+    c.impl_->mode = GradMode::kOff;
+  }
   const Tensor& a = reverse ? c : *this;
   const Tensor& b = reverse ? *this : c;
   if (op == "add") return a + b;
@@ -410,7 +416,7 @@ Tensor Tensor::scalar_op(std::string_view op, double v, bool reverse) const {
   if (op == "ne") return a.ne(b);
   fail("scalar_op", "unknown op '" + std::string(op) + "'", ErrorKind::kValue);
 }
-Tensor Tensor::operator*(double v) const { return *this * scalar_like(v); }
+Tensor Tensor::operator*(double v) const { return scalar_op("mul", v); }
 Tensor Tensor::operator/(double v) const { return *this / scalar_like(v); }
 Tensor Tensor::operator-() const {
   if (dtypes::is_bool(dtype())) fail("neg", "negation of a bool tensor", ErrorKind::kType);

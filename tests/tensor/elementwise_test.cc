@@ -206,6 +206,21 @@ TEST(ScalarOp, EachOpAndItsReflectionMatchTheReference) {
     }
 }
 
+TEST(ScalarOp, ZeroDimAndSizeOneDimsBroadcastTheNumber) {
+  Tensor s = Tensor::from_data({2}, {});
+  EXPECT_EQ(s.scalar_op("sub", 5, true).shape(), Shape{});
+  expect_near(s.scalar_op("sub", 5, true).to_vector(), {3});
+  Vec a = rnd(6, 3);
+  Tensor t = Tensor::from_data(a, {3, 1, 2});
+  Tensor out = t.scalar_op("maximum", 0.25) * 2.0;  // read through the stride-0 view, then fused on
+  EXPECT_EQ(out.shape(), (Shape{3, 1, 2}));
+  Vec want(a.size());
+  for (size_t i = 0; i < a.size(); i++) want[i] = 2 * std::max(a[i], 0.25);
+  expect_near(out.to_vector(), want);
+  expect_near(t.transpose(0, 2).scalar_op("add", 1).to_vector(),
+              {a[0] + 1, a[2] + 1, a[4] + 1, a[1] + 1, a[3] + 1, a[5] + 1});
+}
+
 TEST(ScalarOp, GradientReachesTheTensorOnly) {
   Tensor x = Tensor::from_data({1, 2, 3}, {3});
   x.requires_grad_();
