@@ -2,6 +2,7 @@
 # ints, slices with any step, None, Ellipsis, integer tensor indices and their combinations. The
 # gradient of x[idx].sum() is checked against np.add.at(zeros, idx, 1).
 import numpy as np
+import torch
 import pytest
 
 from baregrad import Tensor, dtypes
@@ -163,14 +164,16 @@ def test_setitem_tensor_indices_beside_whole_dims(shape, idx):
   np.testing.assert_equal(t.numpy(), ref.numpy())
 
 
-def test_a_list_with_slices_is_a_tuple_of_indices():
-  # tinygrad's reading (numpy refuses it); was an IndexError "not a rectangular array of ints"
+def test_a_list_that_is_not_all_ints_is_a_tuple_of_indices():
+  # tinygrad's and torch's reading, checked against torch (numpy >= 1.23 refuses the slices and
+  # reads nested lists as one array); was an IndexError "not a rectangular array of ints"
   a = np.arange(20.0, dtype=np.float32).reshape(4, 5)
-  t = Tensor(a)
-  np.testing.assert_equal(t[[slice(None), [1, 3]]].numpy(), a[:, [1, 3]])
-  np.testing.assert_equal(t[[[0, 2], slice(None)]].numpy(), a[[0, 2], :])
+  t, ta = Tensor(a), torch.from_numpy(a)
+  for idx in ([slice(None), [1, 3]], [[0, 2], slice(None)], [[0, 1], [1, 0]], [[0], [1, 2, 4]], [[3, 0]]):
+    np.testing.assert_equal(t[idx].numpy(), ta[idx].numpy(), err_msg=str(idx))
+  np.testing.assert_equal(t[[Tensor([3, 0]), Tensor([1, 1])]].numpy(), ta[[torch.tensor([3, 0]), torch.tensor([1, 1])]].numpy())
   np.testing.assert_equal(t[[Tensor([3, 0]), None]].numpy(), a[[3, 0], None])
-  np.testing.assert_equal(t[[[0, 1], [1, 0]]].numpy(), a[np.array([[0, 1], [1, 0]])])  # all ints: one array
+  np.testing.assert_equal(t[[2, 0]].numpy(), a[[2, 0]])  # all ints: one array
 
 
 def test_tensor_index_reads_one_row_per_index():
@@ -285,3 +288,19 @@ def test_setitem_into_lazy_values_seen_by_their_views():
   tz[1] = 100.0
   np.testing.assert_allclose(tail.numpy(), ttail.numpy())
   np.testing.assert_allclose(z.numpy(), tz.numpy())
+
+
+def test_ellipsis_alone_is_the_tensor_itself():
+  t = Tensor([[1, 2], [3, 4]])
+  assert t[...] is t  # tinygrad's identity (torch returns a view)
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "scatter_reduce"])
+def test_a_non_integer_index_is_a_runtime_and_type_error(op):
+  # torch and tinygrad raise RuntimeError; baregrad's dtype errors are TypeError too
+  t, idx = Tensor([[1.0, 2.0], [3.0, 4.0]]), Tensor([[0, 1], [1, 0]]).cast(dtypes.bool)
+  call = {"gather": lambda: t.gather(0, idx), "scatter": lambda: t.scatter(0, idx, t),
+          "scatter_reduce": lambda: t.scatter_reduce(0, idx, t, "sum")}[op]
+  for kind in (RuntimeError, TypeError):
+    with pytest.raises(kind, match=f"\\[{op}\\] index must be an integer tensor"): call()
+  with pytest.raises(RuntimeError): getattr(torch.ones(2, 2), op)(0, torch.zeros(2, 2, dtype=torch.bool), *(() if op == "gather" else (torch.ones(2, 2),) + (("sum",) if op == "scatter_reduce" else ())))

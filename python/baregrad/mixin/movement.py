@@ -297,6 +297,7 @@ class MovementMixin:
   def gather(self, dim: int, index):
     """out[i][j] = self[index[i][j]][j] along `dim` (torch.gather); index fits self beside dim."""
     self._tensor_arg(index, "index")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"[gather] index must be an integer tensor, got {index.dtype}")
     self._check_index_shape(self._resolve_dim(dim), index)
     return self._wrap(self._c.gather(self._resolve_dim(dim), index.to(self.device)._c))
 
@@ -305,6 +306,7 @@ class MovementMixin:
     combines a scalar src with self instead (as scatter_reduce 'sum' and 'prod'; a tensor src takes scatter_reduce)."""
     if reduce not in (None, "add", "multiply"): raise TypeError(f"[scatter] reduce={reduce!r} must be one of None, 'add', 'multiply'")
     self._tensor_arg(index, "index")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"[scatter] index must be an integer tensor, got {index.dtype}")
     if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     elif reduce is not None: raise TypeError("[scatter] a tensor src with reduce= is not supported (tinygrad's rule): use scatter_reduce")
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
@@ -320,7 +322,7 @@ class MovementMixin:
     self._tensor_arg(index, "index")
     self._tensor_arg(src, "src")
     dim = self._resolve_dim(dim)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"[scatter_reduce] index must be an integer tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"[scatter_reduce] index must be an integer tensor, got {index.dtype}")
     if src.dtype != self.dtype: raise DTypeError(f"[scatter_reduce] src dtype {src.dtype} differs from {self.dtype}")
     if index.device != self.device or src.device != self.device:
       raise RuntimeError(f"[scatter_reduce] index on {index.device} and src on {src.device} for a tensor on {self.device}")
@@ -466,10 +468,10 @@ class MovementMixin:
     """Python indices as the items _baregrad's getitem takes (int, slice, None, ..., C++ tensor).
     Index lists and arrays are bounds-checked here (IndexError, as numpy and torch), Tensor
     indices only with `check_tensors` (it reads them back): out of range, a gather gives 0."""
-    # A list holding a slice, Ellipsis or a Tensor is a tuple of indices, as tinygrad's
-    # (x[[slice(None), [1, 3]]] is x[:, [1, 3]]; numpy refuses it). Any other list is one index
-    # array, as in numpy >= 1.23: a ragged one ([0, [1, 2]]) and [0, None] are errors.
-    if isinstance(indices, list) and any(i is Ellipsis or isinstance(i, (slice, type(self))) for i in indices):
+    # A list of ints is one index array; any other list is a tuple of indices, as tinygrad's and
+    # torch's (x[[slice(None), [1, 3]]] is x[:, [1, 3]], x[[[0, 1], [1, 0]]] is x[[0, 1], [1, 0]]);
+    # numpy >= 1.23 makes the second one array instead, and refuses the first.
+    if isinstance(indices, list) and not all(isinstance(i, (int, np.integer)) for i in indices):
       indices = tuple(indices)
     if isinstance(indices, list): indices = [np.zeros(0, np.int32) if not indices else indices]
     if not isinstance(indices, (tuple, list)): indices = [indices]
@@ -509,6 +511,7 @@ class MovementMixin:
       axis += 1
 
   def __getitem__(self, indices):
+    if indices is Ellipsis: return self  # tinygrad's t[...] is t (torch's is a view of t)
     found = _op_bindings(indices)
     if (found or variable.in_use and self._c.sym_shape is not None) and (sym := self._symbolic_slices(indices)) is not None:
       return self._bind(sym, found)
