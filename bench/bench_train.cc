@@ -358,6 +358,58 @@ std::vector<Row> scalar_sweep_rows(const Context& ctx) {
   return {r};
 }
 
+// The C++ half of the Python tiny op: `(a + 1.0).realize()` on 16 floats, synchronized each
+// time, and where it goes: building the lazy graph, scheduling it (a schedule-cache hit after the
+// first call, tensor/schedule_cache.h), and running the schedule (kernel-cache lookups,
+// allocation, launch), timed stage by stage in a second loop. PyTorch's Python op as reference.
+std::vector<Row> cpp_tiny_rows(const Context& ctx) {
+  Tensor a = Tensor::rand({16}).realize();
+  auto dev = runtime::get_device(a.device());
+  if (!dev.ok()) dev.status().throw_if_error("bench c++ tiny op");
+  auto sync = [&] { (*dev)->synchronize().throw_if_error("bench c++ tiny op"); };
+  const int n = ctx.quick ? 5000 : 20000;
+  for (int i = 0; i < 200; i++) (a + 1.0).realize();  // warm: compile, caches
+  sync();
+  using clock = std::chrono::steady_clock;
+  auto us = [](clock::time_point t0, clock::time_point t1) {
+    return std::chrono::duration<double, std::micro>(t1 - t0).count();
+  };
+  auto t0 = clock::now();
+  for (int i = 0; i < n; i++) {
+    (a + 1.0).realize();
+    sync();
+  }
+  double total = us(t0, clock::now()) / n;
+  double build = 0, sched = 0, run = 0, release = 0;
+  for (int i = 0; i < n; i++) {
+    auto s0 = clock::now();
+    std::optional<Tensor> b = a + 1.0;
+    auto s1 = clock::now();
+    std::vector<tensor::ScheduleItem> items = tensor::create_schedule({b->lazy()});
+    auto s2 = clock::now();
+    tensor::run_schedule(std::move(items));
+    sync();
+    auto s3 = clock::now();
+    b.reset();  // the result's graph node and buffer go back to the allocator
+    auto s4 = clock::now();
+    build += us(s0, s1), sched += us(s1, s2), run += us(s2, s3), release += us(s3, s4);
+  }
+  char note[192];
+  std::snprintf(note, sizeof note,
+                "per op, synchronized each time; mean of %d; build %.2f us, schedule %.2f us, "
+                "run + sync %.2f us, release %.2f us",
+                n, build / n, sched / n, run / n, release / n);
+#ifdef BARE_PYTHON_BUILD_DIR
+  std::optional<double> torch_us =
+      python_reference(BARE_SOURCE_DIR "/bench/ref/python_tiny.py", "torch single");
+#else
+  std::optional<double> torch_us;
+#endif
+  Row r = cpu_row("c++ (a + 1).realize(), 16 floats", "time", "us", total, torch_us);
+  r.note = note;
+  return {r};
+}
+
 #ifdef BARE_PYTHON_BUILD_DIR
 // Tiny-op latency through the Python API, as a user calls it (bench/ref/python_tiny.py), and
 // PyTorch's through its own, in the same run.
@@ -393,6 +445,9 @@ std::vector<Row> python_tiny_rows(const Context&) {
 }  // namespace
 
 void register_train_benches() {
+  register_bench("c++ tiny op", cpp_tiny_rows,
+                 "(a + 1.0).realize() on 16 floats through the C++ tensor API (per op, us), with "
+                 "the time of graph building, scheduling and running; PyTorch's Python op as ref");
 #ifdef BARE_PYTHON_BUILD_DIR
   register_bench("python tiny op", python_tiny_rows,
                  "(a + 1).realize() on 16 floats and 1,000 chained realized adds from Python "
