@@ -1,6 +1,5 @@
 #include "tensor/schedule_cache.h"
 
-#include <algorithm>
 #include <bit>
 #include <mutex>
 #include <unordered_map>
@@ -143,9 +142,6 @@ Cache& cache() {
 
 std::optional<GraphKey> graph_key(const std::vector<Lazy>& targets) {
   if (options().schedule_cache_size <= 0) return std::nullopt;
-  // Nothing to compute (realize() of realized tensors): the scheduler returns at once.
-  if (std::all_of(targets.begin(), targets.end(), [](const Lazy& t) { return t.base->realized; }))
-    return std::nullopt;
   GraphKey key;
   key.words.reserve(64);
   if (!KeyBuilder(key).build(targets)) {

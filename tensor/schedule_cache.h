@@ -28,7 +28,8 @@ struct GraphKey {
 };
 
 // The key of the graph under `targets`; nullopt when the graph holds something the cache does
-// not serve (see above), when every target is realized already, or when the cache is off.
+// not serve (see above) or the cache is off. create_schedule() asks only when there is something
+// to compute.
 std::optional<GraphKey> graph_key(const std::vector<Lazy>& targets);
 
 // The schedule cached for `key`, its items reading key.nodes; nullopt on a miss.

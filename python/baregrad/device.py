@@ -150,12 +150,11 @@ class Buffer:
     assert self._base is None or self._base.is_initialized(), f"[Buffer.{op}] the view's base buffer was deallocated"
 
   def _read(self) -> bytes:
+    """This buffer's bytes (a view's: its window of the base's)."""
     base = self.base
-    if base.device == "PYTHON": data = bytes(base._buf)
-    else:
-      data = bytearray(base.nbytes)
-      Device[base.device].allocator._copyout(memoryview(data), base._buf) if base.nbytes else None
-    return bytes(data[self.offset:self.offset + self.nbytes]) if self._base is not None else bytes(data)
+    data = base._buf if base.device == "PYTHON" else bytearray(base.nbytes)
+    if base.device != "PYTHON" and base.nbytes: Device[base.device].allocator._copyout(memoryview(data), base._buf)
+    return bytes(data[self.offset:self.offset + self.nbytes])
 
   def copyout(self, mv: memoryview) -> memoryview:
     """Copies the buffer's bytes into `mv` (of nbytes bytes) and returns it."""

@@ -49,6 +49,13 @@ def _broadcast_shape(*shapes) -> tuple:
   return tuple(out)
 
 
+def _combine_everywhere(parts: list, op: str, devices: list | None = None) -> list:
+  """On each device (default: each part's), every part copied there and combined by the elementwise method `op`
+  (add, maximum, ...)."""
+  return [functools.reduce(lambda a, b: getattr(a, op)(b), [p.to(d) for p in parts])
+          for d in (devices if devices is not None else [p.device for p in parts])]
+
+
 class MultiC:
   """One tensor over several devices (see the module's doc)."""
   __slots__ = ("shards", "axis", "copy_of", "__weakref__")
@@ -86,7 +93,7 @@ class MultiC:
                                             for g, s in zip(gs, self.shards)], self.axis)
     # whole on every device: each copy's gradient is a part of the tensor's, their sum
     live = [g for g in gs if g is not None]
-    return MultiC([functools.reduce(lambda a, b: a.add(b), [g.to(s.device) for g in live]) for s in self.shards], None)
+    return MultiC(_combine_everywhere(live, "add", [s.device for s in self.shards]), None)
   def set_grad(self, g):
     for i, s in enumerate(self.shards): s.set_grad(None if g is None else _part(g, self, i))
   @property
@@ -269,9 +276,7 @@ class MultiC:
       return _fallback(name, self, axes, keepdim)
     partial = [getattr(s, "sum" if name == "mean" else name)(axes, True) for s in self.shards]
     out = []
-    for s in self.shards:
-      parts = [p.to(s.device) for p in partial]
-      acc = functools.reduce(lambda a, b: getattr(a, _REDUCE[name])(b), parts)
+    for s, acc in zip(self.shards, _combine_everywhere(partial, _REDUCE[name])):
       if name == "mean":
         count = math.prod(self.shape[a] for a in axes)
         acc = acc.mul(_C.Tensor.full([], 1.0 / count, acc.dtype, s.device))
@@ -285,8 +290,7 @@ class MultiC:
     copied to every device; tinygrad's RING/ALL2ALL schedules of the copies are not used."""
     if op not in ("add", "maximum", "minimum", "mul"):
       raise ValueError(f"[allreduce] op must be one of add, maximum, minimum, mul, got {op!r}")
-    out = [functools.reduce(lambda a, b: getattr(a, op)(b), [p.to(s.device) for p in self.shards]) for s in self.shards]
-    return MultiC(out, self.axis)
+    return MultiC(_combine_everywhere(self.shards, op), self.axis)
 
   def matmul(self, other):
     a, b = self, other
