@@ -220,8 +220,9 @@ std::vector<Row> conv_rows(const Context& ctx) {
     Row r = cpu_row(name, "throughput", "GFLOP/s", gflop / (ms / 1000), torch_gflops);
     r.peak_pct = pct_of(r.value, ctx.fma_gflops);
     char note[160];
-    std::snprintf(note, sizeof note, "median %.1f ms (padding copy included); first run %.0f ms",
-                  ms, first_ms);
+    std::snprintf(note, sizeof note,
+                  "median %.1f ms (padding and weight copies included); first run %.0f ms", ms,
+                  first_ms);
     r.note = note;
     rows.push_back(r);
   }

@@ -144,7 +144,6 @@ class Lowerer {
 };
 
 int Lowerer::pick_vector_axis() const {
-  auto views = k_.views();
   std::vector<OneHotAxis> hot = k_.one_hot_axes();  // their loads need a scalar index
   int best = -1;
   for (int a = 0; a < k_.ndim(); a++) {
@@ -152,19 +151,18 @@ int Lowerer::pick_vector_axis() const {
     if (!is_expand(a)) continue;
     // Powers of two only: C's ext_vector_type(3) occupies (and loads and stores) 4 elements.
     if (n < 2 || n > 32 || (n & (n - 1)) != 0) continue;
-    bool ok = true, any_unit = false;
-    for (const auto& st : views) {
-      int64_t s = Kernel::stride(st, a);
-      ok &= s == 0 || s == 1;
-      any_unit |= s == 1;
-    }
-    if (!ok || !any_unit || !k_.unmasked(a)) continue;
+    // CPU targets move a reduction's per-output lanes one by one where they are strided.
+    if (!k_.vector_axis(a, !t_.gpu)) continue;
     if (std::any_of(hot.begin(), hot.end(),
                     [&](const OneHotAxis& h) { return !constant_along(h.index.get(), a); }))
       continue;
-    // Prefer UPCAST axes (vector accumulators need no horizontal reduce), then the last one.
-    if (best < 0 || k_.kinds()[a] == AxisKind::kUpcast || k_.kinds()[best] != AxisKind::kUpcast)
-      best = a;
+    // Prefer UPCAST axes (vector accumulators need no horizontal reduce), then the most lanes
+    // (a convolution tiled as 16 output channels by 8 positions fills 16-lane registers with
+    // the channels), then the last one.
+    auto rank = [&](int x) {
+      return std::make_pair(k_.kinds()[x] == AxisKind::kUpcast, k_.shape()[x]);
+    };
+    if (best < 0 || rank(a) >= rank(best)) best = a;
   }
   return best;
 }

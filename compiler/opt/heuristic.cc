@@ -24,25 +24,6 @@ bool has_stride(const Kernel& k, int axis, int64_t stride) {
   return false;
 }
 
-// An axis every view walks with stride 0 or 1 (and at least one with 1): loads along it are
-// contiguous vectors or broadcasts.
-bool vectorizable(const Kernel& k, int axis) {
-  for (const auto& st : k.views()) {
-    int64_t s = Kernel::stride(st, axis);
-    if (s != 0 && s != 1) return false;
-  }
-  return has_stride(k, axis, 1) && k.unmasked(axis);
-}
-
-// The views of the kernel's loads (its stores' views come after them in views()).
-std::vector<ShapeTracker> load_views(const Kernel& k) {
-  std::vector<ShapeTracker> loads = k.views();
-  size_t stores = 0;
-  for (const UOp* n : k.ast()->toposort()) stores += n->op() == Op::STORE;
-  loads.resize(loads.size() - std::min(loads.size(), stores));
-  return loads;
-}
-
 // Scalar accumulators a register tile without vector lanes keeps (of 32 registers).
 constexpr int kScalarTile = 24;
 
@@ -96,9 +77,9 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   bool vec_reduce = false;
   for (int w = lanes; w >= 4 && vec_global < 0 && !vec_reduce; w /= 2) {
     for (int a = 0; a < k.first(AxisKind::kReduce) && vec_global < 0; a++)
-      if (vectorizable(k, a) && try_apply(k, {OptOp::kUpcast, a, w}, opts)) vec_global = a;
+      if (k.vector_axis(a, true) && try_apply(k, {OptOp::kUpcast, a, w}, opts)) vec_global = a;
     for (int a = k.first(AxisKind::kReduce); a < k.ndim() && vec_global < 0 && !vec_reduce; a++)
-      if (k.kinds()[a] == AxisKind::kReduce && vectorizable(k, a) &&
+      if (k.kinds()[a] == AxisKind::kReduce && k.vector_axis(a, false) &&
           try_apply(k, {OptOp::kUnroll, a, w}, opts))
         vec_reduce = true;
   }
@@ -110,10 +91,12 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
     // The tile axis is one the vector-loaded operands (contiguous along the lanes) are
     // broadcast along, so each of their vector loads feeds every row of the tile: a matmul's
     // rows; a convolution's output channels, not its batch (which reuses only the weights).
-    std::vector<ShapeTracker> loads = load_views(k);
+    // The innermost such axis: with lanes along a convolution's output channels (weights
+    // laid out channels-last), its output width, whose input elements share cache lines.
+    std::vector<ShapeTracker> loads = k.load_views();
     const int lanes_axis = k.ndim() - 1;  // the UPCAST axis step 1 made: the vector lanes
     int tile = -1;
-    for (int a = 0; a < k.first(AxisKind::kReduce) && tile < 0; a++) {
+    for (int a = k.first(AxisKind::kReduce) - 1; a >= 0 && tile < 0; a--) {
       if (a == vec_global || k.shape()[a] < 2 || !has_stride(k, a, 0)) continue;
       bool reuses_vectors = true, vector_loads = false;
       for (const auto& st : loads) {
@@ -125,7 +108,7 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
     }
     for (int a = 0; a < k.first(AxisKind::kReduce); a++) {
       if (a == vec_global || !has_stride(k, a, 0) || (tile >= 0 && a != tile)) continue;
-      for (int amt : {8, 4, 2})
+      for (int amt : {8, 6, 5, 4, 3, 2})
         if (try_apply(k, {OptOp::kUpcast, a, amt}, opts)) {
           copies *= amt;
           break;
@@ -155,7 +138,7 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   //     channels, along which the input is), so that each element loaded feeds every copy
   //     along the other axis. Then the short window axes (3x3) are unrolled: no loop of 3.
   if (reduce && vec_global < 0 && !vec_reduce) {
-    std::vector<ShapeTracker> loads = load_views(k);
+    std::vector<ShapeTracker> loads = k.load_views();
     auto broadcast_mask = [&](int a) {
       uint64_t m = 0;
       for (size_t i = 0; i < loads.size() && i < 64; i++)

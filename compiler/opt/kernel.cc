@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "base/error.h"
@@ -267,14 +268,41 @@ int Kernel::first(AxisKind kind) const {
   return ndim();
 }
 
+namespace {
+std::vector<ShapeTracker> views_of(const UOpPtr& ast, Op op) {
+  std::vector<ShapeTracker> out;
+  for (const UOp* n : ast->toposort())
+    if (n->op() == op) out.push_back(n->src(0)->arg_as<ShapeTracker>());
+  return out;
+}
+}  // namespace
+
+std::vector<ShapeTracker> Kernel::load_views() const { return views_of(ast_, Op::LOAD); }
+std::vector<ShapeTracker> Kernel::store_views() const { return views_of(ast_, Op::STORE); }
+
 std::vector<ShapeTracker> Kernel::views() const {
-  std::vector<ShapeTracker> loads, stores;
-  for (const UOp* n : ast_->toposort()) {
-    if (n->op() == Op::LOAD) loads.push_back(n->src(0)->arg_as<ShapeTracker>());
-    if (n->op() == Op::STORE) stores.push_back(n->src(0)->arg_as<ShapeTracker>());
-  }
+  std::vector<ShapeTracker> loads = load_views(), stores = store_views();
   loads.insert(loads.end(), stores.begin(), stores.end());
   return loads;
+}
+
+bool Kernel::vector_axis(int axis, bool scatter) const {
+  // What a reduction reads runs every iteration; other loads and the stores once per output.
+  std::unordered_set<const UOp*> reduced;
+  const std::vector<const UOp*> topo = ast_->toposort();
+  if (scatter)
+    for (const UOp* n : topo)
+      if (n->op() == Op::REDUCE_AXIS)
+        for (const UOp* m : n->toposort()) reduced.insert(m);
+  bool unit = false;
+  for (const UOp* n : topo) {
+    if (n->op() != Op::LOAD && n->op() != Op::STORE) continue;
+    int64_t s = stride(n->src(0)->arg_as<ShapeTracker>(), axis);
+    bool per_output = !reduced.empty() && (n->op() == Op::STORE || !reduced.contains(n));
+    if (s < 0 || (s > 1 && !per_output)) return false;
+    unit |= s == 1;
+  }
+  return unit && unmasked(axis);
 }
 
 int64_t Kernel::stride(const ShapeTracker& st, int axis) {

@@ -79,12 +79,20 @@ class Kernel {
   // Number of axes of `kind`, and the index of the first of them (ndim() when none).
   int count(AxisKind kind) const;
   int first(AxisKind kind) const;
-  // The ShapeTrackers of every LOAD and STORE, loads first.
+  // The ShapeTrackers of every LOAD and STORE, loads first; of the LOADs; of the STOREs.
   std::vector<ShapeTracker> views() const;
+  std::vector<ShapeTracker> load_views() const;
+  std::vector<ShapeTracker> store_views() const;
   // Stride of `axis` in `st`'s last view, or -1 when the view stack makes it non-affine.
   static int64_t stride(const ShapeTracker& st, int axis);
   // True when `axis` carries no mask in any view (splitting it is legal).
   bool unmasked(int axis) const;
+  // Whether `axis` can be vector lanes: unmasked, every load and store walks it with stride 0
+  // or 1, and some with 1. With `scatter`, in a kernel that reduces, the stores and the loads
+  // outside the reduction may walk it with any stride: they run once per output, after the
+  // loop, so moving lanes one by one costs little there (a convolution whose lanes are output
+  // channels, strided in NCHW, with a fused epilogue such as a ReLU's backward).
+  bool vector_axis(int axis, bool scatter_stores) const;
   // True when partial reductions can accumulate in the output buffers (SPLIT_REDUCE).
   bool accumulates_in_output(std::string* why) const;
 

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "base/error.h"
+#include "compiler/codegen/lower.h"
 #include "compiler/opt/kernel.h"
 #include "compiler/view_ops.h"
+#include "runtime/device.h"
 #include "tensor/schedule.h"
 #include "tensor/tensor.h"
 #include "tests/tensor/test_util.h"
@@ -320,50 +323,133 @@ std::string avx2_opts(const compiler::Kernel& k) {
   return got;
 }
 
+// The weights' stride along the output-channel axis (2) in a convolution kernel's loads: the
+// view that walks the output channels (the input is broadcast along them).
+int64_t weight_lane_stride(const compiler::Kernel& conv) {
+  for (const auto& st : conv.load_views())
+    if (compiler::Kernel::stride(st, 2) != 0) return compiler::Kernel::stride(st, 2);
+  return 0;
+}
+
+// Direct loops in float64 at a few outputs of a stride-1, unpadded conv2d (times `scale`, of
+// the output's shape, when given).
+void expect_direct_conv(const Tensor& x,
+                        const Tensor& w,
+                        const Tensor& y,
+                        const std::optional<Tensor>& scale = std::nullopt) {
+  const Shape &xs = x.shape(), &wsh = w.shape(), &ysh = y.shape();
+  std::vector<double> xv = x.to_vector(), wv = w.to_vector(), yv = y.to_vector();
+  std::vector<double> sv = scale ? scale->to_vector() : std::vector<double>(y.numel(), 1.0);
+  int64_t c = xs[1], h = xs[2], wd = xs[3], o = wsh[0], kh = wsh[2], kw = wsh[3];
+  int64_t oh = ysh[2], ow = ysh[3];
+  for (int64_t i : {int64_t{0}, int64_t{1000} % y.numel(), y.numel() - 1}) {
+    int64_t n = i / (o * oh * ow), oc = i / (oh * ow) % o, oy = i / ow % oh, ox = i % ow;
+    double want = 0;
+    for (int64_t ci = 0; ci < c; ci++)
+      for (int64_t ky = 0; ky < kh; ky++)
+        for (int64_t kx = 0; kx < kw; kx++)
+          want += xv[((n * c + ci) * h + oy + ky) * wd + ox + kx] *
+                  wv[((oc * c + ci) * kh + ky) * kw + kx];
+    want *= sv[i];
+    EXPECT_NEAR(yv[i], want, 1e-4 * (1 + std::abs(want))) << i;
+  }
+}
+
+// A CPU conv2d of x and w: `kernels` kernels, the last one the convolution, whose weights walk
+// the output channels with `lane_stride` and whose AVX2 opts are `opts`; values against loops.
+void expect_cpu_conv_kernel(const Shape& xs,
+                            const Shape& ws,
+                            size_t kernels,
+                            int64_t lane_stride,
+                            const std::string& opts) {
+  Tensor x = Tensor::rand(xs, dtypes::kFloat32, "CPU").realize();
+  Tensor w = Tensor::rand(ws, dtypes::kFloat32, "CPU").realize();
+  Tensor y = x.conv2d(w);
+  std::vector<ScheduleItem> items = create_schedule({y.lazy()});
+  ASSERT_EQ(items.size(), kernels);
+  compiler::Kernel conv(items.back().ast);
+  EXPECT_EQ(weight_lane_stride(conv), lane_stride);
+  EXPECT_EQ(avx2_opts(conv), opts);
+  expect_direct_conv(x, w, y);
+}
+
 // The shape of a padded 3x3 convolution's kernels on a CPU target (AVX2, 32-byte vectors): the
-// padding is written to memory by a kernel of its own, so the convolution's loads carry no mask;
-// its width axis becomes vector lanes, its output channels a register tile (the input vectors
-// are reused across them), and its batch loop stays first (no swap).
-TEST(Conv, PaddedConvolutionKernelIsVectorizedAndTiled) {
-  Tensor x = Tensor::rand({4, 16, 16, 16}).realize();
-  Tensor w = Tensor::rand({32, 16, 3, 3}).realize();
+// padding is written to memory by a kernel of its own, so the convolution's loads carry no mask,
+// and the weights are copied to (C, KH, KW, O) memory, so the output channels are contiguous in
+// them and become the vector lanes; the output width is the register tile (the weight vectors
+// are reused across it), then the output channels give a second vector of copies.
+TEST(Conv, CpuConvolutionLanesAreOutputChannels) {
+  Tensor x = Tensor::rand({4, 16, 16, 16}, dtypes::kFloat32, "CPU").realize();
+  Tensor w = Tensor::rand({32, 16, 3, 3}, dtypes::kFloat32, "CPU").realize();
   std::vector<ScheduleItem> items = create_schedule({x.conv2d(w, std::nullopt, 1, 1).lazy()});
-  ASSERT_EQ(items.size(), 2u);  // the padding copy, then the convolution
-  compiler::Kernel pad(items[0].ast), conv(items[1].ast);
-  EXPECT_EQ(pad.count(compiler::AxisKind::kReduce), 0);
+  ASSERT_EQ(items.size(), 3u);  // the padding copy, the weights' copy, then the convolution
+  compiler::Kernel conv(items[2].ast);
   ASSERT_EQ(conv.count(compiler::AxisKind::kReduce), 3);  // input channels, kh, kw
-  // axes: (batch, group, out channels, oh, ow | cin, kh, kw): 8 lanes of ow, 8 output channels,
-  // and ow's remaining 2 as more copies (the weights are broadcast along it)
-  EXPECT_EQ(avx2_opts(conv), "UPCAST(4, 8) UPCAST(2, 8) UPCAST(4, 2) ");
+  EXPECT_EQ(weight_lane_stride(conv), 1);
+  // axes: (batch, group, out channels, oh, ow | cin, kh, kw): 8 lanes of output channels, 8 of
+  // ow, and 2 vectors of output channels: 16 accumulators
+  EXPECT_EQ(avx2_opts(conv), "UPCAST(2, 8) UPCAST(4, 8) UPCAST(2, 2) ");
+  // With AVX-512 the tile is 16 channels by 8 positions: the lowering makes the 16 channels the
+  // lanes (full registers), not the 8 positions (half ones), though both are contiguous.
+  compiler::TargetInfo avx512;
+  avx512.threads = 2;
+  compiler::Kernel tiled = conv;
+  for (const compiler::Opt& o : compiler::hand_coded_optimizations(conv, avx512)) tiled.apply(o);
+  compiler::Lowered low = compiler::lower_to_ranges(tiled, avx512);
+  ASSERT_GE(low.vector_axis, 0);
+  EXPECT_EQ(tiled.shape()[low.vector_axis], 16) << tiled.str();
+  EXPECT_EQ(compiler::Kernel::stride(tiled.load_views()[1], low.vector_axis), 1) << tiled.str();
   for (const auto& st : conv.views())
     for (const auto& v : st.views) EXPECT_FALSE(v.mask.has_value()) << st.str();
 }
 
-// An output 6 wide has no vector axis (6 is no multiple of the lanes): the convolution gets a
-// register tile of scalars instead, on the width (the weights are broadcast along it) and the
-// output channels (the input is), and its 3x3 window is unrolled. The values are checked
-// against direct loops on every backend by Conv2dMatchesDirectLoops and by the CPU:C run.
-TEST(Conv, NarrowConvolutionGetsAScalarTileAndAnUnrolledWindow) {
-  Tensor x = Tensor::rand({4, 64, 8, 8}).realize();
-  Tensor w = Tensor::rand({64, 64, 3, 3}).realize();
-  Tensor y = x.conv2d(w);
+// An output 6 wide fills no vector, but output channels do whatever the width: 6 positions by
+// 2 vectors of 8 channels. Values against direct loops.
+TEST(Conv, NarrowCpuConvolutionTilesItsWidthByChannelVectors) {
+  // the weights' copy, then the convolution: 8 lanes of channels
+  expect_cpu_conv_kernel({4, 64, 8, 8}, {64, 64, 3, 3}, 2, 1,
+                         "UPCAST(2, 8) UPCAST(4, 6) UPCAST(2, 2) ");
+}
+
+// Output channels that are no multiple of 8 keep the weights as given: the convolution gets a
+// register tile of scalars, on the width (the weights are broadcast along it) and the output
+// channels (the input is), and its 3x3 window is unrolled.
+TEST(Conv, ConvolutionWithFewChannelsGetsAScalarTileAndAnUnrolledWindow) {
+  // one kernel; axes (batch, group, out channels, oh, ow | cin, kh, kw): all 6 of ow, 3 output
+  // channels (18 accumulators), then kh and kw unrolled
+  expect_cpu_conv_kernel({4, 64, 8, 8}, {6, 64, 3, 3}, 1, 576,
+                         "UPCAST(4, 6) UPCAST(2, 3) UNROLL(6, 3) UNROLL(7, 3) ");
+}
+
+// Lanes along the output channels are strided in an NCHW output: the store, and a load of
+// the fused epilogue (here a product with another NCHW tensor), move them one by one once per
+// output, which a CPU kernel that reduces allows; the loads inside the reduction may not be
+// strided (the batch axis is no lane axis).
+TEST(Conv, CpuLanesMayBeStridedOnlyOutsideTheReduction) {
+  Tensor x = Tensor::rand({2, 16, 8, 8}, dtypes::kFloat32, "CPU").realize();
+  Tensor w = Tensor::rand({32, 16, 3, 3}, dtypes::kFloat32, "CPU").realize();
+  Tensor r = Tensor::rand({2, 32, 6, 6}, dtypes::kFloat32, "CPU").realize();
+  Tensor y = x.conv2d(w) * r;
   std::vector<ScheduleItem> items = create_schedule({y.lazy()});
+  ASSERT_EQ(items.size(), 2u);  // the weights' copy, then the convolution with its epilogue
+  compiler::Kernel conv(items[1].ast);
+  EXPECT_EQ(conv.load_views().size(), 3u);
+  EXPECT_TRUE(conv.vector_axis(2, true));
+  EXPECT_FALSE(conv.vector_axis(2, false));
+  EXPECT_FALSE(conv.vector_axis(0, true));
+  EXPECT_EQ(avx2_opts(conv), "UPCAST(2, 8) UPCAST(4, 6) UPCAST(2, 2) ");
+  expect_direct_conv(x, w, y, r);
+}
+
+// GPU targets keep the weights as given (a thread per output needs no lanes): one kernel.
+TEST(Conv, GpuConvolutionKeepsTheWeightLayout) {
+  auto dev = runtime::get_device("MOCK+NV");
+  if (!dev.ok()) GTEST_SKIP() << dev.status().message();
+  Tensor x = Tensor::empty({2, 16, 8, 8}, dtypes::kFloat32, "MOCK+NV");
+  Tensor w = Tensor::empty({32, 16, 3, 3}, dtypes::kFloat32, "MOCK+NV");
+  std::vector<ScheduleItem> items = create_schedule({x.conv2d(w).lazy()});
   ASSERT_EQ(items.size(), 1u);
-  compiler::Kernel conv(items[0].ast);
-  // axes: (batch, group, out channels, oh, ow | cin, kh, kw): all 6 of ow, 4 output channels
-  // (24 accumulators), then kh and kw unrolled
-  EXPECT_EQ(avx2_opts(conv), "UPCAST(4, 6) UPCAST(2, 4) UNROLL(6, 3) UNROLL(7, 3) ");
-  std::vector<double> xs = x.to_vector(), ws = w.to_vector(), ys = y.to_vector();
-  for (int64_t i : {int64_t{0}, int64_t{1000}, int64_t{9215}}) {  // (n, oc, oy, ox) = i
-    int64_t n = i / 2304, oc = i / 36 % 64, oy = i / 6 % 6, ox = i % 6;
-    double want = 0;
-    for (int64_t c = 0; c < 64; c++)
-      for (int64_t ky = 0; ky < 3; ky++)
-        for (int64_t kx = 0; kx < 3; kx++)
-          want += xs[((n * 64 + c) * 8 + oy + ky) * 8 + ox + kx] *
-                  ws[((oc * 64 + c) * 3 + ky) * 3 + kx];
-    EXPECT_NEAR(ys[i], want, 1e-4 * (1 + std::abs(want))) << i;
-  }
+  EXPECT_EQ(weight_lane_stride(compiler::Kernel(items[0].ast)), 144);
 }
 
 }  // namespace
