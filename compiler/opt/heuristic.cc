@@ -181,11 +181,42 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   // 5. K-blocking: a register-tiled reduction longer than a cache-sized slice loops over
   //    slices outside the row loop, so each slice of the wide operand stays in L1/L2 while
   //    every row tile uses it; partial results accumulate in the output.
+  //    A window reduction (a weight gradient: batch x rows x columns) slices its outermost
+  //    reduce axis: each slice of images is read by every output tile while in cache, rather
+  //    than every tile streaming all the images.
   int r = k.first(AxisKind::kReduce);
-  if (copies > 1 && k.count(AxisKind::kReduce) == 1 && k.shape()[r] >= 2 * kReduceSlice &&
-      try_apply(k, {OptOp::kSplitReduce, r, kReduceSlice}, opts)) {
+  int slice = 0;
+  if (copies > 1 && k.count(AxisKind::kReduce) == 1 && k.shape()[r] >= 2 * kReduceSlice)
+    slice = kReduceSlice;
+  if (copies > 1 && k.count(AxisKind::kReduce) > 1) {
+    int64_t rest = 1;
+    for (int a = r + 1; a < k.ndim(); a++)
+      if (k.kinds()[a] == AxisKind::kReduce) rest *= k.shape()[a];
+    for (int64_t d = 2; d < k.shape()[r] && slice == 0 && rest * k.shape()[r] >= 2 * kReduceSlice;
+         d++)
+      if (k.shape()[r] % d == 0 && d * rest >= kReduceSlice) slice = static_cast<int>(d);
+  }
+  if (slice > 0 && try_apply(k, {OptOp::kSplitReduce, r, slice}, opts)) {
     int outer = k.first(AxisKind::kReduce) - 1;  // the new loop ends the output-loop block
     if (outer > 1) try_apply(k, {OptOp::kSwap, 1, outer}, opts);
+  }
+  // 5b. An output axis along which the vector operand itself changes (a weight gradient's
+  //     partial sums over slices of the batch) goes outside the other tile loops: each slice
+  //     of that operand then serves every tile of the slice while in cache.
+  if (copies > 1 && k.count(AxisKind::kReduce) > 1 && vec_global >= 0) {
+    int lanes = k.first(AxisKind::kUpcast), to = 1;
+    while (to < k.ndim() && k.kinds()[to] == AxisKind::kOuterReduce) to++;
+    std::vector<ShapeTracker> loads = k.load_views();
+    for (int a = to + 1; a < k.first(AxisKind::kReduce); a++) {
+      if (k.kinds()[a] != AxisKind::kGlobal || a == vec_global) continue;
+      bool walks = false;
+      for (const auto& st : loads)
+        walks |= Kernel::stride(st, lanes) == 1 && Kernel::stride(st, a) != 0;
+      if (walks) {
+        try_apply(k, {OptOp::kSwap, to, a}, opts);
+        break;
+      }
+    }
   }
   // 6. The first loop is split across cores: make it one with enough iterations.
   if (k.shape()[0] < target.threads) {

@@ -441,6 +441,54 @@ TEST(Conv, CpuLanesMayBeStridedOnlyOutsideTheReduction) {
   expect_direct_conv(x, w, y, r);
 }
 
+// The weight gradient of a CPU conv2d of x (N, C, H, W) with dy (N, O, OH, OW) of the output:
+// the schedule's kernel that reduces over (N, OH, OW) and its AVX2 opts; values against loops.
+std::string weight_gradient_opts(const Shape& xs, const Shape& ws) {
+  Tensor x = Tensor::rand(xs, dtypes::kFloat32, "CPU").realize();
+  Tensor w = Tensor::rand(ws, dtypes::kFloat32, "CPU").realize();
+  w.requires_grad_();
+  Tensor y = x.conv2d(w);
+  Tensor dy = Tensor::rand(y.shape(), dtypes::kFloat32, "CPU").realize();
+  Tensor dw = (y * dy).sum().gradient({w})[0];
+  std::string opts;
+  for (const ScheduleItem& item : create_schedule({dw.lazy()})) {
+    compiler::Kernel k(item.ast);
+    if (k.count(compiler::AxisKind::kReduce) == 3) opts = avx2_opts(k);
+  }
+  std::vector<double> xv = x.to_vector(), dyv = dy.to_vector(), dwv = dw.to_vector();
+  int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3], o = ws[0], kh = ws[2], kw = ws[3];
+  int64_t oh = h - kh + 1, ow = wd - kw + 1;
+  for (int64_t i : {int64_t{0}, dw.numel() / 3, dw.numel() - 1}) {  // (oc, ci, ky, kx) = i
+    int64_t oc = i / (c * kh * kw), ci = i / (kh * kw) % c, ky = i / kw % kh, kx = i % kw;
+    double want = 0;
+    for (int64_t b = 0; b < n; b++)
+      for (int64_t yy = 0; yy < oh; yy++)
+        for (int64_t xx = 0; xx < ow; xx++)
+          want += dyv[((b * o + oc) * oh + yy) * ow + xx] *
+                  xv[((b * c + ci) * h + yy + ky) * wd + xx + kx];
+    EXPECT_NEAR(dwv[i], want, 1e-3 * (1 + std::abs(want))) << i;
+  }
+  return opts;
+}
+
+// A weight gradient reduces over the whole batch into a few outputs, each output tile reading
+// all of dy: its outermost reduce axis (the batch) is sliced outside the tile loops (SPLIT_REDUCE,
+// then moved after the parallel axis), so each slice of images serves every tile from cache.
+TEST(Conv, WeightGradientSlicesTheBatchOutsideItsTiles) {
+  // axes (C, group, O, KH, KW | N, OH, OW): 8 lanes of O, 3 of KW, 2 vectors of O; 512 images
+  // as 16 slices of 32
+  EXPECT_EQ(weight_gradient_opts({512, 16, 8, 8}, {16, 16, 3, 3}),
+            "UPCAST(2, 8) UPCAST(4, 3) UPCAST(2, 2) SPLIT_REDUCE(5, 32) SWAP(1, 5) ");
+}
+
+// When the schedule already split the batch into partial sums (an output axis), that axis
+// moves outside the other tile loops for the same reason: dy changes along it.
+TEST(Conv, WeightGradientPartialsLoopOutsideTheTiles) {
+  // axes (C, group, O, partials, KH, KW | N/partials, OH, OW): the partials (axis 3) go to 1
+  EXPECT_EQ(weight_gradient_opts({512, 16, 10, 10}, {16, 16, 3, 3}),
+            "UPCAST(2, 8) UPCAST(5, 3) UPCAST(2, 2) SWAP(1, 3) ");
+}
+
 // GPU targets keep the weights as given (a thread per output needs no lanes): one kernel.
 TEST(Conv, GpuConvolutionKeepsTheWeightLayout) {
   auto dev = runtime::get_device("MOCK+NV");
