@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/check.h"
 #include "base/error.h"
+#include "compiler/view_ops.h"
 
 namespace baregrad::compiler {
 
@@ -215,6 +217,7 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
     }
   }
   if (!have_view) fail("kernel", "kernel AST has no views");
+  split_for_single_views(reduce_axes);
   init_sym_shape();
   std::vector<int> perm;
   for (int i = 0; i < ndim(); i++)
@@ -233,6 +236,103 @@ Kernel::Kernel(const UOpPtr& ast) : ast_(ast) {
     kinds_[i] = AxisKind::kReduce;
   permute(perm);
   merge_dims();
+}
+
+namespace {
+
+// The common refinement of two factorizations of one element count: for each axis of `a`, the
+// sizes it splits into so that every axis of `b` is a run of whole pieces too; nullopt when the
+// prefix products of `a` and `b` do not divide one another ((6, 4) against (4, 6)).
+std::optional<std::vector<std::vector<int64_t>>> refine(const std::vector<int64_t>& a,
+                                                        const std::vector<int64_t>& b) {
+  std::vector<int64_t> cuts;  // every prefix product of b, then walked against a's
+  int64_t p = 1;
+  for (int64_t d : b) cuts.push_back(p *= d);
+  std::vector<std::vector<int64_t>> out(a.size());
+  int64_t at = 1, end = 1;
+  size_t c = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    end *= a[i];
+    if (a[i] == 1) {
+      out[i] = {1};
+      continue;
+    }
+    while (c < cuts.size() && cuts[c] <= at) c++;
+    while (at < end) {
+      int64_t next = c < cuts.size() && cuts[c] < end ? cuts[c] : end;
+      if (next % at != 0) return std::nullopt;
+      out[i].push_back(next / at);
+      at = next;
+      while (c < cuts.size() && cuts[c] <= at) c++;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// A load through two views (an upsampled or windowed reshape of a strided view) makes every
+// index a division and modulo by the merged sizes: the maximum of 2x2 windows seen as rows of
+// 20 decodes y / 2 and x / 2 at each element. Where the last view only reshapes the one before
+// (contiguous, no mask), the kernel's axes split into the common refinement of both shapes,
+// (.., 20, 20) -> (.., 10, 2, 10, 2), under which the stack is one strided view; merge_dims
+// later joins whatever is contiguous again. Nothing changes unless every such stack becomes
+// one view and no other view gains one.
+void Kernel::split_for_single_views(std::vector<int>& reduce_axes) {
+  std::vector<std::vector<int64_t>> pieces(shape_.size());
+  for (size_t i = 0; i < shape_.size(); i++) pieces[i] = {shape_[i]};
+  bool split = false;
+  const std::vector<const UOp*> topo = ast_->toposort();
+  for (const UOp* n : topo) {
+    if (!is_view(n)) continue;
+    const ShapeTracker& st = n->arg_as<ShapeTracker>();
+    for (const View& v : st.views)
+      if (v.sym) return;
+    if (st.views.size() < 2 || st.shape() != shape_ || !st.views.back().is_contiguous()) continue;
+    std::vector<int64_t> flat;
+    for (const auto& p : pieces) flat.insert(flat.end(), p.begin(), p.end());
+    auto r = refine(flat, st.views[st.views.size() - 2].shape);
+    if (!r) continue;
+    size_t f = 0;
+    for (auto& p : pieces) {
+      std::vector<int64_t> next;
+      for (size_t j = 0; j < p.size(); j++, f++)
+        next.insert(next.end(), (*r)[f].begin(), (*r)[f].end());
+      split |= next.size() > p.size();
+      p = std::move(next);
+    }
+  }
+  if (!split || std::count(shape_.begin(), shape_.end(), 0)) return;
+  std::unordered_map<const UOp*, UOpPtr> out;
+  std::vector<int> first(shape_.size() + 1, 0);  // axis i becomes [first[i], first[i + 1])
+  for (size_t i = 0; i < shape_.size(); i++)
+    first[i + 1] = first[i] + static_cast<int>(pieces[i].size());
+  std::vector<int> new_reduce;
+  for (int a : reduce_axes)
+    for (int j = first[a]; j < first[a + 1]; j++) new_reduce.push_back(j);
+  for (const UOp* n : topo) {
+    std::vector<UOpPtr> src;
+    for (auto& s : n->src()) src.push_back(out.at(s.get()));
+    if (is_view(n)) {
+      const ShapeTracker& st = n->arg_as<ShapeTracker>();
+      std::vector<int64_t> shape;
+      for (size_t i = 0; i < shape_.size(); i++)
+        for (int64_t d : pieces[i]) shape.push_back(st.shape()[i] == 1 ? 1 : d);
+      ShapeTracker t = simplify(reshape(st, shape));
+      if (t.views.size() > 1 && (st.views.size() == 1 || t.views.size() >= st.views.size()))
+        return;  // it would not become simpler: keep the AST as it is
+      out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(t));
+    } else if (n->op() == Op::REDUCE_AXIS) {
+      out[n] = UOp::make(Op::REDUCE_AXIS, n->dtype(), std::move(src),
+                         ReduceArg{n->arg_as<ReduceArg>().op, new_reduce});
+    } else {
+      out[n] = n->with_src(std::move(src));
+    }
+  }
+  ast_ = out.at(ast_.get());
+  shape_.clear();
+  for (const auto& p : pieces) shape_.insert(shape_.end(), p.begin(), p.end());
+  reduce_axes = new_reduce;
 }
 
 // Every axis's size as a Sym: the one size other than 1 its views agree on. A kernel whose

@@ -108,6 +108,7 @@ class Kernel {
   void map_views(const std::function<View(const View&)>& f);
   void permute(const std::vector<int>& perm);
   void merge_dims();
+  void split_for_single_views(std::vector<int>& reduce_axes);
   void init_sym_shape();
 
   UOpPtr ast_;

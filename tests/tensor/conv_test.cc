@@ -1,6 +1,7 @@
 // conv2d and pooling against direct float64 loops, and their gradients.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -487,6 +488,57 @@ TEST(Conv, WeightGradientPartialsLoopOutsideTheTiles) {
   // axes (C, group, O, partials, KH, KW | N/partials, OH, OW): the partials (axis 3) go to 1
   EXPECT_EQ(weight_gradient_opts({512, 16, 10, 10}, {16, 16, 3, 3}),
             "UPCAST(2, 8) UPCAST(5, 3) UPCAST(2, 2) SWAP(1, 3) ");
+}
+
+// Max pooling's gradient reads the pooled values and the output gradient upsampled, a reshape
+// of a broadcast view: rows of 8 over windows of 2. A reduction over it (BatchNorm's backward
+// after a max pool) splits its axes into (4, 2) so every load is one strided view, with no
+// division by the window size at each element. Values against loops.
+TEST(Conv, PoolingGradientUnderAReductionLoadsSingleViews) {
+  Tensor x = Tensor::rand({2, 3, 8, 8}, dtypes::kFloat32, "CPU").realize();
+  x.requires_grad_();
+  Tensor r = Tensor::rand({2, 3, 4, 4}, dtypes::kFloat32, "CPU").realize();
+  Tensor g = (x.max_pool2d(2) * r).sum().gradient({x})[0];
+  Tensor s = (g * x).sum({2, 3});
+  bool reduces = false;
+  for (const ScheduleItem& item : create_schedule({s.lazy()})) {
+    compiler::Kernel k(item.ast);
+    reduces |= k.count(compiler::AxisKind::kReduce) > 0;
+    for (const auto& st : k.views()) EXPECT_EQ(st.views.size(), 1u) << st.str();
+  }
+  EXPECT_TRUE(reduces);
+  std::vector<double> xv = x.to_vector(), rv = r.to_vector(), sv = s.to_vector();
+  for (int64_t nc = 0; nc < 6; nc++) {
+    double want = 0;
+    for (int64_t y = 0; y < 8; y++)
+      for (int64_t xx = 0; xx < 8; xx++) {
+        double m = -1e30, v = xv[nc * 64 + y * 8 + xx];
+        for (int64_t dy = 0; dy < 2; dy++)
+          for (int64_t dx = 0; dx < 2; dx++)
+            m = std::max(m, xv[nc * 64 + (y / 2 * 2 + dy) * 8 + xx / 2 * 2 + dx]);
+        if (v == m) want += rv[nc * 16 + y / 2 * 4 + xx / 2] * v;
+      }
+    EXPECT_NEAR(sv[nc], want, 1e-4 * (1 + std::abs(want))) << nc;
+  }
+}
+
+// A reshape whose shapes share no refinement ((6, 4) read as (4, 6) through a transpose) keeps
+// its two views, and its values.
+TEST(Conv, ReshapeWithoutACommonRefinementKeepsItsViews) {
+  Tensor a = Tensor::rand({4, 6}, dtypes::kFloat32, "CPU").realize();
+  Tensor s = a.permute({1, 0}).reshape({4, 6}).sum({1});
+  std::vector<ScheduleItem> items = create_schedule({s.lazy()});
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(compiler::Kernel(items[0].ast).load_views()[0].views.size(), 2u);
+  std::vector<double> av = a.to_vector(), sv = s.to_vector();
+  for (int64_t i = 0; i < 4; i++) {
+    double want = 0;
+    for (int64_t j = 0; j < 6; j++) {
+      int64_t flat = i * 6 + j, row = flat / 4, col = flat % 4;  // element (row, col) of a.T
+      want += av[col * 6 + row];
+    }
+    EXPECT_NEAR(sv[i], want, 1e-5) << i;
+  }
 }
 
 // GPU targets keep the weights as given (a thread per output needs no lanes): one kernel.
