@@ -202,18 +202,21 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   }
   // 5b. An output axis along which the vector operand itself changes (a weight gradient's
   //     partial sums over slices of the batch) goes outside the other tile loops: each slice
-  //     of that operand then serves every tile of the slice while in cache.
+  //     of that operand then serves every tile of the slice while in cache. It becomes the
+  //     loop split across cores when it has a few iterations per core (the partial sums are
+  //     separate outputs), else the loop after it.
   if (copies > 1 && k.count(AxisKind::kReduce) > 1 && vec_global >= 0) {
-    int lanes = k.first(AxisKind::kUpcast), to = 1;
-    while (to < k.ndim() && k.kinds()[to] == AxisKind::kOuterReduce) to++;
+    int lanes = k.first(AxisKind::kUpcast), after = 1;
+    while (after < k.ndim() && k.kinds()[after] == AxisKind::kOuterReduce) after++;
     std::vector<ShapeTracker> loads = k.load_views();
-    for (int a = to + 1; a < k.first(AxisKind::kReduce); a++) {
+    for (int a = 1; a < k.first(AxisKind::kReduce); a++) {
       if (k.kinds()[a] != AxisKind::kGlobal || a == vec_global) continue;
       bool walks = false;
       for (const auto& st : loads)
         walks |= Kernel::stride(st, lanes) == 1 && Kernel::stride(st, a) != 0;
       if (walks) {
-        try_apply(k, {OptOp::kSwap, to, a}, opts);
+        int to = k.shape()[a] >= 4 * target.threads ? 0 : after;
+        if (to != a) try_apply(k, {OptOp::kSwap, to, a}, opts);
         break;
       }
     }
