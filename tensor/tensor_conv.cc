@@ -136,10 +136,16 @@ Tensor padded_in_memory(const Tensor& x, int64_t p) {
 // vector): each weight vector load feeds every position of the tile and each input element
 // loaded feeds every lane. The lanes need the weights contiguous along the output channels, so
 // (O, C, KH, KW) is copied once to (C, KH, KW, O) memory (a small kernel) and seen as before.
-// GPU targets run a thread per output and keep the layout they were given.
-Tensor channels_last_weight(const Tensor& w, int64_t groups) {
+// GPU targets run a thread per output and keep the layout they were given; so does a
+// convolution of under kMinLaneMacs multiply-adds, where the copy's launch costs about what the
+// lanes save (measured with the digits model of bench 'cnn step': 64 images of 8x8, 4.7M).
+constexpr double kMinLaneMacs = 1 << 23;
+
+Tensor channels_last_weight(const Tensor& w, int64_t groups, double macs) {
   const auto& dev = w.lazy().base->device;
-  if (groups != 1 || w.shape()[0] % 8 != 0 || (dev && dev->target_info().gpu)) return w;
+  if (groups != 1 || w.shape()[0] % 8 != 0 || macs < kMinLaneMacs ||
+      (dev && dev->target_info().gpu))
+    return w;
   return w.permute({1, 2, 3, 0}).contiguous().permute({3, 0, 1, 2});
 }
 
@@ -227,7 +233,9 @@ Tensor Tensor::conv2d(const Tensor& w,
     int64_t oh = win.shape()[2], ow = win.shape()[3];
     // (N, g, 1, C/g, OH, OW, KH, KW) * (1, g, O/g, C/g, 1, 1, KH, KW), summed over C/g, KH, KW.
     Tensor xs = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
-    Tensor ws = channels_last_weight(wt, groups).reshape({1, groups, o / groups, cg, 1, 1, kh, kw});
+    double macs = static_cast<double>(n) * o * oh * ow * cg * kh * kw;  // never overflows
+    Tensor ws =
+        channels_last_weight(wt, groups, macs).reshape({1, groups, o / groups, cg, 1, 1, kh, kw});
     return (xs * ws).sum({3, 6, 7}).reshape({n, o, oh, ow});
   };
   const bool direct_grads = stride == 1 && dilation == 1 && groups == 1 && padding <= kh - 1 &&

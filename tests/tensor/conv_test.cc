@@ -380,7 +380,7 @@ void expect_cpu_conv_kernel(const Shape& xs,
 // them and become the vector lanes; the output width is the register tile (the weight vectors
 // are reused across it), then the output channels give a second vector of copies.
 TEST(Conv, CpuConvolutionLanesAreOutputChannels) {
-  Tensor x = Tensor::rand({4, 16, 16, 16}, dtypes::kFloat32, "CPU").realize();
+  Tensor x = Tensor::rand({8, 16, 16, 16}, dtypes::kFloat32, "CPU").realize();
   Tensor w = Tensor::rand({32, 16, 3, 3}, dtypes::kFloat32, "CPU").realize();
   std::vector<ScheduleItem> items = create_schedule({x.conv2d(w, std::nullopt, 1, 1).lazy()});
   ASSERT_EQ(items.size(), 3u);  // the padding copy, the weights' copy, then the convolution
@@ -408,8 +408,15 @@ TEST(Conv, CpuConvolutionLanesAreOutputChannels) {
 // 2 vectors of 8 channels. Values against direct loops.
 TEST(Conv, NarrowCpuConvolutionTilesItsWidthByChannelVectors) {
   // the weights' copy, then the convolution: 8 lanes of channels
-  expect_cpu_conv_kernel({4, 64, 8, 8}, {64, 64, 3, 3}, 2, 1,
+  expect_cpu_conv_kernel({8, 64, 8, 8}, {64, 64, 3, 3}, 2, 1,
                          "UPCAST(2, 8) UPCAST(4, 6) UPCAST(2, 2) ");
+}
+
+// A convolution of under 2^23 multiply-adds (here 16 x 32 x 6 x 6 x 16 x 9) keeps the weights
+// as given: the copy's launch would cost more than the lanes save.
+TEST(Conv, SmallCpuConvolutionKeepsTheWeightLayout) {
+  expect_cpu_conv_kernel({16, 16, 8, 8}, {32, 16, 3, 3}, 1, 144,
+                         "UPCAST(4, 6) UPCAST(2, 4) UNROLL(6, 3) UNROLL(7, 3) ");
 }
 
 // Output channels that are no multiple of 8 keep the weights as given: the convolution gets a
@@ -427,9 +434,9 @@ TEST(Conv, ConvolutionWithFewChannelsGetsAScalarTileAndAnUnrolledWindow) {
 // output, which a CPU kernel that reduces allows; the loads inside the reduction may not be
 // strided (the batch axis is no lane axis).
 TEST(Conv, CpuLanesMayBeStridedOnlyOutsideTheReduction) {
-  Tensor x = Tensor::rand({2, 16, 8, 8}, dtypes::kFloat32, "CPU").realize();
+  Tensor x = Tensor::rand({64, 16, 8, 8}, dtypes::kFloat32, "CPU").realize();
   Tensor w = Tensor::rand({32, 16, 3, 3}, dtypes::kFloat32, "CPU").realize();
-  Tensor r = Tensor::rand({2, 32, 6, 6}, dtypes::kFloat32, "CPU").realize();
+  Tensor r = Tensor::rand({64, 32, 6, 6}, dtypes::kFloat32, "CPU").realize();
   Tensor y = x.conv2d(w) * r;
   std::vector<ScheduleItem> items = create_schedule({y.lazy()});
   ASSERT_EQ(items.size(), 2u);  // the weights' copy, then the convolution with its epilogue
