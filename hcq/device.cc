@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/options.h"
+#include "base/thread_pool.h"
 #include "hcq/hcq.h"
 
 namespace baregrad::hcq {
@@ -27,11 +28,6 @@ void futex_wake(const std::atomic<uint64_t>* value) {
           nullptr, nullptr, 0);
 }
 
-void cpu_relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
-}
 }  // namespace
 
 Signal::Signal(Device& dev, SignalSlot* slot, uint64_t va, std::string name)

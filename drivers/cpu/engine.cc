@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/format.h"
+#include "base/thread_pool.h"
 #include "drivers/cpu/device.h"
 #include "drivers/cpu/packets.h"
 #include "drivers/cpu/program.h"
@@ -19,12 +20,6 @@ uint64_t clock_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
-}
-
-void cpu_relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
 }
 
 uint64_t u64(const uint32_t* w) { return w[0] | static_cast<uint64_t>(w[1]) << 32; }
@@ -78,20 +73,12 @@ void Engine::run() {
     uint64_t r = rptr_.load(std::memory_order_relaxed);
     uint64_t w = wptr_.load(std::memory_order_acquire);
     if (r == w) {
-      // Spin a little, then yield for up to 2 ms (the host is likely preparing the next launch,
-      // and waking a sleeping vCPU costs ~100 us), then sleep on the doorbell.
-      auto idle = std::chrono::steady_clock::now();
-      for (int i = 0; r == w && !stop_.load(); i++) {
-        if (i < 512) {
-          cpu_relax();
-        } else if ((i & 15) != 0 ||
-                   std::chrono::steady_clock::now() - idle < std::chrono::milliseconds(2)) {
-          std::this_thread::yield();
-        } else {
-          break;
-        }
+      // Spin, then yield (the host is likely preparing the next launch), then sleep on the
+      // doorbell.
+      spin_while([&] {
         w = wptr_.load(std::memory_order_acquire);
-      }
+        return r == w && !stop_.load();
+      });
       if (r == w) {
         uint32_t db = doorbell_.load(std::memory_order_acquire);
         if (stop_.load()) return;

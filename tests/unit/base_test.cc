@@ -1,9 +1,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/check.h"
@@ -12,12 +15,42 @@
 #include "base/log.h"
 #include "base/options.h"
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "base/timer.h"
 
 namespace baregrad {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Every index of [0, n) runs exactly once per parallel_for: back to back (the workers still
+// spinning on the last call), after an idle gap longer than the 2 ms spin (the workers asleep on
+// the condition variable), and with fewer items than threads.
+TEST(ThreadPool, RunsEveryIndexOnceBackToBackAndAfterIdling) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(64);
+  auto run = [&](int64_t n) {
+    for (auto& h : hits) h.store(0);
+    pool.parallel_for(n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; i++) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < 64; i++) ASSERT_EQ(hits[i].load(), i < n ? 1 : 0) << n << " " << i;
+  };
+  for (int round = 0; round < 500; round++) run(round % 64 + 1);
+  for (int round = 0; round < 3; round++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    run(64);
+    run(2);
+  }
+}
+
+// A pool destroyed right after a call (its workers spinning) or never used joins its threads.
+TEST(ThreadPool, DestroysWhileItsWorkersSpinOrSleep) {
+  for (int i = 0; i < 20; i++) {
+    ThreadPool pool(2);
+    if (i % 2) pool.parallel_for(8, [](int64_t, int64_t) {});
+  }
+}
 
 TEST(Error, WhatIsOpInBracketsThenMessage) {
   Error error("realize", "shape mismatch");
