@@ -189,12 +189,12 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   if (copies > 1 && k.count(AxisKind::kReduce) == 1 && k.shape()[r] >= 2 * kReduceSlice)
     slice = kReduceSlice;
   if (copies > 1 && k.count(AxisKind::kReduce) > 1) {
-    int64_t rest = 1;
+    int64_t rest = 1;  // the other reduce axes' iterations
     for (int a = r + 1; a < k.ndim(); a++)
       if (k.kinds()[a] == AxisKind::kReduce) rest *= k.shape()[a];
-    for (int64_t d = 2; d < k.shape()[r] && slice == 0 && rest * k.shape()[r] >= 2 * kReduceSlice;
-         d++)
-      if (k.shape()[r] % d == 0 && d * rest >= kReduceSlice) slice = static_cast<int>(d);
+    if (rest * k.shape()[r] >= 2 * kReduceSlice)
+      for (int64_t d = 2; d < k.shape()[r] && slice == 0; d++)
+        if (k.shape()[r] % d == 0 && d * rest >= kReduceSlice) slice = static_cast<int>(d);
   }
   if (slice > 0 && try_apply(k, {OptOp::kSplitReduce, r, slice}, opts)) {
     int outer = k.first(AxisKind::kReduce) - 1;  // the new loop ends the output-loop block

@@ -303,33 +303,25 @@ void Kernel::split_for_single_views(std::vector<int>& reduce_axes) {
     }
   }
   if (!split || std::count(shape_.begin(), shape_.end(), 0)) return;
-  std::unordered_map<const UOp*, UOpPtr> out;
   std::vector<int> first(shape_.size() + 1, 0);  // axis i becomes [first[i], first[i + 1])
   for (size_t i = 0; i < shape_.size(); i++)
     first[i + 1] = first[i] + static_cast<int>(pieces[i].size());
   std::vector<int> new_reduce;
   for (int a : reduce_axes)
     for (int j = first[a]; j < first[a + 1]; j++) new_reduce.push_back(j);
+  std::unordered_map<const UOp*, ShapeTracker> trackers;
   for (const UOp* n : topo) {
-    std::vector<UOpPtr> src;
-    for (auto& s : n->src()) src.push_back(out.at(s.get()));
-    if (is_view(n)) {
-      const ShapeTracker& st = n->arg_as<ShapeTracker>();
-      std::vector<int64_t> shape;
-      for (size_t i = 0; i < shape_.size(); i++)
-        for (int64_t d : pieces[i]) shape.push_back(st.shape()[i] == 1 ? 1 : d);
-      ShapeTracker t = simplify(reshape(st, shape));
-      if (t.views.size() > 1 && (st.views.size() == 1 || t.views.size() >= st.views.size()))
-        return;  // it would not become simpler: keep the AST as it is
-      out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(t));
-    } else if (n->op() == Op::REDUCE_AXIS) {
-      out[n] = UOp::make(Op::REDUCE_AXIS, n->dtype(), std::move(src),
-                         ReduceArg{n->arg_as<ReduceArg>().op, new_reduce});
-    } else {
-      out[n] = n->with_src(std::move(src));
-    }
+    if (!is_view(n)) continue;
+    const ShapeTracker& st = n->arg_as<ShapeTracker>();
+    std::vector<int64_t> shape;
+    for (size_t i = 0; i < shape_.size(); i++)
+      for (int64_t d : pieces[i]) shape.push_back(st.shape()[i] == 1 ? 1 : d);
+    ShapeTracker t = simplify(reshape(st, shape));
+    if (t.views.size() > 1 && (st.views.size() == 1 || t.views.size() >= st.views.size()))
+      return;  // it would not become simpler: keep the AST as it is
+    trackers.emplace(n, std::move(t));
   }
-  ast_ = out.at(ast_.get());
+  rebuild([&](const UOp* n) { return trackers.at(n); }, new_reduce);
   shape_.clear();
   for (const auto& p : pieces) shape_.insert(shape_.end(), p.begin(), p.end());
   reduce_axes = new_reduce;
@@ -428,14 +420,23 @@ void Kernel::map_views(const std::function<View(const View&)>& f) {
     if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll ||
         kinds_[i] == AxisKind::kOuterReduce)
       reduce_axes.push_back(i);
+  rebuild(
+      [&](const UOp* n) {
+        ShapeTracker st = n->arg_as<ShapeTracker>();
+        st.views.back() = f(st.views.back());
+        return st;
+      },
+      reduce_axes);
+}
+
+void Kernel::rebuild(const std::function<ShapeTracker(const UOp*)>& view_of,
+                     const std::vector<int>& reduce_axes) {
   std::unordered_map<const UOp*, UOpPtr> out;
   for (const UOp* n : ast_->toposort()) {
     std::vector<UOpPtr> src;
     for (auto& s : n->src()) src.push_back(out.at(s.get()));
     if (is_view(n)) {
-      ShapeTracker st = n->arg_as<ShapeTracker>();
-      st.views.back() = f(st.views.back());
-      out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), std::move(st));
+      out[n] = UOp::make(Op::VIEW, n->dtype(), std::move(src), view_of(n));
     } else if (n->op() == Op::REDUCE_AXIS) {
       ReduceArg r{n->arg_as<ReduceArg>().op, reduce_axes};
       out[n] = UOp::make(Op::REDUCE_AXIS, n->dtype(), std::move(src), std::move(r));

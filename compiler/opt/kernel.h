@@ -92,7 +92,7 @@ class Kernel {
   // outside the reduction may walk it with any stride: they run once per output, after the
   // loop, so moving lanes one by one costs little there (a convolution whose lanes are output
   // channels, strided in NCHW, with a fused epilogue such as a ReLU's backward).
-  bool vector_axis(int axis, bool scatter_stores) const;
+  bool vector_axis(int axis, bool scatter) const;
   // True when partial reductions can accumulate in the output buffers (SPLIT_REDUCE).
   bool accumulates_in_output(std::string* why) const;
 
@@ -106,6 +106,10 @@ class Kernel {
 
  private:
   void map_views(const std::function<View(const View&)>& f);
+  // Rebuilds the AST with each VIEW's tracker from `view_of` and every REDUCE_AXIS over
+  // `reduce_axes`.
+  void rebuild(const std::function<ShapeTracker(const UOp*)>& view_of,
+               const std::vector<int>& reduce_axes);
   void permute(const std::vector<int>& perm);
   void merge_dims();
   void split_for_single_views(std::vector<int>& reduce_axes);
