@@ -253,3 +253,20 @@ def test_uop_allreduce_combines_every_shard_on_each_device(op, ref):
   with pytest.raises(ValueError, match="allreduce"): UOp.allreduce(t.uop, Ops.WHERE, t.device)
   with pytest.raises(ValueError, match="allreduce"): UOp.allreduce(t.uop, Ops.ADD, D2)
   with pytest.raises(TypeError, match="allreduce"): UOp.allreduce(Tensor(x).uop, Ops.ADD, t.device)
+
+
+@pytest.mark.parametrize("src_axis", ["plain", None, 1, 3])
+def test_load_state_dict_into_a_sharded_model_keeps_its_sharding(src_axis):
+  from baregrad.nn import Conv2d
+  from baregrad.nn.state import load_state_dict
+  layer = Conv2d(3, 5, kernel_size=3)
+  layer.weight.shard_(D3, 3)
+  layer.bias.shard_(D3, None)
+  w, b = arr(5, 3, 3, 3), arr(5)
+  sd = {"weight": Tensor(w), "bias": Tensor(b)}
+  if src_axis != "plain": sd = {"weight": sd["weight"].shard(D3, src_axis), "bias": sd["bias"].shard(D3, None)}
+  load_state_dict(layer, sd)
+  assert (layer.weight.device, layer.weight.uop.axis) == (D3, 3)
+  assert (layer.bias.device, layer.bias.uop.axis) == (D3, None)
+  np.testing.assert_array_equal(layer.weight.numpy(), w)
+  np.testing.assert_array_equal(layer.bias.numpy(), b)

@@ -56,7 +56,7 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
   shape mismatch; values are moved to the tensor's device and cast to its dtype."""
   if not isinstance(state_dict, Mapping):
     raise TypeError(f"[load_state_dict] state_dict must be a dict of Tensors, got {type(state_dict).__name__}")
-  entries, loaded, ret = [], {}, []
+  entries, loaded, ret, sharded = [], {}, [], []
   for k, v in get_state_dict(model).items():
     if k not in state_dict:
       if strict: raise KeyError(f"[load_state_dict] missing key {k!r} in state_dict")
@@ -69,13 +69,18 @@ def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, v
     if v.shape != src.shape:
       if {(), (1,)} == {src.shape, v.shape}: src = src.reshape(v.shape)
       else: raise ValueError(f"[load_state_dict] Shape mismatch in layer `{k}`: Expected shape {v.shape}, but found {src.shape} in state dict.")
-    src = src.to(v.device).cast(v.dtype)
-    if not any(v._c.same(c) for _, c in entries):  # a tied tensor is loaded once
-      entries.append((k, v._c))
-      loaded[k] = src._c
+    if isinstance(v.device, tuple):  # a sharded model: the value sharded as the tensor (gathered first when on other shards)
+      if isinstance(src.device, tuple) and (src.device, src._c.axis) != (v.device, v._c.axis): src = src.to(v.device[0])
+      sharded.append((v, src.cast(v.dtype).shard_like(v)))
+    else:
+      src = src.to(v.device).cast(v.dtype)
+      if not any(v._c.same(c) for _, c in entries):  # a tied tensor is loaded once
+        entries.append((k, v._c))
+        loaded[k] = src._c
     if consume: del state_dict[k]
     ret.append(v)
   _C.load_state_dict(entries, loaded, False)
+  for v, src in sharded: v.assign(src)
   return ret
 
 
