@@ -27,7 +27,7 @@ from baregrad.mixin.movement import MovementMixin
 from baregrad.mixin.nn import NNMixin
 from baregrad.mixin.reduce import ReduceMixin
 from baregrad import multi, variable
-from baregrad.uop.graph import MultiUOp, TensorUOp as TensorUOpBase
+from baregrad.uop.graph import ConstUOp, MultiUOp, TensorUOp as TensorUOpBase
 from baregrad.variable import make_sym
 
 ConstType = (bool, int, float)
@@ -68,6 +68,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
   __slots__ = ("_c", "_bound", "_grad_ref", "__weakref__")  # _bound: see MovementMixin._bind; _grad_ref: see grad
   training: ClassVar[bool] = False
+  _deviceless: ClassVar[bool] = False  # DevicelessTensor
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).
   __array_ufunc__ = None
 
@@ -80,6 +81,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
       return t if device is None or is_disk(device) else t.to(device)
     if cls is Tensor and is_disk(device) and data is not None:
       return Tensor(data, dtype=dtype, device="CPU").to(device)
+    if cls is Tensor and isinstance(data, ConstUOp) and device is None: return super().__new__(DevicelessTensor)
     return super().__new__(cls)
 
   def __init__(self, data: Any, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None):
@@ -102,6 +104,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
       self._c = multi.shard(t._c, _device, None)
       return
     if isinstance(data, (_C.Tensor, multi.MultiC)): c = data
+    elif isinstance(data, ConstUOp): c = Tensor._const_c(data.value, data.dtype, _device)
     elif isinstance(data, (TensorUOpBase, MultiUOp)) and data._c is not None: c = data._c
     elif isinstance(data, Tensor): c = data._c.detach()
     elif data is None: c = Tensor._const_c(0.0, _dtype or dtypes.default_float, _device)
@@ -224,6 +227,11 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     vals = self._c.sym_vals
     return tuple(make_sym(v, y, vals) for v, y in zip(s, ss))
   @property
+  def max_shape(self) -> tuple[int, ...]:
+    """The shape with each Variable size at its upper bound (the most a capture over it holds), as tinygrad's."""
+    return tuple(int(d.sym.vmax) if isinstance(d, variable.SymInt) else d for d in self.shape)
+  def max_numel(self) -> int: return prod(self.max_shape)
+  @property
   def dtype(self) -> DType: return _key_dtype(self._c.dtype)
   @property
   def device(self) -> str: return self._c.device
@@ -306,10 +314,10 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   class test(train):  # noqa: N801
     def __init__(self, mode: bool = False): self.mode = mode
 
-  def __repr__(self):
+  def __repr__(self):  # tinygrad's
     grad = self._c.grad
     grad_repr = None if grad is None else f"<grad {tuple(grad.shape)}>"
-    return f"<Tensor <{self.device} {self.shape} {self.dtype!r}> on {self.device} with grad {grad_repr}>"
+    return f"<Tensor <UOp {self.device} {self.shape} {str(self.dtype)[7:]}> on {self.device} with grad {grad_repr}>"
 
   def __hash__(self): return id(self)
 
@@ -457,7 +465,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def assign(self, x) -> Tensor:
     """Replaces this tensor's value in place (the buffer keeps its address); realizes it."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
-    if isinstance(x, DiskTensor): x = x.to(self.device)
+    if isinstance(x, DiskTensor) or x._deviceless: x = x.to(self.device)
     if isinstance(self._c, multi.MultiC) and not isinstance(x._c, multi.MultiC): x = x.shard_like(self)  # a whole value
     elif isinstance(x._c, multi.MultiC) and not isinstance(self._c, multi.MultiC): x = x.to(self.device)  # gathered
     if type(x._c) is type(self._c) and x._c.same(self._c): return self
@@ -724,6 +732,33 @@ def _unpickle_tensor_buffer(data, np_dtype: str, shape: tuple, dtype_name: str, 
   # An out-of-band buffer is released now: the unpickler's memo would keep it (and its memory) alive until loads ends.
   if isinstance(data, pickle.PickleBuffer): data.release()
   return out
+
+
+Tensor._T = Tensor  # what the mixins make and accept (`self._T(...)`, `isinstance(x, self._T)`): Tensor for every subclass
+
+
+class DevicelessTensor(Tensor):
+  """`Tensor(UOp.const(value))`: a constant on no device (`device` None, `uop` the ConstUOp). It computes as a 0-d
+  constant on the device of what it meets (or the default device), realizes to nothing, and `clone(device=)`
+  copies it into a buffer."""
+  __slots__ = ("_u",)
+  _deviceless = True
+
+  def __init__(self, data: ConstUOp, device=None, dtype=None, requires_grad: bool | None = None):
+    if dtype is not None: data = data.cast(dtype)
+    super().__init__(data, None, None, requires_grad)
+    self._u = data
+
+  @property
+  def device(self): return None
+  @property
+  def uop(self) -> ConstUOp: return self._u
+  def _on(self, device) -> Tensor: return Tensor(self._u, device=device)
+  def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
+    for t in lst: t.realize()
+    return self
+  def to(self, device: str | None) -> Tensor: return self._on(device)
+  def clone(self, device: str | None = None) -> Tensor: return self._on(device).contiguous()
 
 
 class DiskTensor(DiskTensorMixin, Tensor):

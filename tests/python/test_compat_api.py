@@ -42,7 +42,7 @@ def test_uop_is_the_variable_api_programs_use():
   np.testing.assert_equal(table[v.bind(5)].numpy(), 60)
   np.testing.assert_equal(table[:UOp.variable("sz", 1, 8).bind(3)].sum().numpy(), 60)
   with pytest.raises(TypeError, match=r"\[UOp\] .*only UOp.variable"): UOp()
-  with pytest.raises(AttributeError): UOp.const(1.0)
+  assert isinstance(UOp.const(1.0), UOp)  # a deviceless constant (test_compat_internals.py)
   from baregrad.uop.ops import sym_infer
   assert sym_infer((v.bind(3) + 1) * 2, {"start_pos": 5}) == 12
 

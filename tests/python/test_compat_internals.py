@@ -159,3 +159,40 @@ def test_disk_tensors_refuse_pickling_under_every_protocol(tmp_path):
   t = Tensor(p)
   for proto in (2, 4, 5):
     with pytest.raises(TypeError, match="file mapping"): pickle.dumps(t, protocol=proto)
+
+
+def test_deviceless_const_is_on_no_device_until_it_meets_one():
+  from baregrad.uop.ops import UOp
+  t = Tensor(UOp.const(2.5).cast(dtypes.float16))
+  assert t.device is None and t.uop.device is None and t.dtype == dtypes.float16 and t.shape == ()
+  assert "<UOp None ()" in repr(t)
+  u = t.uop
+  assert t.realize().uop is u  # nothing to realize
+  np.testing.assert_equal(t.numpy(), np.float16(2.5))
+  x = Tensor([1.0, 2.0], device="CPU:1", dtype=dtypes.float16)
+  for y in (t * x, x * t, x - t, t + x):
+    assert y.device == "CPU:1"
+  np.testing.assert_equal((t * x).numpy(), np.float16([2.5, 5.0]))
+  np.testing.assert_equal((x - t).numpy(), np.float16([-1.5, -0.5]))
+  c = t.clone(device="CPU:1")
+  assert c.device == "CPU:1" and c.uop.has_buffer_identity()
+  s = Tensor.empty(3, device="CPU:1", dtype=dtypes.float16)
+  s.assign(t)
+  np.testing.assert_equal(s.numpy(), np.float16([2.5] * 3))
+  s[1] = Tensor(UOp.const(7).cast(dtypes.float16))
+  np.testing.assert_equal(s.numpy(), np.float16([2.5, 7, 2.5]))
+
+
+def test_uop_const_dtype_and_misuse():
+  from baregrad.uop.ops import UOp
+  assert UOp.const(3).dtype == dtypes.int32 and UOp.const(True).dtype == dtypes.bool and UOp.const(1.5).dtype == dtypes.float32
+  assert UOp.const(2.7, dtypes.int32).arg == 2 and UOp.const(3).cast(dtypes.float64).arg == 3.0
+  with pytest.raises(TypeError, match="UOp.const"): UOp.const("a")
+  with pytest.raises(ValueError, match="UOp.const"): UOp.const(float("nan"), dtypes.int32)
+
+
+def test_max_shape_takes_each_variable_at_its_bound():
+  from baregrad import Variable
+  t = Tensor.ones(2, Variable("v", 1, 32).bind(5), 4)
+  assert t.max_shape == (2, 32, 4) and t.max_numel() == 256
+  assert Tensor.empty(2, 3).max_shape == (2, 3) and Tensor.empty(2, 3).max_numel() == 6

@@ -35,19 +35,21 @@ class ElementwiseMixin:
   def _to_tensor(self, y, dtype=None):
     """`y` as a tensor on this device: a Tensor as is, a scalar as a 0-d constant (a SymInt as
     one whose value kernels take at launch)."""
-    if isinstance(y, type(self)): return y
+    if isinstance(y, self._T): return y
     if isinstance(y, variable.SymInt):
       dt = dtype or _scalar_dtype(self.dtype, y)
       return self._wrap(_C.Tensor.sym_scalar(y.sym, y.vals, dt.key, self.device))
     if isinstance(y, np.generic): y = y.item()
     if isinstance(y, _CONST): return self._const(y, dtype or _scalar_dtype(self.dtype, y), self.device)
-    if isinstance(y, (list, tuple, np.ndarray)): return type(self)(y, device=self.device)
+    if isinstance(y, (list, tuple, np.ndarray)): return self._T(y, device=self.device)
     raise TypeError(f"[{op_name()}] unsupported operand of type {type(y).__name__} for a Tensor")
 
   def _broadcasted(self, y, reverse: bool = False, match_dtype: bool = True, widen: bool = False):
     """(self, y) with y a tensor and both of one promoted dtype (the C++ ops broadcast)."""
     if widen and isinstance(y, np.generic): y = y.item()
     x, y = self, self._to_tensor(y, _scalar_dtype(self.dtype, y, True) if widen and isinstance(y, _CONST) else None)
+    if x._deviceless is not y._deviceless:  # a deviceless constant goes where the other operand is
+      x, y = (x._on(y.device), y) if x._deviceless else (x, y._on(x.device))
     if match_dtype and x.dtype != y.dtype:
       out = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(out), y.cast(out)
@@ -113,8 +115,8 @@ class ElementwiseMixin:
     if isinstance(x, InvalidType) and isinstance(y, InvalidType): raise TypeError("[where] both values are Invalid")
     if isinstance(x, InvalidType): x = y
     if isinstance(y, InvalidType): y = x
-    if isinstance(x, type(self)): x, y = x._broadcasted(y)
-    elif isinstance(y, type(self)): y, x = y._broadcasted(x)
+    if isinstance(x, self._T): x, y = x._broadcasted(y)
+    elif isinstance(y, self._T): y, x = y._broadcasted(x)
     else:
       x, y = self._to_tensor(x, _scalar_dtype(self.dtype, x)), self._to_tensor(y, _scalar_dtype(self.dtype, y))
       x, y = x._broadcasted(y)
@@ -166,9 +168,9 @@ class ElementwiseMixin:
   def _shift_amount(self, x):
     op = op_name()
     if not dtypes.is_int(self.dtype): raise DTypeError(f"[{op}] needs an int tensor, got {self.dtype}")
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, type(self))) or \
-       (isinstance(x, type(self)) and not dtypes.is_int(x.dtype)):
-      raise DTypeError(f"[{op}] shift amounts must be ints, got {x.dtype if isinstance(x, type(self)) else type(x).__name__}")
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, self._T)) or \
+       (isinstance(x, self._T) and not dtypes.is_int(x.dtype)):
+      raise DTypeError(f"[{op}] shift amounts must be ints, got {x.dtype if isinstance(x, self._T) else type(x).__name__}")
     return x
 
   def _shift_by_tensor(self, n, left: bool):
@@ -344,8 +346,8 @@ class ElementwiseMixin:
   def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
 
   def lerp(self, end, weight):
-    if not isinstance(end, type(self)): end = self._to_tensor(end)
-    if isinstance(weight, type(self)): return self._wrap(multi.call("lerp", self._c, end._c, weight._c))
+    if not isinstance(end, self._T): end = self._to_tensor(end)
+    if isinstance(weight, self._T): return self._wrap(multi.call("lerp", self._c, end._c, weight._c))
     return self + (end - self) * weight
 
   def copysign(self, other):

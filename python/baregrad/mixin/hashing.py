@@ -45,7 +45,7 @@ class HashingMixin:
   def keccak(self, cfg="sha3_256"):
     """The Keccak digest of each row of bytes (the last axis, bitcast to uint8) as uint8: SHA3-224/256
     (28/32 bytes) or tinygrad's SHAKE128 (16 bytes); cfg may also be (rate bytes, domain byte)."""
-    T = type(self)
+    T = self._T
     if isinstance(cfg, str):
       if cfg not in _KECCAK_CFG: raise ValueError(f"[keccak] cfg {cfg!r} is not one of {sorted(_KECCAK_CFG)} or (rate, dsbyte)")
       rate, ds = _KECCAK_CFG[cfg]

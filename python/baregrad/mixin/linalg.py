@@ -29,7 +29,7 @@ class LinalgMixin:
     k onto -sign(x_k) |x| e_k, none where the column is already zero below the diagonal), so R
     matches numpy.linalg.qr's up to rounding."""
     self._matrix_arg("qr")
-    T = type(self)
+    T = self._T
     *batch, m, n = self.shape
     R, Q = self, T.eye(m, dtype=self.dtype, device=self.device).expand(*batch, m, m)
     rows = T.arange(m, device=self.device).reshape(m, 1)
@@ -54,7 +54,7 @@ class LinalgMixin:
     columns are orthogonal to float precision (at most 30 sweeps). Columns of U for zero singular
     values are completed to an orthonormal basis."""
     self._matrix_arg("svd")
-    T = type(self)
+    T = self._T
     *batch, m, n = self.shape
     if m < n:
       u, s, vh = self.transpose(-2, -1).svd(full_matrices)

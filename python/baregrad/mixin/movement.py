@@ -307,7 +307,7 @@ class MovementMixin:
     if reduce not in (None, "add", "multiply"): raise TypeError(f"[scatter] reduce={reduce!r} must be one of None, 'add', 'multiply'")
     self._tensor_arg(index, "index")
     if not dtypes.is_int(index.dtype): raise DTypeError(f"[scatter] index must be an integer tensor, got {index.dtype}")
-    if not isinstance(src, type(self)): src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+    if not isinstance(src, self._T): src = self._T.full(index.shape, src, dtype=self.dtype, device=self.device)
     elif reduce is not None: raise TypeError("[scatter] a tensor src with reduce= is not supported (tinygrad's rule): use scatter_reduce")
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
     self._check_index_shape(self._resolve_dim(dim), index, src)
@@ -335,7 +335,7 @@ class MovementMixin:
     src = src.shrink(tuple((0, i) for i in index.shape)).unsqueeze(-1).transpose(dim, -1)
     target = [1] * (self.ndim + 1)
     target[dim] = self.shape[dim]
-    positions = type(self).arange(self.shape[dim], dtype=index.dtype, device=self.device).reshape(target)
+    positions = self._T.arange(self.shape[dim], dtype=index.dtype, device=self.device).reshape(target)
     hit = index.unsqueeze(-1).transpose(dim, -1) == positions
     def fit(x, value=0):  # index may cover less than self beside dim: pad with the reduction's identity
       return x.pad(tuple((0, n - i) for i, n in zip(x.shape, self.shape)), value=value)
@@ -371,21 +371,21 @@ class MovementMixin:
     idt = dtypes.int64 if max(m.numel(), size) >= 2**31 else dtypes.int32
     pos = m.cast(idt).cumsum() - 1  # output slot of each selected element
     slot = (m & (pos < size)).where(pos, size)  # the rest go to a spare slot past the end
-    every = type(self).arange(m.numel(), dtype=idt, device=self.device)
-    src = type(self).zeros(size + 1, dtype=idt, device=self.device).scatter(0, slot, every)
-    return (type(self).arange(size, dtype=idt, device=self.device) < m.sum()).where(x[src[:size]], fill_value).cast(self.dtype)
+    every = self._T.arange(m.numel(), dtype=idt, device=self.device)
+    src = self._T.zeros(size + 1, dtype=idt, device=self.device).scatter(0, slot, every)
+    return (self._T.arange(size, dtype=idt, device=self.device) < m.sum()).where(x[src[:size]], fill_value).cast(self.dtype)
 
   def nonzero(self, size: int | None = None, fill_value=0):
     """int32 (count, ndim) indices of the nonzero elements in row-major order (torch's layout); size=N as in
     masked_select: N rows, the missing ones filled with fill_value."""
     idt = dtypes.int64 if self.numel() >= 2**31 else dtypes.int32
     if self.ndim == 0:
-      return type(self).zeros(size if size is not None else int(self.ne(0).item()), 0, dtype=idt, device=self.device)
-    flat = type(self).arange(self.numel(), dtype=idt, device=self.device).masked_select(self.ne(0).flatten(), size=size)
+      return self._T.zeros(size if size is not None else int(self.ne(0).item()), 0, dtype=idt, device=self.device)
+    flat = self._T.arange(self.numel(), dtype=idt, device=self.device).masked_select(self.ne(0).flatten(), size=size)
     strides = [prod(self.shape[d + 1:]) for d in range(self.ndim)]
-    coords = type(self).stack(*[(flat // st) % n for st, n in zip(strides, self.shape)], dim=-1)
+    coords = self._T.stack(*[(flat // st) % n for st, n in zip(strides, self.shape)], dim=-1)
     if size is None: return coords
-    valid = type(self).arange(size, dtype=idt, device=self.device) < self.ne(0).sum()
+    valid = self._T.arange(size, dtype=idt, device=self.device) < self.ne(0).sum()
     return valid.unsqueeze(-1).where(coords, fill_value).cast(idt)
 
   def unfold(self, dim: int, size: int, step: int):
@@ -401,7 +401,7 @@ class MovementMixin:
     count = (self.shape[dim] - size) // step + 1
     if size == 0:  # empty windows
       out_shape = (*self.shape[:dim], count, *self.shape[dim + 1:], 0)
-      if self.shape[dim] == 0: return type(self).zeros(*out_shape, dtype=self.dtype, device=self.device)
+      if self.shape[dim] == 0: return self._T.zeros(*out_shape, dtype=self.dtype, device=self.device)
       # a shrink to nothing, expanded: the graph stays connected for backward
       empty = self.shrink(tuple((0, 1) if d == dim else None for d in range(self.ndim))).unsqueeze(-1)
       return empty.shrink((None,) * self.ndim + ((0, 0),)).expand(*out_shape)
@@ -430,8 +430,8 @@ class MovementMixin:
       raise TypeError(f"[{op}] diagonal must be an int, got {type(diagonal).__name__} {diagonal!r}")
     r, c = self.shape[-2], self.shape[-1]
     diagonal = max(-r, min(c, diagonal))  # past either corner every element is kept or masked
-    i = type(self).arange(r, device=self.device).reshape(r, 1)
-    j = type(self).arange(c, device=self.device).reshape(1, c)
+    i = self._T.arange(r, device=self.device).reshape(r, 1)
+    j = self._T.arange(c, device=self.device).reshape(1, c)
     return (j - i >= diagonal) if upper else (j - i <= diagonal)
 
   def _zero(self): return False if self.dtype is dtypes.bool else 0
@@ -447,7 +447,7 @@ class MovementMixin:
   def diag(self):
     if self.ndim != 1: raise ValueError(f"[diag] diag needs a 1-D tensor, got shape {self.shape}")
     n = self.shape[0]
-    return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(self.reshape(1, n).expand(n, n), 0)
+    return self._T.eye(n, dtype=dtypes.bool, device=self.device).where(self.reshape(1, n).expand(n, n), 0)
 
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
     """The diagonal `offset` (> 0 above the main one) of the planes spanned by dim1 and dim2, as a new last axis
@@ -460,7 +460,7 @@ class MovementMixin:
     lo, hi = (0, min(offset, c)) if offset >= 0 else (min(-offset, r), 0)
     n = max(0, min(r - lo, c - hi))
     x = x.shrink(tuple((0, s) for s in x.shape[:-2]) + ((lo, lo + n), (hi, hi + n)))
-    return type(self).eye(n, dtype=dtypes.bool, device=self.device).where(x, self._zero()).sum(-1, dtype=self.dtype)
+    return self._T.eye(n, dtype=dtypes.bool, device=self.device).where(x, self._zero()).sum(-1, dtype=self.dtype)
 
   # ---- indexing ------------------------------------------------------------------------------
 
@@ -477,7 +477,7 @@ class MovementMixin:
     if not isinstance(indices, (tuple, list)): indices = [indices]
     items, hosts = [], []
     for i in indices:
-      hosts.append(i.numpy() if check_tensors and isinstance(i, type(self)) else None)
+      hosts.append(i.numpy() if check_tensors and isinstance(i, self._T) else None)
       if isinstance(i, (bool, np.bool_)): raise IndexError(f"[{op_name()}] bool (mask) indexing is not supported")
       if isinstance(i, (int, np.integer)): items.append(int(i))
       elif i is None or i is Ellipsis: items.append(i)
@@ -485,10 +485,10 @@ class MovementMixin:
         for part in (i.start, i.stop, i.step):
           if part is not None and not isinstance(part, (int, np.integer)): raise TypeError(f"[{op_name()}] slice {i} is not supported")
         items.append(slice(*(None if p is None else int(p) for p in (i.start, i.stop, i.step))))
-      elif isinstance(i, type(self)): items.append(i.to(self.device)._c)
+      elif isinstance(i, self._T): items.append(i.to(self.device)._c)
       elif isinstance(i, (list, tuple, np.ndarray)):
         try:
-          t = type(self)(i, device=self.device)
+          t = self._T(i, device=self.device)
         except ValueError as e:
           raise IndexError(f"[{op_name()}] index {i!r} is not a rectangular array of ints: {e}") from None
         if not dtypes.is_int(t.dtype): raise IndexError(f"[{op_name()}] an index tensor of dtype {t.dtype}: indices must be integers")
@@ -535,10 +535,11 @@ class MovementMixin:
     same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad. A tensor that is still
     lazy work nothing else refers to (`z = x * 2`, `Tensor.zeros(4)`) instead takes the new
     value as a graph, as tinygrad's: gradients flow to `v` and to the elements it kept."""
-    Tensor = type(self)
+    Tensor = self._T
     if not isinstance(v, Tensor):
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
       v = Tensor(v, device=self.device, dtype=self.dtype)
+    if v._deviceless: v = v.to(self.device)
     if v.device != self.device: raise RuntimeError(f"[setitem] value on {v.device} for a tensor on {self.device}")
     if v.dtype != self.dtype:  # as tinygrad: a Tensor value is not cast implicitly
       raise RuntimeError(f"[setitem] setitem dtype mismatch: a {v.dtype} value into a {self.dtype} tensor (cast it first)")
@@ -558,7 +559,7 @@ class MovementMixin:
     """Advanced indices: scatter `v` into the flat positions the index selects (last one wins)."""
     if (new := self._scatter_setitem_dims(items, v)) is not NotImplemented: return new
     n = self.numel()
-    pos = type(self).arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(self.shape)
+    pos = self._T.arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(self.shape)
     idx = self._wrap(pos._c.getitem(items)).flatten()
     if idx.numel() == 0: return None
     return self.flatten().scatter(0, idx, v.flatten()).reshape(self.shape)
@@ -570,7 +571,7 @@ class MovementMixin:
     gather along NB: work ~ numel + P * NB, where the flat scatter costs numel * v.numel(). An int index is a
     0-d index here, but it removes its dim first (tinygrad's and torch's order, not numpy's) when placing the
     broadcast dims in v. NotImplemented for other mixes (partial slices, None)."""
-    Tensor = type(self)
+    Tensor = self._T
     real = sum(1 for i in items if i is not Ellipsis)
     full = []
     for i in items:
@@ -622,7 +623,7 @@ class MovementMixin:
         boxes.append((start, step, len(range(start, stop, step))))
     if any(k == 0 for _, _, k in boxes): return None
     v = v.reshape(tuple(k for _, _, k in boxes))
-    mask = type(self).ones(v.shape, dtype=dtypes.bool, device=self.device)
+    mask = self._T.ones(v.shape, dtype=dtypes.bool, device=self.device)
     for d, ((start, step, k), n) in enumerate(zip(boxes, self.shape)):
       if step < 0: v, mask, start, step = v.flip(d), mask.flip(d), start + (k - 1) * step, -step
       if step > 1 and k > 1:

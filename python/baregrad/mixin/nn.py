@@ -75,7 +75,7 @@ class NNMixin:
 
   def dropout(self, p: float = 0.5):
     """Zeroes elements with probability p and scales the rest by 1/(1-p) while Tensor.training."""
-    return self._wrap(self._c.dropout(float(p), bool(type(self).training)))
+    return self._wrap(self._c.dropout(float(p), bool(self._T.training)))
 
   def multinomial(self, num_samples: int = 1, replacement: bool = False):
     """int32 indices of num_samples draws from the categories of the last axis (1-D or 2-D), weighted by self.
@@ -90,10 +90,10 @@ class NNMixin:
     if replacement or num_samples == 1:
       cw = w.cumsum(1)
       cdf = cw / cw[:, -1:]
-      u = type(self).rand(num_samples, w.shape[0], 1, device=self.device)
+      u = self._T.rand(num_samples, w.shape[0], 1, device=self.device)
       idx = (u >= cdf).sum(2).transpose(0, 1)  # the first category whose cdf is above u
     else:  # Efraimidis-Spirakis: the num_samples largest log(u)/w (weight 0 is never drawn while others remain)
-      keys = type(self).rand(*w.shape, device=self.device).log() / w
+      keys = self._T.rand(*w.shape, device=self.device).log() / w
       idx = keys.topk(num_samples, dim=1)[1]
     return (idx.squeeze(0) if self.ndim == 1 else idx).cast(dtypes.int32)
 
@@ -120,7 +120,7 @@ class NNMixin:
     """Threefry-2x32 of each uint64 element (high word, low word) under the uint64 `seed`, as one uint64
     (tinygrad's THREEFRY op)."""
     for name, t in (("self", self), ("seed", seed)):
-      if not isinstance(t, type(self)) or t.dtype != dtypes.uint64:
+      if not isinstance(t, self._T) or t.dtype != dtypes.uint64:
         raise TypeError(f"[threefry] {name} must be a uint64 Tensor, got {t!r}")
     u32, u64 = dtypes.uint32, dtypes.uint64
     w0, w1 = self._threefry2x32(seed.cast(u32), (seed >> 32).cast(u32), self.cast(u32), (self >> 32).cast(u32))
@@ -241,7 +241,7 @@ class NNMixin:
     if not return_indices: return win.max(axes)
     plane = self.shape[-len(k):]
     n = math.prod(plane)
-    pos = type(self).arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(plane)
+    pos = self._T.arange(n, dtype=dtypes.int64 if n >= 2**31 else dtypes.int32, device=self.device).reshape(plane)
     pos = pos.pad(pads, value=n) if any(pads) else pos  # padding is never the first maximum
     pos = pos._wrap(pos._c.pool_windows(list(k), list(s), list(d)))
     values = win.max(axes)
@@ -262,7 +262,7 @@ class NNMixin:
       out = tuple((i - 1) * s_ - b - a + d_ * (k_ - 1) + 1 for i, k_, s_, d_, (b, a) in zip(spatial, k, s, d, before_after))
     else: out = tuple(output_size)[-nd:]
     if any(o <= 0 for o in out): raise ValueError(f"[max_unpool2d] output size {out} must be positive")
-    flat = type(self).zeros(bs, c, math.prod(out), dtype=self.dtype, device=self.device)
+    flat = self._T.zeros(bs, c, math.prod(out), dtype=self.dtype, device=self.device)
     return flat.scatter(2, indices.reshape(bs, c, -1), self.reshape(bs, c, -1)).reshape(bs, c, *out)
 
   def interpolate(self, size, mode: str = "linear", align_corners: bool = False):
@@ -291,7 +291,7 @@ class NNMixin:
       else: src = np.maximum((dst + acc(0.5)) * (acc(n) / acc(o)) - acc(0.5), acc(0))
       lo = src.astype(np.int64)
       hi = lo + (lo < n - 1)
-      frac = type(self)(np.clip(src - lo, 0, 1).astype(acc).reshape(o, *[1] * (x.ndim - ax - 1)), dtype=x.dtype, device=self.device)
+      frac = self._T(np.clip(src - lo, 0, 1).astype(acc).reshape(o, *[1] * (x.ndim - ax - 1)), dtype=x.dtype, device=self.device)
       x = x[at + (lo,)] * (1 - frac) + x[at + (hi,)] * frac
     return x.cast(self.dtype)
 
@@ -302,11 +302,11 @@ class NNMixin:
     axes = [-(i + 1) for i in range(len(k))]
     def windows(x): return x._wrap(x._c.pool_windows(list(k), list(s), list(d)))
     total = windows(self.pad(pads) if any(pads) else self).sum(axes)
-    ones = type(self).ones(self.shape[-len(k):], device=self.device)
+    ones = self._T.ones(self.shape[-len(k):], device=self.device)
     if count_include_pad:  # the explicit padding counts, the ceil_mode extra does not
       explicit = _resolve_pool_pads(padding, len(k))
       padded = [n + explicit[-2 - 2 * i] + explicit[-1 - 2 * i] for i, n in enumerate(ones.shape)]
-      ones = type(self).ones(*padded, device=self.device)
+      ones = self._T.ones(*padded, device=self.device)
       ones = ones.pad([0 if i % 2 == 0 else pads[i] - explicit[i] for i in range(len(pads))])
     else: ones = ones.pad(pads)
     return total / windows(ones).sum(axes)
@@ -325,7 +325,7 @@ class NNMixin:
     if reduction not in ("mean", "sum", "none"): raise ValueError(f"[sparse_categorical_crossentropy] reduction={reduction!r} must be one of ('mean', 'sum', 'none')")
     log_probs = self.log_softmax()
     loss_mask = Y != ignore_index
-    classes = type(self).arange(self.shape[-1], dtype=Y.dtype, device=self.device)
+    classes = self._T.arange(self.shape[-1], dtype=Y.dtype, device=self.device)
     y = (Y.unsqueeze(-1) == classes) & loss_mask.unsqueeze(-1)
     smoothing = label_smoothing * (log_probs.mean(-1) * loss_mask)
     unreduced = (1 - label_smoothing) * (log_probs * y).sum(-1) + smoothing
@@ -350,7 +350,7 @@ class NNMixin:
 
   def nll_loss(self, Y, weight=None, ignore_index: int | None = None, reduction: str = "mean"):
     self._tensor_arg(Y, "Y")
-    weight = type(self).ones(Y.shape, device=self.device) if weight is None else weight[Y]
+    weight = self._T.ones(Y.shape, device=self.device) if weight is None else weight[Y]
     masked = weight if ignore_index is None else weight * (Y != ignore_index)
     nll = -self.gather(1, Y.unsqueeze(1)).squeeze(1) * masked
     return nll.sum() / masked.sum() if reduction == "mean" else nll._do_reduction(reduction)
@@ -371,11 +371,11 @@ class NNMixin:
     if enable_gqa:
       key = key.repeat_interleave(self.shape[-3] // key.shape[-3], dim=-3)
       value = value.repeat_interleave(self.shape[-3] // value.shape[-3], dim=-3)
-    if dropout_p == 0 or not type(self).training:
+    if dropout_p == 0 or not self._T.training:
       return self._wrap(multi.call("scaled_dot_product_attention", self._c, key._c, value._c, None if attn_mask is None else attn_mask._c,
                                    is_causal))
     qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
-    if is_causal: attn_mask = type(self).ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril()
+    if is_causal: attn_mask = self._T.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril()
     if attn_mask is not None:
       qk = qk + (attn_mask.where(0, -math.inf) if attn_mask.dtype is dtypes.bool else attn_mask)
     return qk.softmax(-1).dropout(dropout_p) @ value

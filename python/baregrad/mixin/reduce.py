@@ -67,16 +67,16 @@ class ReduceMixin:
 
   def _tri(self, n: int):
     """The (n, n) bool mask of j <= i (row i, column j) on this device."""
-    return type(self).ones(n, n, dtype=dtypes.bool, device=self.device).tril()
+    return self._T.ones(n, n, dtype=dtypes.bool, device=self.device).tril()
 
   def _cum_extreme(self, axis: int, is_max: bool):
     """(values, int32 indices) of the running max or min along `axis`, as torch's: the index is the
     last position holding the running value, NaN wins and stays (the last NaN's index). O(n^2)
     work along the axis (masks of (n, n)), as tinygrad's; the gradient goes to those indices."""
     axis = self._resolve_dim(axis)
-    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
+    if self.ndim == 0: return self, self._T.zeros((), dtype=dtypes.int32, device=self.device)
     n = self.shape[axis]
-    if n == 0: return self, type(self).zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
+    if n == 0: return self, self._T.zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
     x = self.transpose(axis, -1)
     xd = x.detach()
     fill = (dtypes.min if is_max else dtypes.max)(self.dtype)
@@ -84,7 +84,7 @@ class ReduceMixin:
     run = masked.max(-1) if is_max else masked.min(-1)
     hit = xd.unsqueeze(-2).eq(run.unsqueeze(-1))
     if dtypes.is_float(self.dtype): hit = hit | (xd.unsqueeze(-2).isnan() & run.unsqueeze(-1).isnan())
-    pos = type(self).arange(n, dtype=dtypes.int32, device=self.device)
+    pos = self._T.arange(n, dtype=dtypes.int32, device=self.device)
     idx = (self._tri(n) & hit).where(pos, -1).max(-1)
     return x.gather(-1, idx).transpose(axis, -1), idx.transpose(axis, -1)
 
@@ -161,16 +161,16 @@ class ReduceMixin:
   def sort(self, dim: int = -1, descending: bool = False):
     """(values, int32 indices) sorted along `dim` by a bitonic network of elementwise ops: O(n log^2 n),
     stable (equal values keep their order), NaN after every number (first when descending), as torch."""
-    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
+    if self.ndim == 0: return self, self._T.zeros((), dtype=dtypes.int32, device=self.device)
     dim = self._resolve_dim(dim)
     n = self.shape[dim]
-    if n <= 1: return self, type(self).zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
+    if n <= 1: return self, self._T.zeros(self.shape, dtype=dtypes.int32, device=self.device).contiguous()
     m = (n - 1).bit_length()
     size = 1 << m
     x = self.transpose(dim, -1)
     batch = x.shape[:-1]
     v = x.pad(((0, 0),) * len(batch) + ((0, size - n),)) if size != n else x
-    idx = type(self).arange(size, dtype=dtypes.int32, device=self.device).expand(*batch, size)
+    idx = self._T.arange(size, dtype=dtypes.int32, device=self.device).expand(*batch, size)
     pos = np.arange(size)
     for k in range(1, m + 1):  # merge sorted runs of 2**(k-1) into runs of 2**k, alternating direction
       for j in range(k - 1, -1, -1):  # compare-exchange positions i and i ^ 2**j
@@ -179,7 +179,7 @@ class ReduceMixin:
         vp, ip = vr.flip(-2), ir.flip(-2)  # each element's partner, in place
         # the pair swaps when the lower one belongs after the upper one (in blocks with bit k set: before it)
         flip = (((pos >> k) ^ (pos >> j)) & 1).astype(bool).reshape(shape[-3:])  # bit k is 0 throughout when k == m
-        swap = self._before(vp, ip, vr, ir, n, descending) ^ type(self)(flip, device=self.device)
+        swap = self._before(vp, ip, vr, ir, n, descending) ^ self._T(flip, device=self.device)
         v = swap.where(vp, vr).reshape(*batch, size).contiguous()
         idx = swap.where(ip, ir).reshape(*batch, size).contiguous()
     if size != n: v, idx = v[..., :n], idx[..., :n]
@@ -205,7 +205,7 @@ class ReduceMixin:
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """|self - other| <= atol + rtol * |other| elementwise (infinities equal themselves; NaNs with equal_nan); other a
     Tensor or a Python number."""
-    if not isinstance(other, type(self)): other = self._to_tensor(other)
+    if not isinstance(other, self._T): other = self._to_tensor(other)
     is_finite_close = self.isfinite() & other.isfinite() & ((self - other).abs() <= atol + rtol * other.abs())
     is_infinite_close = (self.isinf() | other.isinf()) & (self == other)
     is_nan_close = (self.isnan() & other.isnan()) & equal_nan
@@ -219,8 +219,8 @@ class ReduceMixin:
 
   def matmul(self, x, reverse: bool = False, dtype=None):
     a, b = (x, self) if reverse else (self, x)
-    if not isinstance(a, type(self)): a = type(self)(a, device=self.device)
-    if not isinstance(b, type(self)): b = type(self)(b, device=self.device)
+    if not isinstance(a, self._T): a = self._T(a, device=self.device)
+    if not isinstance(b, self._T): b = self._T(b, device=self.device)
     if dtype is not None:
       a, b = a.cast(to_dtype(dtype)), b.cast(to_dtype(dtype))
     elif a.dtype != b.dtype:

@@ -8,14 +8,14 @@ UOp for the reads programs and tests make:
   t.uop.base.realized       # the DeviceBuffer holding it (the same object while one is alive), or None
   t.uop.is_realized, .buffer, .shape, .dtype, .device, .size, .arg, .toposort()
 
-baregrad's graph is C++ and has no UOp objects to rewrite or build: `UOp.const`, `.after`, `.store`, graph rewrites
-and assigning `t.uop = ...` are absent (an AttributeError). A view's movements are one ShapeTracker (`Ops.VIEW`), not
+baregrad's graph is C++ and has no UOp objects to rewrite or build: `.after`, `.store`, graph rewrites and assigning
+`t.uop = ...` are absent (an AttributeError). `UOp.const(value, dtype)` is a deviceless constant (ConstUOp below). A view's movements are one ShapeTracker (`Ops.VIEW`), not
 tinygrad's RESHAPE/PERMUTE/... chain.
 """
 from __future__ import annotations
 
 import _baregrad as _C
-from baregrad.dtype import to_dtype
+from baregrad.dtype import dtypes, to_dtype
 from baregrad.uop.ops import Ops, UOp
 
 
@@ -75,6 +75,12 @@ class TensorUOp:
     if buf is None: raise RuntimeError(f"[uop.buffer] {self!r} is not realized: realize() the tensor first")
     return buf
 
+  def has_buffer_identity(self, after_ok: bool = False) -> bool:
+    """True for a base that has a buffer of its own (realized) or gets one when realized (`.contiguous()`,
+    `.clone()`); False for views, constants and fused work."""
+    n = self._n
+    return n.is_base and (n.realized is not None or bool(n.force_kernel))
+
   def toposort(self) -> dict:
     """Every node this one reads, inputs before their readers, this one last (as tinygrad's, a dict of nodes)."""
     order: dict = {}
@@ -96,6 +102,49 @@ class TensorUOp:
 
 
 UOp.register(TensorUOp)
+
+
+class ConstUOp:
+  """A deviceless constant (tinygrad's `UOp.const(2.0)`, `.cast(dtype)`): a 0-d value on no device. `Tensor(u)` is a
+  tensor with `device` None that takes the device of whatever it meets (`Tensor(u) + t` is on `t`'s device), reads
+  as its value (`numpy()`, `item()`), realizes to nothing, and `clone(device=)` puts in a buffer. Without a
+  dtype, a float is float32, an int int32 (tinygrad gives its weak dtypes there, which baregrad lacks)."""
+  __slots__ = ("value", "dtype")
+  op = Ops.CONST
+  src, shape, device, is_realized, realized = (), (), None, False, None
+
+  def __init__(self, value, dtype):
+    dtype = to_dtype(dtype)
+    if not isinstance(value, (bool, int, float)): raise TypeError(f"[UOp.const] a bool, int or float value, got {type(value).__name__} {value!r}")
+    if dtypes.is_float(dtype): value = float(value)
+    elif dtype == dtypes.bool: value = bool(value)
+    elif not isinstance(value, float) or value == value and abs(value) != float("inf"): value = int(value)
+    else: raise ValueError(f"[UOp.const] {value} has no {dtype} value")
+    self.value, self.dtype = value, dtype
+
+  @staticmethod
+  def make(value, dtype=None) -> ConstUOp:
+    if isinstance(value, ConstUOp): return value if dtype is None else value.cast(dtype)
+    if isinstance(value, (tuple, list)): raise TypeError("[UOp.const] a tuple of constants is a graph baregrad does not build: use Tensor(list)")
+    if not isinstance(value, (bool, int, float)): raise TypeError(f"[UOp.const] a bool, int or float value, got {type(value).__name__} {value!r}")
+    return ConstUOp(value, dtype if dtype is not None else dtypes.from_py(value))
+
+  @property
+  def arg(self): return self.value
+  @property
+  def base(self) -> ConstUOp: return self
+  @property
+  def size(self) -> int: return 1
+  def cast(self, dtype) -> ConstUOp: return ConstUOp(self.value, dtype)
+  def const_like(self, value) -> ConstUOp: return ConstUOp(value, self.dtype)
+  def has_buffer_identity(self, after_ok: bool = False) -> bool: return False
+  def toposort(self) -> dict: return {self: None}
+  def __eq__(self, other): return isinstance(other, ConstUOp) and (self.value, self.dtype) == (other.value, other.dtype)
+  def __hash__(self): return hash((ConstUOp, self.value, self.dtype))
+  def __repr__(self): return f"UOp(Ops.CONST, {self.dtype}, arg={self.value!r}, device=None)"
+
+
+UOp.register(ConstUOp)
 
 
 class MultiUOp:

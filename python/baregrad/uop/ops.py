@@ -31,13 +31,19 @@ class UOp(abc.ABC):
   """The symbolic values tinygrad programs make with UOp.variable; not constructible."""
 
   def __new__(cls, *args, **kwargs):
-    raise TypeError("[UOp] baregrad has no Python UOp graph (its IR is C++): only UOp.variable(name, min, max) exists")
+    raise TypeError("[UOp] baregrad has no Python UOp graph (its IR is C++): only UOp.variable(name, min, max) and UOp.const(value, dtype) exist")
 
   @staticmethod
   def variable(name: str, min_val: int, max_val: int, dtype=None) -> Variable:
     """A Variable named `name` in [min_val, max_val] (tinygrad's UOp.variable)."""
     return Variable(name, min_val, max_val, dtype)
 
+
+  @staticmethod
+  def const(value, dtype=None):
+    """A deviceless constant (baregrad/uop/graph.py ConstUOp): `Tensor(UOp.const(2.0).cast(dtypes.float))`."""
+    from baregrad.uop.graph import ConstUOp
+    return ConstUOp.make(value, dtype)
 
   @staticmethod
   def allreduce(src, op: Ops, device) -> UOp:
