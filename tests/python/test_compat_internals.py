@@ -196,3 +196,26 @@ def test_max_shape_takes_each_variable_at_its_bound():
   t = Tensor.ones(2, Variable("v", 1, 32).bind(5), 4)
   assert t.max_shape == (2, 32, 4) and t.max_numel() == 256
   assert Tensor.empty(2, 3).max_shape == (2, 3) and Tensor.empty(2, 3).max_numel() == 6
+
+
+def test_uop_alu_builds_broadcasting_ops_that_differentiate():
+  from baregrad.uop.ops import Ops, UOp
+  xv, pv = np.array([1.0, 2.0, 3.0], np.float32), 0.5
+  x, p = Tensor(xv), Tensor(pv, dtype=dtypes.float32)
+  s = p.sin()
+  z = Tensor(x.uop.alu(Ops.MUL, s.uop)).sum() + s
+  tp = torch.tensor(pv, requires_grad=True)
+  tz = (torch.tensor(xv) * tp.sin()).sum() + tp.sin()
+  tz.backward()
+  (dp,) = z.gradient(p)
+  assert dp.shape == ()
+  np.testing.assert_allclose(dp.numpy(), tp.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(z.numpy(), tz.detach().numpy(), rtol=1e-6)
+  cond = Tensor([True, False, True])
+  w = Tensor(4.0, dtype=dtypes.float32)
+  assert Tensor(cond.uop.alu(Ops.WHERE, x.uop, w.uop)).sum().gradient(w)[0].item() == 1.0
+  np.testing.assert_equal(Tensor(x.uop.alu(Ops.CMPLT, UOp.const(2.0))).numpy(), xv < 2)
+  np.testing.assert_allclose(Tensor(x.uop.alu(Ops.RECIP)).numpy(), 1 / xv)
+  with pytest.raises(TypeError, match=r"\[UOp.alu\] Ops.ADD of dtypes.float, dtypes.int"): x.uop.alu(Ops.ADD, Tensor([1, 2, 3]).uop)
+  with pytest.raises(TypeError, match=r"\[UOp.alu\] Ops.ADD takes 2 sources, got 1"): x.uop.alu(Ops.ADD)
+  with pytest.raises(NotImplementedError, match=r"\[UOp.alu\] Ops.STORE"): x.uop.alu(Ops.STORE, x.uop)

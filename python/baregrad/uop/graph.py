@@ -75,6 +75,20 @@ class TensorUOp:
     if buf is None: raise RuntimeError(f"[uop.buffer] {self!r} is not realized: realize() the tensor first")
     return buf
 
+  def alu(self, op: Ops, *src) -> TensorUOp:
+    """`op` of this node and `src` (nodes of tensors, deviceless constants, or numbers) as a new node, as tinygrad's
+    UOp.alu: sources of other shapes broadcast (a 0-d source used by every element takes the sum of their
+    gradients), `Tensor(result)` is the tensor, and gradients flow back to the tensors the sources came from. The
+    operands must have one dtype (tinygrad's alu does not promote); a comparison gives bool."""
+    from baregrad.tensor import Tensor
+    fn = _ALU.get(op)
+    if fn is None: raise NotImplementedError(f"[UOp.alu] {op} is not an elementwise op baregrad builds from Python (one of {', '.join(o.name for o in _ALU)})")
+    if op is not Ops.WHERE and len(src) != _ARITY[op] - 1: raise TypeError(f"[UOp.alu] {op} takes {_ARITY[op]} sources, got {len(src) + 1}")
+    ts = [Tensor(u) if isinstance(u, (TensorUOp, ConstUOp)) else u for u in (self, *src)]
+    dts = {t.dtype for t in ts[(1 if op is Ops.WHERE else 0):] if isinstance(t, Tensor)}
+    if len(dts) > 1: raise TypeError(f"[UOp.alu] {op} of {', '.join(map(str, sorted(dts, key=str)))}: cast the sources to one dtype first")
+    return fn(*ts).uop
+
   def has_buffer_identity(self, after_ok: bool = False) -> bool:
     """True for a base that has a buffer of its own (realized) or gets one when realized (`.contiguous()`,
     `.clone()`); False for views, constants and fused work."""
@@ -102,6 +116,14 @@ class TensorUOp:
 
 
 UOp.register(TensorUOp)
+
+_ALU = {Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b, Ops.FDIV: lambda a, b: a / b,
+        Ops.IDIV: lambda a, b: a.idiv(b), Ops.MOD: lambda a, b: a.mod(b), Ops.MAX: lambda a, b: a.maximum(b), Ops.POW: lambda a, b: a.pow(b),
+        Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a.ne(b), Ops.CMPEQ: lambda a, b: a.eq(b), Ops.AND: lambda a, b: a & b,
+        Ops.OR: lambda a, b: a | b, Ops.XOR: lambda a, b: a ^ b, Ops.SHL: lambda a, b: a << b, Ops.SHR: lambda a, b: a >> b,
+        Ops.WHERE: lambda c, a, b: c.where(a, b), Ops.NEG: lambda a: -a, Ops.RECIP: lambda a: a.reciprocal(), Ops.EXP2: lambda a: a.exp2(),
+        Ops.LOG2: lambda a: a.log2(), Ops.SIN: lambda a: a.sin(), Ops.SQRT: lambda a: a.sqrt(), Ops.TRUNC: lambda a: a.trunc()}
+_ARITY = {op: fn.__code__.co_argcount for op, fn in _ALU.items()}
 
 
 class ConstUOp:
