@@ -285,6 +285,21 @@ std::vector<Row> tensor_op_rows(const Context& ctx) {
     r.note = "median, realize + synchronize; one load per element at the index";
     rows.push_back(r);
   }
+  // Two index tensors after a slice (numpy's src[:, i, j]): both one-hot axes collapse to loads.
+  {
+    Tensor src = Tensor::rand({10, 100, 200}).realize();
+    Tensor i = Tensor::randint({50, 60}, 0, 100).realize(),
+           j = Tensor::randint({50, 60}, 0, 200).realize();
+    auto run = [&] {
+      src[{tensor::Idx::slice(), i, j}].realize();
+      sync();
+    };
+    run();
+    Row r = cpu_row("tensor src[:, i, j] 10x100x200 fp32, 50x60 pairs", "time", "ms",
+                    time_median_ms(run, 7, 0), torch_ms("pairs"));
+    r.note = "median, realize + synchronize; one load per element at the two indices";
+    rows.push_back(r);
+  }
   if (!ctx.quick) {
     Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
     auto step = [&] {
@@ -460,10 +475,11 @@ void register_train_benches() {
       "the same run");
   register_bench("conv2d", conv_rows,
                  "conv2d forward 32x64x56x56 -> 64, 3x3, pad 1 (GFLOP/s), PyTorch in the same run");
-  register_bench("tensor ops", tensor_op_rows,
-                 "sum(1) and softmax(-1) of 4096x4096, X[samples] and wte[tokens], conv2d "
-                 "32x64x56^2 fwd+bwd, through the tensor "
-                 "API, PyTorch in the same run");
+  register_bench(
+      "tensor ops", tensor_op_rows,
+      "sum(1) and softmax(-1) of 4096x4096, X[samples], wte[tokens] and src[:, i, j], conv2d "
+      "32x64x56^2 fwd+bwd, through the tensor "
+      "API, PyTorch in the same run");
   register_bench(
       "max_pool2d", pool_rows,
       "2x2 max pooling of 32x64x56x56, forward and forward+backward (ms), PyTorch in the "

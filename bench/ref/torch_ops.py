@@ -7,6 +7,7 @@ argv: threads, op. Ops (the shapes match bench_train.cc):
             sum for the input and the weight
   batch     x[idx]: 512 random rows of a 60000x784 uint8 matrix
   embed     x[idx]: 1024 random rows of a 50257x768 float32 matrix
+  pairs     x[:, i, j]: a 10x100x200 float32 tensor at 50x60 random (i, j) pairs
   pool N    2x2 max_pool2d of N x 64 x 56 x 56
   poolstep N  the same, then the input gradient of the output's sum
 Prints one number."""
@@ -27,6 +28,10 @@ elif op in ("batch", "embed"):
     x = (torch.rand(n, width) * 255).to(torch.uint8) if op == "batch" else torch.rand(n, width)
     idx = torch.randint(0, n, (picks,))
     run = lambda: x[idx]  # noqa: E731
+elif op == "pairs":
+    x = torch.rand(10, 100, 200)
+    i, j = torch.randint(0, 100, (50, 60)), torch.randint(0, 200, (50, 60))
+    run = lambda: x[:, i, j]  # noqa: E731
 elif op == "convstep":
     x = torch.rand(32, 64, 56, 56, requires_grad=True)
     w = torch.rand(64, 64, 3, 3, requires_grad=True)

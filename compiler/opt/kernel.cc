@@ -158,7 +158,10 @@ std::vector<OneHotAxis> one_hot_axes(const UOp* reduce, const std::vector<int64_
   while (!stack.empty()) {
     const UOp* t = stack.back();
     stack.pop_back();
-    if (t->op() == Op::AND && dtypes::is_bool(t->dtype())) {
+    // a && b, also as the scheduler's where(a, b, false)
+    bool where_and = t->op() == Op::WHERE && t->src(2)->op() == Op::CONST &&
+                     dtypes::is_bool(t->src(2)->dtype()) && !t->src(2)->arg_as<bool>();
+    if ((t->op() == Op::AND || where_and) && dtypes::is_bool(t->dtype())) {
       stack.push_back(t->src(1).get());
       stack.push_back(t->src(0).get());
     } else {

@@ -391,26 +391,39 @@ TEST_P(KernelTest, OneHotSumLoadsAtTheIndex) {
   }
 }
 
-// A table read at two computed coordinates (an AND of one-hots), through a cast, in int32.
+// A table read at two computed coordinates (an AND of one-hots, written as AND or as the
+// scheduler's where(a, b, false)), through a cast, in int32: one load, no loop over either axis.
 TEST_P(KernelTest, TwoAxisOneHotSumThroughACast) {
   DType u8 = dtypes::kUint8, i32 = dtypes::kInt32, i64 = dtypes::kInt64;
-  int64_t n = 9, r0 = 4, r1 = 5;
-  auto i0 = global(0, i64), i1 = global(1, i64), x = global(2, u8), out = global(3, i32);
-  auto at = [&](const UOpPtr& b, std::vector<int64_t> strides) {
-    return load(b, strided({n, r0, r1}, std::move(strides)));
-  };
-  auto hit = logical_and(UOp::alu(Op::CMPEQ, {at(i0, {1, 0, 0}), at(iota(i64), {0, 1, 0})}),
-                         UOp::alu(Op::CMPEQ, {at(iota(i64), {0, 0, 1}), at(i1, {1, 0, 0})}));
-  auto body = cast(where(hit, at(x, {0, r1, 1}), UOp::cnst(u8, 0)), i32);
-  auto ast = sink({store(out, strided({n, 1, 1}, {1, 0, 0}), reduce_axis(Op::ADD, {1, 2}, body))});
-  std::vector<double> a, b;
-  for (int64_t k = 0; k < n; k++) {
-    a.push_back(static_cast<double>(k % (r0 + 1)));  // r0: out of range
-    b.push_back(static_cast<double>((k * 3) % r1));
+  int64_t n = 9, r0 = 12, r1 = 13;
+  for (bool as_where : {false, true}) {
+    SCOPED_TRACE(as_where ? "where(a, b, false)" : "a && b");
+    auto i0 = global(0, i64), i1 = global(1, i64), x = global(2, u8), out = global(3, i32);
+    auto at = [&](const UOpPtr& b, std::vector<int64_t> strides) {
+      return load(b, strided({n, r0, r1}, std::move(strides)));
+    };
+    auto e0 = UOp::alu(Op::CMPEQ, {at(i0, {1, 0, 0}), at(iota(i64), {0, 1, 0})});
+    auto e1 = UOp::alu(Op::CMPEQ, {at(iota(i64), {0, 0, 1}), at(i1, {1, 0, 0})});
+    auto hit = as_where ? where(e0, e1, UOp::cnst(dtypes::kBool, false)) : logical_and(e0, e1);
+    auto body = cast(where(hit, at(x, {0, r1, 1}), UOp::cnst(u8, 0)), i32);
+    auto ast =
+        sink({store(out, strided({n, 1, 1}, {1, 0, 0}), reduce_axis(Op::ADD, {1, 2}, body))});
+    std::vector<double> a, b;
+    for (int64_t k = 0; k < n; k++) {
+      a.push_back(static_cast<double>(k % (r0 + 1)));  // r0: out of range
+      b.push_back(static_cast<double>((k * 3) % r1));
+    }
+    std::vector<double> table;
+    for (int64_t k = 0; k < r0 * r1; k++) table.push_back(static_cast<double>(k * 11 % 256));
+    check(ast, {{i64, a}, {i64, b}, {u8, table}, {i32, std::vector<double>(n, 7)}}, 0);
+    auto prg = dev_->compile(ast);
+    ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+    for (const UOpPtr& u : (*prg)->spec.uops)
+      for (int64_t r : {r0, r1})
+        EXPECT_FALSE(u->op() == Op::RANGE && u->src(1)->op() == Op::CONST &&
+                     u->src(1)->const_value() == static_cast<double>(r))
+            << "a loop over an axis of " << r;
   }
-  std::vector<double> table;
-  for (int64_t k = 0; k < r0 * r1; k++) table.push_back(static_cast<double>(k * 11 % 256));
-  check(ast, {{i64, a}, {i64, b}, {u8, table}, {i32, std::vector<double>(n, 7)}}, 0);
 }
 
 TEST_P(KernelTest, MalformedAstIsRejectedByTheVerifier) {
