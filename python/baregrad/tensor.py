@@ -758,6 +758,7 @@ class DevicelessTensor(Tensor):
     for t in lst: t.realize()
     return self
   def to(self, device: str | None) -> Tensor: return self._on(device)
+  def contiguous(self, *args, **kwargs) -> Tensor: return self  # a constant needs no buffer
   def clone(self, device: str | None = None) -> Tensor: return self._on(device).contiguous()
 
 

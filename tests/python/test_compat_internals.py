@@ -219,3 +219,11 @@ def test_uop_alu_builds_broadcasting_ops_that_differentiate():
   with pytest.raises(TypeError, match=r"\[UOp.alu\] Ops.ADD of dtypes.float, dtypes.int"): x.uop.alu(Ops.ADD, Tensor([1, 2, 3]).uop)
   with pytest.raises(TypeError, match=r"\[UOp.alu\] Ops.ADD takes 2 sources, got 1"): x.uop.alu(Ops.ADD)
   with pytest.raises(NotImplementedError, match=r"\[UOp.alu\] Ops.STORE"): x.uop.alu(Ops.STORE, x.uop)
+
+
+def test_uop_const_is_one_object_per_value():
+  from baregrad.uop.ops import UOp
+  assert UOp.const(2.0, dtypes.float) is UOp.const(2.0).cast(dtypes.float)
+  assert UOp.const(0.0) is not UOp.const(-0.0) and UOp.const(1, dtypes.int8) is not UOp.const(1)
+  t = Tensor(UOp.const(2.0, dtypes.float)).contiguous()
+  assert t.uop is UOp.const(2.0, dtypes.float) and t.device is None

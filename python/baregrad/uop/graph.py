@@ -14,6 +14,8 @@ tinygrad's RESHAPE/PERMUTE/... chain.
 """
 from __future__ import annotations
 
+import weakref
+
 import _baregrad as _C
 from baregrad.dtype import dtypes, to_dtype
 from baregrad.uop.ops import Ops, UOp
@@ -131,8 +133,9 @@ class ConstUOp:
   tensor with `device` None that takes the device of whatever it meets (`Tensor(u) + t` is on `t`'s device), reads
   as its value (`numpy()`, `item()`), realizes to nothing, and `clone(device=)` puts in a buffer. Without a
   dtype, a float is float32, an int int32 (tinygrad gives its weak dtypes there, which baregrad lacks)."""
-  __slots__ = ("value", "dtype")
+  __slots__ = ("value", "dtype", "__weakref__")
   op = Ops.CONST
+  _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # one object per value, as tinygrad's UOps
   src, shape, device, is_realized, realized = (), (), None, False, None
 
   def __init__(self, value, dtype):
@@ -149,7 +152,15 @@ class ConstUOp:
     if isinstance(value, ConstUOp): return value if dtype is None else value.cast(dtype)
     if isinstance(value, (tuple, list)): raise TypeError("[UOp.const] a tuple of constants is a graph baregrad does not build: use Tensor(list)")
     if not isinstance(value, (bool, int, float)): raise TypeError(f"[UOp.const] a bool, int or float value, got {type(value).__name__} {value!r}")
-    return ConstUOp(value, dtype if dtype is not None else dtypes.from_py(value))
+    return ConstUOp._intern(value, to_dtype(dtype) if dtype is not None else dtypes.from_py(value))
+
+  @staticmethod
+  def _intern(value, dtype) -> ConstUOp:
+    u = ConstUOp(value, dtype)
+    key = (u.dtype, repr(u.value))  # repr: 0.0 and -0.0 differ, nan is nan
+    if (old := ConstUOp._interned.get(key)) is not None: return old
+    ConstUOp._interned[key] = u
+    return u
 
   @property
   def arg(self): return self.value
@@ -157,8 +168,8 @@ class ConstUOp:
   def base(self) -> ConstUOp: return self
   @property
   def size(self) -> int: return 1
-  def cast(self, dtype) -> ConstUOp: return ConstUOp(self.value, dtype)
-  def const_like(self, value) -> ConstUOp: return ConstUOp(value, self.dtype)
+  def cast(self, dtype) -> ConstUOp: return ConstUOp._intern(self.value, to_dtype(dtype))
+  def const_like(self, value) -> ConstUOp: return ConstUOp._intern(value, self.dtype)
   def has_buffer_identity(self, after_ok: bool = False) -> bool: return False
   def toposort(self) -> dict: return {self: None}
   def __eq__(self, other): return isinstance(other, ConstUOp) and (self.value, self.dtype) == (other.value, other.dtype)
