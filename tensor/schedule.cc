@@ -232,10 +232,8 @@ class Scheduler {
     const auto& uses = uses_[b];
     if (std::any_of(uses.begin(), uses.end(),
                     [](const auto& u) { return u.first->kind == LazyKind::kCopy; }))
-      return true;                    // a copy reads a buffer
-    if (b->kind == LazyKind::kConst)  // padding a constant needs it in memory, masked
-      return std::any_of(uses.begin(), uses.end(),
-                         [](const auto& u) { return has_mask(u.second->st); });
+      return true;                                  // a copy reads a buffer
+    if (b->kind == LazyKind::kConst) return false;  // padded: where(valid, c, 0), see build_expr
     if (b->kind == LazyKind::kReduce && uses.size() > 1) return true;  // never recompute
     for (auto& [consumer, view] : uses) {
       if (has_mask(view->st) && b->kind != LazyKind::kBuffer && b->kind != LazyKind::kIota)
@@ -320,11 +318,27 @@ class Scheduler {
 
   template <class T>
   UOpPtr build_expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
-    if (b->kind == LazyKind::kConst && !has_mask(st)) {
+    if (b->kind == LazyKind::kConst && !b->realized) {
       check_not_overwritten(*b);  // a constant that write_view replaced
-      if (!b->sym_value) return UOp::cnst(b->dtype, b->value);
-      compiler::merge_bindings("realize", k.vals, b->sym_value_vals);
-      return compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
+      UOpPtr c = UOp::cnst(b->dtype, b->value);
+      if (b->sym_value) {
+        compiler::merge_bindings("realize", k.vals, b->sym_value_vals);
+        c = compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
+      }
+      if (!has_mask(st)) return c;
+      // Padded (a setitem's mask, Tensor.ones(...).pad(...)): c where the view is valid, 0
+      // elsewhere, with no buffer. The validity is a load of an iota through the same view with
+      // its memory-facing view's strides 0 and offset 1: 1 inside every mask, 0 outside.
+      if constexpr (std::is_same_v<T, SymTracker>)
+        compiler::merge_bindings("realize", k.vals, st.vals);
+      T one = st;
+      auto& mem = one.views.front();
+      for (auto& stride : mem.strides) stride = decltype(mem.offset)(0);
+      mem.offset = decltype(mem.offset)(1);
+      UOpPtr valid = UOp::make(Op::CMPNE, dtypes::kBool,
+                               {compiler::load(compiler::iota(dtypes::kInt32), ast_view(one)),
+                                UOp::cnst(dtypes::kInt32, 0)});
+      return UOp::make(Op::WHERE, b->dtype, {valid, c, UOp::cnst(b->dtype, 0)});
     }
     if (b->kind == LazyKind::kIota && !b->realized && (top || !outputs_.count(b))) {
       if constexpr (std::is_same_v<T, SymTracker>)

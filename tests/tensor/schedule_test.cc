@@ -60,10 +60,28 @@ TEST(Schedule, RealizedInputsAreNotRecomputed) {
 namespace baregrad::tensor {
 namespace {
 
-// A constant read through padding is realized as a one-element buffer, so the pad reads 0.
+// A constant read through padding is where(valid, c, 0) inside the reading kernel: no buffer and
+// no kernel of its own, also through several views each with a mask (a pad, a reshape that
+// needs a second view, another pad), checked against values worked out by hand.
 TEST(Schedule, PaddedConstantReadsZerosInThePad) {
   Tensor x = input({4}) + 1.0;
-  EXPECT_EQ((Tensor::ones({2}).pad({{1, 1}}) + x).to_vector(), (std::vector<double>{1, 2, 2, 1}));
+  Tensor sum = Tensor::ones({2}).pad({{1, 1}}) + x;
+  EXPECT_EQ(kernels(sum), 1u);
+  EXPECT_EQ(sum.to_vector(), (std::vector<double>{1, 2, 2, 1}));
+  // [0 7 7 7 7 0] as 2x3, then padded: rows [0 0 7 7], [0 7 7 0], [0 0 0 0]
+  Tensor multi = Tensor::full({4}, 7).pad({{1, 1}}).reshape({2, 3}).pad({{0, 1}, {1, 0}});
+  Tensor m = multi.contiguous();
+  EXPECT_EQ(kernels(m), 1u);
+  EXPECT_EQ(m.to_vector(), (std::vector<double>{0, 0, 7, 7, 0, 7, 7, 0, 0, 0, 0, 0}));
+  // transposed, reshaped across the pad, shrunk and flipped
+  Tensor t = Tensor::full({2, 2}, 3)
+                 .pad({{1, 0}, {0, 1}})
+                 .transpose()
+                 .reshape({9})
+                 .shrink({{1, 8}})
+                 .flip({0});
+  // padded 3x3: [0 0 0],[3 3 0],[3 3 0]; transposed: [0 3 3],[0 3 3],[0 0 0]; flat[1:8] reversed
+  EXPECT_EQ((t + 0.0).to_vector(), (std::vector<double>{0, 0, 3, 3, 0, 3, 3}));
   Tensor y = Tensor::from_data({1, 2, 3, 4}, {4}, dtypes::kFloat64);
   y.requires_grad_();
   y.shrink({{0, 2}}).sum().backward();  // the gradient pads a constant
