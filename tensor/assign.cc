@@ -221,10 +221,11 @@ void Tensor::write_view(const Tensor& value, const char* op) {
     run_schedule(create_schedule({Lazy{base, ShapeTracker::contiguous(base->shape)}}));
   }
   // The value may read the base at other elements than it writes: compute it aside, unless it
-  // reads the whole buffer only element for element.
+  // does not read the buffer at all (t[i] = 5) or reads the whole buffer only element for element.
   Lazy v = value.lazy();
   std::vector<Lazy> targets;
-  bool in_place = lazy().is_base_view() && reads_in_place(v, base->realized.get());
+  bool in_place = !buffers_read(v).count(base->realized.get()) ||
+                  (lazy().is_base_view() && reads_in_place(v, base->realized.get()));
   if (!in_place) {
     v = lazy_contiguous(v, v.dtype());
     targets.push_back(v);

@@ -125,3 +125,21 @@ def test_assign_into_an_empty_slice_writes_nothing():
   c[:, sp:sp + 0, :].assign(Tensor.ones(2, 0, 3)).realize()
   c[:, 4:4].assign(Tensor.ones(2, 0, 3))
   compare_np("unchanged", c, ref, dtypes.float32)
+
+
+def test_setitem_into_a_buffer_writes_only_the_selected_elements():
+  # ints and slices into a realized buffer: one kernel that touches the written elements, not a
+  # where() over the whole buffer (a KV cache update), and no kernel for the constant value
+  from baregrad import GlobalCounters
+  n = 1 << 20
+  x = np.arange(n, dtype=np.float32).reshape(1024, 1024)
+  t = Tensor(x).realize()
+  GlobalCounters.reset()
+  t[0, 5] = 7.5  # global_mem counts each buffer up to the last element a kernel reaches
+  assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_mem < 64
+  x[0, 5] = 7.5
+  t[:, 9] = t[:, 10] * 2  # reads other elements of the same buffer
+  x[:, 9] = x[:, 10] * 2
+  t[10:0:-3, ::7] = Tensor(np.ones((4, 147), np.float32))
+  x[10:0:-3, ::7] = 1
+  np.testing.assert_array_equal(t.numpy(), x)

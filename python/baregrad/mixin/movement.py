@@ -549,7 +549,13 @@ class MovementMixin:
     items = self._index_items(indices, check_tensors=True)
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
     v = v._broadcast_to(sel.shape)
-    if any(isinstance(i, (_C.Tensor, multi.MultiC)) for i in items): new = self._scatter_setitem(items, v)
+    advanced = any(isinstance(i, (_C.Tensor, multi.MultiC)) for i in items)
+    if not functional and not advanced and type(self._c) is _C.Tensor and (n := self._c.lazy_node()).is_base and n.realized is not None:
+      # ints and slices into a whole buffer: write the selected elements only (a KV cache's
+      # t[:, pos] = k writes one position, not the whole cache)
+      if sel.numel(): sel._c.write_view(v._c)
+      return
+    if advanced: new = self._scatter_setitem(items, v)
     else: new = self._basic_setitem(items, v)
     if new is None: return
     if functional: self._c = new._c
