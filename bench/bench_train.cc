@@ -441,7 +441,9 @@ std::vector<Row> python_tiny_rows(const Context&) {
   for (const Mode& m : {Mode{"single", "python (a + 1).realize(), 16 floats",
                              "per op, synchronized each time; median of 7 runs of 2000"},
                         Mode{"chain", "python 1,000 chained tiny adds, each realized",
-                             "per op, synchronized once per chain; median of 7 chains"}}) {
+                             "per op, synchronized once per chain; median of 7 chains"},
+                        Mode{"setitem", "python t[i] = 1.5 into 4096x64 floats",
+                             "per op, synchronized each time; median of 7 runs of 2000"}}) {
     std::optional<double> ours =
         python_reference(script, std::string("baregrad ") + m.arg + " " + paths);
     if (!ours) {

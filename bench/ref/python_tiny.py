@@ -3,6 +3,7 @@
 LIB is baregrad or torch; PATHs go first on sys.path (baregrad's package and built extension).
 MODE single: `(a + 1)` on 16 floats, realized and synchronized, per op.
 MODE chain: 1,000 chained `x = x + 1`, each realized, synchronized once, per op.
+MODE setitem: `t[i] = 1.5` into a 4096x64 float buffer (i cycling over 256 rows), synchronized, per op.
 Prints the median over repetitions in microseconds, one number."""
 import statistics
 import sys
@@ -13,12 +14,12 @@ sys.path[:0] = sys.argv[3:]
 if lib == "torch":
   import torch
   torch.set_num_threads(1)
-  a = torch.rand(16)
+  a, big = torch.rand(16), torch.rand(4096, 64)
   def add1(x): return x + 1
   def sync(): pass
 else:
   from baregrad import Device, Tensor
-  a = Tensor.rand(16).realize()
+  a, big = Tensor.rand(16).realize(), Tensor.rand(4096, 64).realize()
   dev = Device[Device.DEFAULT]
   def add1(x): return (x + 1).realize()
   def sync(): dev.synchronize()
@@ -37,6 +38,13 @@ def chain(n=1000):
   sync()
   return (time.perf_counter() - t0) / n
 
-fn = single if mode == "single" else chain
+def setitem(n=2000):
+  t0 = time.perf_counter()
+  for i in range(n):
+    big[i % 256] = 1.5
+    sync()
+  return (time.perf_counter() - t0) / n
+
+fn = {"single": single, "chain": chain, "setitem": setitem}[mode]
 fn()  # warm up: compiles, caches
 print(statistics.median(fn() for _ in range(7)) * 1e6)
