@@ -143,3 +143,17 @@ def test_setitem_into_a_buffer_writes_only_the_selected_elements():
   t[10:0:-3, ::7] = Tensor(np.ones((4, 147), np.float32))
   x[10:0:-3, ::7] = 1
   np.testing.assert_array_equal(t.numpy(), x)
+
+
+def test_setitem_of_a_number_into_lazy_work_stays_lazy():
+  # the number fast path must not take lazy work for a buffer (nor hold a reader of it)
+  from baregrad import GlobalCounters
+  GlobalCounters.reset()
+  t = Tensor.arange(4, dtype=dtypes.int32).reshape(2, 2)
+  t[1] = 5
+  w = Tensor.arange(8, dtype=dtypes.int32).reshape(2, 4)
+  w = w[0] + w[1]
+  w[1] = 99
+  assert GlobalCounters.kernel_count == 0
+  assert t.tolist() == [[0, 1], [5, 5]] and w.tolist() == [4, 99, 8, 10]
+  assert GlobalCounters.kernel_count == 2

@@ -17,6 +17,13 @@ def _flat_to_grouped(padding) -> tuple:
   return tuple(zip(padding[-2::-2], padding[::-2]))
 
 
+def _whole_buffer(c) -> bool:
+  """`c` (a C++ tensor) is its realized buffer's whole, unmoved view. The node it reads is freed on
+  return, so it does not count as another reader of the base."""
+  n = c.lazy_node()
+  return n.is_base and n.realized is not None
+
+
 class MovementMixin:
   __slots__ = ()
 
@@ -535,6 +542,14 @@ class MovementMixin:
     same buffer (t.T, t[1:], ...) see the write, as in torch and tinygrad. A tensor that is still
     lazy work nothing else refers to (`z = x * 2`, `Tensor.zeros(4)`) instead takes the new
     value as a graph, as tinygrad's: gradients flow to `v` and to the elements it kept."""
+    c = self._c
+    if (type(v) is float or type(v) is int) and type(c) is _C.Tensor and c.requires_grad is None and \
+       (type(indices) is int or (type(indices) is tuple and all(type(i) is int or type(i) is slice for i in indices))) and \
+       _whole_buffer(c):
+      # the common case, a number into a buffer (t[i] = 0.5, t[:, 1:3] = 0): the steps below, direct
+      sel = c.getitem(self._index_items(indices))
+      if sel.numel(): sel.write_view(self._const_c(v, self.dtype, self.device).expand(sel.shape))
+      return
     Tensor = self._T
     if not isinstance(v, Tensor):
       if not isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic)): raise TypeError(f"[{op_name()}] can't set a {type(v).__name__} to a Tensor")
@@ -550,7 +565,7 @@ class MovementMixin:
     sel = self._wrap(self._c.getitem(items))  # validates the indices (IndexError, ...)
     v = v._broadcast_to(sel.shape)
     advanced = any(isinstance(i, (_C.Tensor, multi.MultiC)) for i in items)
-    if not functional and not advanced and type(self._c) is _C.Tensor and (n := self._c.lazy_node()).is_base and n.realized is not None:
+    if not functional and not advanced and type(self._c) is _C.Tensor and _whole_buffer(self._c):
       # ints and slices into a whole buffer: write the selected elements only (a KV cache's
       # t[:, pos] = k writes one position, not the whole cache)
       if sel.numel(): sel._c.write_view(v._c)
