@@ -257,15 +257,20 @@ std::vector<Row> tensor_op_rows(const Context& ctx) {
   sum.peak_pct = pct_of(sum.value, ctx.mem_gbs);
   sum.note = "median " + std::to_string(ms) + " ms, realize + synchronize";
   rows.push_back(sum);
-  auto softmax_run = [&] {
-    m.softmax(-1).realize();
-    sync();
+  // A row of the median ms of `op().realize()` plus a synchronize (after one warm-up run),
+  // beside PyTorch's `ref` op.
+  auto timed = [&](const char* name, const char* ref_op, const char* note, auto op) {
+    auto run = [&] {
+      op().realize();
+      sync();
+    };
+    run();
+    Row r = cpu_row(name, "time", "ms", time_median_ms(run, 7, 0), torch_ms(ref_op));
+    r.note = note;
+    rows.push_back(r);
   };
-  softmax_run();
-  Row sm = cpu_row("tensor softmax(-1) 4096x4096 fp32", "time", "ms",
-                   time_median_ms(softmax_run, 7, 0), torch_ms("softmax"));
-  sm.note = "median, realize + synchronize";
-  rows.push_back(sm);
+  timed("tensor softmax(-1) 4096x4096 fp32", "softmax", "median, realize + synchronize",
+        [&] { return m.softmax(-1); });
   // Indexing with a tensor: a training batch drawn from a dataset (beautiful_mnist's
   // X_train[samples]) and an embedding lookup (GPT-2-small's wte[tokens]).
   for (bool embed : {false, true}) {
@@ -274,32 +279,19 @@ std::vector<Row> tensor_op_rows(const Context& ctx) {
         embed ? Tensor::rand({rows_n, width}).realize()
               : (Tensor::rand({rows_n, width}) * 255).cast(compiler::dtypes::kUint8).realize();
     Tensor idx = Tensor::randint({picks}, 0, rows_n).realize();
-    auto run = [&] {
-      table[idx].realize();
-      sync();
-    };
-    run();
-    Row r = cpu_row(embed ? "tensor wte[tokens] 50257x768 fp32, 1024 tokens"
-                          : "tensor X[samples] 60000x784 uint8, 512 samples",
-                    "time", "ms", time_median_ms(run, 7, 0), torch_ms(embed ? "embed" : "batch"));
-    r.note = "median, realize + synchronize; one load per element at the index";
-    rows.push_back(r);
+    timed(embed ? "tensor wte[tokens] 50257x768 fp32, 1024 tokens"
+                : "tensor X[samples] 60000x784 uint8, 512 samples",
+          embed ? "embed" : "batch",
+          "median, realize + synchronize; one load per element at the index",
+          [&] { return table[idx]; });
   }
   // Two index tensors after a slice (numpy's src[:, i, j]): both one-hot axes collapse to loads.
-  {
-    Tensor src = Tensor::rand({10, 100, 200}).realize();
-    Tensor i = Tensor::randint({50, 60}, 0, 100).realize(),
-           j = Tensor::randint({50, 60}, 0, 200).realize();
-    auto run = [&] {
-      src[{tensor::Idx::slice(), i, j}].realize();
-      sync();
-    };
-    run();
-    Row r = cpu_row("tensor src[:, i, j] 10x100x200 fp32, 50x60 pairs", "time", "ms",
-                    time_median_ms(run, 7, 0), torch_ms("pairs"));
-    r.note = "median, realize + synchronize; one load per element at the two indices";
-    rows.push_back(r);
-  }
+  Tensor src = Tensor::rand({10, 100, 200}).realize();
+  Tensor i = Tensor::randint({50, 60}, 0, 100).realize(),
+         j = Tensor::randint({50, 60}, 0, 200).realize();
+  timed("tensor src[:, i, j] 10x100x200 fp32, 50x60 pairs", "pairs",
+        "median, realize + synchronize; one load per element at the two indices",
+        [&] { return src[{tensor::Idx::slice(), i, j}]; });
   if (!ctx.quick) {
     Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
     auto step = [&] {
