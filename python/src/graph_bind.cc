@@ -44,7 +44,34 @@ void bind_graph(py::module_& m) {
   py::class_<DeviceBuffer, std::shared_ptr<DeviceBuffer>>(m, "DeviceBuffer", py::dynamic_attr())
       .def_property_readonly("nbytes", [](const DeviceBuffer& b) { return b.buffer.bytes; })
       .def_property_readonly("device", [](const DeviceBuffer& b) { return b.device->name(); })
-      .def_property_readonly("va", [](const DeviceBuffer& b) { return b.buffer.va; });
+      .def_property_readonly("va", [](const DeviceBuffer& b) { return b.buffer.va; })
+      // tinygrad's Buffer.as_memoryview: the bytes, once the device has finished writing them.
+      // With allow_zero_copy (or force_zero_copy) on a device whose memory the CPU addresses,
+      // a read-only view of that memory that keeps the buffer alive; otherwise a copy.
+      // force_zero_copy on another device is a RuntimeError.
+      .def(
+          "as_memoryview",
+          [](const std::shared_ptr<DeviceBuffer>& b, bool allow_zero_copy,
+             bool force_zero_copy) -> py::object {
+            b->device->synchronize().throw_if_error("as_memoryview");
+            size_t n = b->buffer.bytes;
+            if ((allow_zero_copy || force_zero_copy) && b->device->host_addressable()) {
+              using Owner = std::shared_ptr<DeviceBuffer>;
+              py::capsule owner(new Owner(b), [](void* p) { delete static_cast<Owner*>(p); });
+              py::array arr(py::dtype("uint8"), {static_cast<py::ssize_t>(n)}, {py::ssize_t{1}},
+                            reinterpret_cast<void*>(static_cast<uintptr_t>(b->buffer.va)), owner);
+              arr.attr("setflags")(py::arg("write") =
+                                       false);  // tensors' memory: no writes behind them
+              return py::memoryview(arr);
+            }
+            if (force_zero_copy)
+              throw std::runtime_error("[as_memoryview] " + b->device->name() +
+                                       " buffers are not host memory: no zero-copy view");
+            std::string bytes(n, '\0');
+            if (n) b->device->copy_out(bytes.data(), b->buffer, n).throw_if_error("as_memoryview");
+            return py::memoryview(py::bytearray(bytes.data(), n));
+          },
+          py::arg("allow_zero_copy") = false, py::arg("force_zero_copy") = false);
 
   py::class_<Lazy>(m, "LazyNode")
       .def_property_readonly("kind", [](const Lazy& l) { return kind_name(l.base->kind); })

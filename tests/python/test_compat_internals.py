@@ -227,3 +227,20 @@ def test_uop_const_is_one_object_per_value():
   assert UOp.const(0.0) is not UOp.const(-0.0) and UOp.const(1, dtypes.int8) is not UOp.const(1)
   t = Tensor(UOp.const(2.0, dtypes.float)).contiguous()
   assert t.uop is UOp.const(2.0, dtypes.float) and t.device is None
+
+
+def test_device_buffer_as_memoryview_copies_or_views_in_place():
+  x = np.arange(6, dtype=np.int32)
+  t = Tensor(x, device="CPU").realize()
+  buf = t.uop.base.realized
+  copy, view = buf.as_memoryview(), buf.as_memoryview(allow_zero_copy=True)
+  assert copy.cast("i").tolist() == x.tolist() == view.cast("i").tolist() and view.readonly
+  t.assign(Tensor(x * 10, device="CPU")).realize()  # the same buffer, written in place
+  assert view.cast("i").tolist() == (x * 10).tolist() and copy.cast("i").tolist() == x.tolist()
+  del t, buf
+  assert view.cast("i").tolist() == (x * 10).tolist()  # the view keeps the buffer alive
+  m = Tensor(x, device="MOCK+NV").realize().uop.base.realized  # GPU memory: not the host's
+  assert m.as_memoryview().cast("i").tolist() == x.tolist()
+  assert not m.as_memoryview(allow_zero_copy=True).readonly  # a copy
+  with pytest.raises(RuntimeError, match=r"\[as_memoryview\] MOCK\+NV buffers are not host memory"):
+    m.as_memoryview(force_zero_copy=True)
