@@ -753,7 +753,7 @@ class DevicelessTensor(Tensor):
   def device(self): return None
   @property
   def uop(self) -> ConstUOp: return self._u
-  def _on(self, device) -> Tensor: return Tensor(self._u, device=device)
+  def _on(self, device) -> Tensor: return Tensor(self._u, device=canonicalize_device(device))  # None: the default
   def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
     for t in lst: t.realize()
     return self

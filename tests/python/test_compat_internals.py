@@ -176,6 +176,8 @@ def test_deviceless_const_is_on_no_device_until_it_meets_one():
   np.testing.assert_equal((x - t).numpy(), np.float16([-1.5, -0.5]))
   c = t.clone(device="CPU:1")
   assert c.device == "CPU:1" and c.uop.has_buffer_identity()
+  c = t.clone()  # on the default device
+  assert c.device == Device.DEFAULT and c.uop.has_buffer_identity() and c.numpy() == np.float16(2.5)
   s = Tensor.empty(3, device="CPU:1", dtype=dtypes.float16)
   s.assign(t)
   np.testing.assert_equal(s.numpy(), np.float16([2.5] * 3))
@@ -236,6 +238,7 @@ def test_device_buffer_as_memoryview_copies_or_views_in_place():
   copy, view = buf.as_memoryview(), buf.as_memoryview(allow_zero_copy=True)
   assert copy.cast("i").tolist() == x.tolist() == view.cast("i").tolist() and view.readonly
   t.assign(Tensor(x * 10, device="CPU")).realize()  # the same buffer, written in place
+  Device["CPU"].synchronize()  # a view made earlier does not wait for later kernels
   assert view.cast("i").tolist() == (x * 10).tolist() and copy.cast("i").tolist() == x.tolist()
   del t, buf
   assert view.cast("i").tolist() == (x * 10).tolist()  # the view keeps the buffer alive
