@@ -515,6 +515,11 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     check_int64("empty", argfix(*shape))
+    if variable.in_use and not is_disk(device) and any(variable.is_symbolic(s) for s in argfix(*shape)):
+      # a symbolic size: a buffer of its upper bound, seen through a symbolic shrink (tinygrad's)
+      full = [int(s.sym.vmax) if variable.is_symbolic(s) else s for s in argfix(*shape)]
+      t = Tensor.empty(*full, device=device, dtype=dt, requires_grad=requires_grad)
+      return t.shrink(tuple((0, s) for s in argfix(*shape)))
     variable.note_value_use("empty", argfix(*shape))
     if is_disk(device): return DiskTensor.empty(argfix(*shape), dt, disk_device(device))
     return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, _first_device(device)), device, requires_grad)

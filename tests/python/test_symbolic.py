@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import _baregrad as _C
-from baregrad import Tensor, Variable
+from baregrad import Tensor, TinyJit, Variable
 from baregrad.variable import SymInt
 
 RNG = np.random.default_rng(11)
@@ -223,3 +223,17 @@ def test_jit_value_used_on_the_host_is_caught_by_the_check():
   for i in (2, 3, 9, 5, 3, 9):
     np.testing.assert_allclose(jf(a[:, :Variable("n", 1, 10).bind(i)]).numpy(), A[:, :i].mean(), rtol=1e-5)
   assert not jf.shared and "launch different programs" in jf.why_not_shared
+
+
+def test_empty_of_a_variable_size_takes_its_upper_bound():
+  # tinygrad's: the buffer holds the largest value, the tensor sees the bound one; one TinyJit
+  # capture serves every value
+  vi = Variable("i", 1, 10).bind(4)
+  x = Tensor.empty(2, vi)
+  assert x.shape == (2, 4) and x.uop.base.buffer.size == 20
+  x.assign(Tensor.full((2, vi), 2.0))
+  np.testing.assert_array_equal(x.sum(1).numpy(), [8.0, 8.0])
+  jf = TinyJit(lambda a, n: (Tensor.empty(2, n).full_like(1.0) * a).sum(1).realize())
+  a = Tensor([3.0]).realize()
+  for i in range(1, 7): np.testing.assert_array_equal(jf(a, Variable("i", 1, 10).bind(i)).numpy(), [3.0 * i] * 2)
+  assert jf.shared
