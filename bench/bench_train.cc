@@ -434,6 +434,8 @@ std::vector<Row> python_tiny_rows(const Context&) {
                              "per op, synchronized each time; median of 7 runs of 2000"},
                         Mode{"chain", "python 1,000 chained tiny adds, each realized",
                              "per op, synchronized once per chain; median of 7 chains"},
+                        Mode{"mul", "python (a * b).realize(), 16 floats",
+                             "per op, synchronized each time; median of 7 runs of 2000"},
                         Mode{"setitem", "python t[i] = 1.5 into 4096x64 floats",
                              "per op, synchronized each time; median of 7 runs of 2000"}}) {
     std::optional<double> ours =

@@ -3,6 +3,7 @@
 LIB is baregrad or torch; PATHs go first on sys.path (baregrad's package and built extension).
 MODE single: `(a + 1)` on 16 floats, realized and synchronized, per op.
 MODE chain: 1,000 chained `x = x + 1`, each realized, synchronized once, per op.
+MODE mul: `(a * b)` of two 16-float tensors, realized and synchronized, per op.
 MODE setitem: `t[i] = 1.5` into a 4096x64 float buffer (i cycling over 256 rows), synchronized, per op.
 Prints the median over repetitions in microseconds, one number."""
 import statistics
@@ -14,14 +15,16 @@ sys.path[:0] = sys.argv[3:]
 if lib == "torch":
   import torch
   torch.set_num_threads(1)
-  a, big = torch.rand(16), torch.rand(4096, 64)
+  a, b, big = torch.rand(16), torch.rand(16), torch.rand(4096, 64)
   def add1(x): return x + 1
+  def mul(x, y): return x * y
   def sync(): pass
 else:
   from baregrad import Device, Tensor
-  a, big = Tensor.rand(16).realize(), Tensor.rand(4096, 64).realize()
+  a, b, big = Tensor.rand(16).realize(), Tensor.rand(16).realize(), Tensor.rand(4096, 64).realize()
   dev = Device[Device.DEFAULT]
   def add1(x): return (x + 1).realize()
+  def mul(x, y): return (x * y).realize()
   def sync(): dev.synchronize()
 
 def single(n=2000):
@@ -38,6 +41,13 @@ def chain(n=1000):
   sync()
   return (time.perf_counter() - t0) / n
 
+def binary(n=2000):
+  t0 = time.perf_counter()
+  for _ in range(n):
+    mul(a, b)
+    sync()
+  return (time.perf_counter() - t0) / n
+
 def setitem(n=2000):
   t0 = time.perf_counter()
   for i in range(n):
@@ -45,6 +55,6 @@ def setitem(n=2000):
     sync()
   return (time.perf_counter() - t0) / n
 
-fn = {"single": single, "chain": chain, "setitem": setitem}[mode]
+fn = {"single": single, "chain": chain, "mul": binary, "setitem": setitem}[mode]
 fn()  # warm up: compiles, caches
 print(statistics.median(fn() for _ in range(7)) * 1e6)

@@ -130,6 +130,11 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     # number takes the tensor's dtype (ElementwiseMixin._binary gives the same result, slower).
     if (type(y) is float or type(y) is int) and name in _SCALAR_OPS and type(self._c) is _C.Tensor and self._c.dtype in _FLOAT_KEYS:
       return Tensor._wrap(self._c.scalar_op(name, float(y), reverse))
+    # Two tensors of one float dtype on one device (a * b in a model): nothing to promote or move.
+    if type(y) is Tensor and type(self) is Tensor and type(self._c) is _C.Tensor and type(y._c) is _C.Tensor and \
+       (dt := self._c.dtype) in _FLOAT_KEYS and dt == y._c.dtype:
+      a, b = (y._c, self._c) if reverse else (self._c, y._c)
+      return Tensor._wrap(getattr(a, name)(b))
     return super()._binary(name, y, reverse, widen)
 
   # ---- construction helpers ----------------------------------------------------------------
