@@ -84,6 +84,14 @@ struct TinyJit::Captured {
     std::vector<std::string> var_names;           // their Variables (a shared capture's replays)
     std::shared_ptr<runtime::Device> src_device;  // a copy: the device it reads (bufs[1])
     size_t copy_bytes = 0;
+    std::vector<int> slot;  // per buffer: the planned intermediate slot it lives in, or -1
+  };
+  // The memory the private intermediates share (see plan); free_intermediates() releases it
+  // and the next replay allocates it again.
+  struct Slot {
+    std::shared_ptr<runtime::Device> device;
+    size_t bytes = 0;
+    std::shared_ptr<DeviceBuffer> mem;  // null while freed
   };
   struct Input {
     Shape shape;
@@ -103,7 +111,9 @@ struct TinyJit::Captured {
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   std::vector<Step> steps;
-  std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use
+  std::vector<std::shared_ptr<DeviceBuffer>> keep;  // every buffer the steps use but the slots
+  std::vector<Slot> slots;
+  bool freed = false;      // free_intermediates() released the slots
   std::set<uint64_t> own;  // addresses of the steps' buffers that are not inputs
   size_t kernels = 0, intermediate_bytes = 0, planned_bytes = 0;
   std::vector<std::string> specialized;  // why replays need the captured values (empty: shared)
@@ -370,6 +380,7 @@ void TinyJit::plan(detail::JitCapture& cap,
   };
   std::vector<Slot> slots;
   std::unordered_map<const DeviceBuffer*, runtime::Buffer> placed;
+  std::unordered_map<const DeviceBuffer*, int> slot_of;
   for (const DeviceBuffer* db : order) {
     const Life& l = life[db];
     // +1: the `owner` map holds one reference too.
@@ -391,16 +402,17 @@ void TinyJit::plan(detail::JitCapture& cap,
       if (!mem.ok()) mem.status().throw_if_error("jit");
       auto owned = std::make_shared<DeviceBuffer>(db->device, *mem);
       slots.push_back({owned, 0});
-      c.keep.push_back(owned);
+      c.slots.push_back({db->device, bytes, owned});
       c.planned_bytes += bytes;
       best = &slots.back();
     }
     best->last = l.last;
     placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
+    slot_of[db] = static_cast<int>(best - slots.data());
   }
   for (auto& st : cap.steps_) {
-    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {},
-                        0};
+    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {}, 0,
+                        {}};
     if (!st.prg && !step.regen)
       step.src_device = st.bufs[1]->device, step.copy_bytes = st.copy_bytes;
     if (st.prg)
@@ -408,6 +420,7 @@ void TinyJit::plan(detail::JitCapture& cap,
     for (auto& b : st.bufs) {
       auto p = placed.find(b.get());
       step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
+      step.slot.push_back(p != placed.end() ? slot_of[b.get()] : -1);
       auto in = input_of.find(b.get());
       step.input.push_back(in != input_of.end() ? in->second : -1);
       if (step.input.back() < 0) c.own.insert(step.bufs.back().va);
@@ -433,7 +446,35 @@ void TinyJit::make_graph(Captured& c, size_t num_inputs) {
   }
 }
 
+void TinyJit::free_intermediates() {
+  if (!captured_) return;
+  Captured& c = *captured_;
+  if (c.freed || c.slots.empty()) return;
+  // A replay in flight may still use them.
+  for (const Captured::Slot& sl : c.slots) sl.device->synchronize().throw_if_error("jit");
+  c.graph.reset();  // it holds their addresses
+  for (Captured::Slot& sl : c.slots) sl.mem.reset();
+  c.freed = true;
+}
+
+void TinyJit::reallocate(Captured& c, size_t num_inputs) {
+  for (Captured::Slot& sl : c.slots) {
+    auto mem = sl.device->alloc(sl.bytes);
+    if (!mem.ok()) mem.status().throw_if_error("jit");
+    sl.mem = std::make_shared<DeviceBuffer>(sl.device, *mem);
+  }
+  c.own.clear();
+  for (Captured::Step& st : c.steps)
+    for (size_t k = 0; k < st.bufs.size(); k++) {
+      if (st.slot[k] >= 0) st.bufs[k].va = c.slots[static_cast<size_t>(st.slot[k])].mem->buffer.va;
+      if (st.input[k] < 0) c.own.insert(st.bufs[k].va);
+    }
+  c.freed = false;
+  make_graph(c, num_inputs);
+}
+
 std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& xs, const compiler::Bindings& vals) {
+  if (captured_->freed) reallocate(*captured_, captured_->inputs.size());
   const Captured& c = *captured_;
   bool fresh = c.symbolic && c.specialized.empty();  // launch with this call's values
   if (xs.size() != c.inputs.size())

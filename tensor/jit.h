@@ -77,6 +77,10 @@ class TinyJit {
   size_t planned_bytes() const;
   // Forgets the capture: the next call runs eagerly again.
   void reset();
+  // Releases the memory of the capture's private intermediates (tinygrad's
+  // captured.free_intermediates()); the next replay allocates it again. Inputs, outputs and
+  // buffers that live outside the step (parameters, state it assigns) are kept.
+  void free_intermediates();
 
   // What verification compares of one captured step.
   struct StepView {
@@ -94,6 +98,7 @@ class TinyJit {
                    const std::unordered_map<const DeviceBuffer*, int>& input_of,
                    Captured& c);
   static void make_graph(Captured& c, size_t num_inputs);
+  static void reallocate(Captured& c, size_t num_inputs);
   // The captured outputs as tensors over this replay's buffers.
   std::vector<Tensor> outputs(const std::vector<Tensor>& xs, const compiler::Bindings& vals) const;
 

@@ -73,7 +73,8 @@ void bind_training(py::module_& m) {
       .def_property_readonly("kernel_count", &TinyJit::kernel_count)
       .def("kernels", &TinyJit::kernels)
       .def_property_readonly("uses_graph", &TinyJit::uses_graph)
-      .def("reset", &TinyJit::reset);
+      .def("reset", &TinyJit::reset)
+      .def("free_intermediates", &TinyJit::free_intermediates);
   m.def("jit_specialize", &tensor::detail::jit_specialize, py::arg("why"));
   m.def("jit_capturing", [] { return tensor::detail::jit_capture() != nullptr; });
   m.def("set_jit_capturing", &tensor::detail::set_jit_capturing, py::arg("on"));

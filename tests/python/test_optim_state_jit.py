@@ -410,3 +410,25 @@ def test_jit_misuse_raises_jit_error(case):
     for k in range(3):
       if case == "duplicate inputs": f(x, x)
       else: f(Tensor([1.0, 2.0, 3.0]).realize(), k)
+
+
+def test_captured_free_intermediates_returns_memory_and_replays_stay_right():
+  from baregrad import GlobalCounters
+  w = Tensor(np.arange(1024, dtype=np.float32)).realize()
+
+  @TinyJit
+  def f(x):
+    t1 = (x * 2).contiguous().realize()
+    t2 = (t1 + w).contiguous().realize()
+    return t2.sum().realize()
+
+  def want(i): return float(1024 * 2 * (i + 1) + np.arange(1024).sum())
+  for i in range(4): assert f(Tensor(np.full(1024, i + 1, np.float32))).item() == want(i)
+  before = GlobalCounters.mem_used
+  f.captured.free_intermediates()
+  assert before - GlobalCounters.mem_used >= 2 * 4096  # t1 and t2 (the output and w stay)
+  assert f(Tensor(np.full(1024, 5, np.float32))).item() == want(4)
+  f.captured.free_intermediates()
+  f.captured.free_intermediates()
+  assert f(Tensor(np.full(1024, 6, np.float32))).item() == want(5)
+  np.testing.assert_array_equal(w.numpy(), np.arange(1024))

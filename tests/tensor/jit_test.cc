@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/options.h"
+#include "tensor/counters.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
 #include "tests/tensor/test_util.h"
@@ -190,6 +191,23 @@ TEST(Jit, PlansIntermediateMemoryAndStaysExact) {
   // Five private intermediates of 8 KiB, at most two alive at once.
   EXPECT_EQ(jit.intermediate_bytes(), 5u * 8192);
   EXPECT_EQ(jit.planned_bytes(), 2u * 8192);
+  // free_intermediates() gives that memory back; the next replay allocates it again and is
+  // exact; freeing twice, or before a capture, does nothing more.
+  int64_t before = counters().mem_used;
+  jit.free_intermediates();
+  jit.free_intermediates();
+  EXPECT_EQ(before - counters().mem_used, 2 * 8192);
+  for (int i = 4; i < 6; i++) {
+    Vec x = rnd(1024, i, -0.5, 0.5);
+    Vec want(x);
+    for (int k = 0; k < 6; k++)
+      for (double& v : want) v = std::exp2(v * 0.5 - 0.25);
+    expect_near(jit({Tensor::from_data(x, {1024}, kF64)})[0].to_vector(), want, 1e-12, 1e-12);
+    EXPECT_TRUE(jit.uses_graph());
+    if (i == 4) jit.free_intermediates();  // again between replays
+  }
+  TinyJit fresh([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{chain(in[0])}; });
+  fresh.free_intermediates();
 }
 
 TEST(Jit, InputsMustMatchTheCapture) {

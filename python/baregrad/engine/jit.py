@@ -191,6 +191,10 @@ class CapturedJit:
   def kernel_count(self) -> int: return self._jit.kernel_count
   @property
   def uses_graph(self) -> bool: return self._jit.uses_graph
+  def free_intermediates(self):
+    """Releases the memory of the capture's private intermediate buffers (waiting for a replay in flight); the next
+    call allocates it again. Inputs, outputs, parameters and state the step assigns are kept."""
+    self._jit.free_intermediates()
   def __repr__(self): return f"<CapturedJit of {len(self.linear.src)} kernels>"
 
 
