@@ -73,6 +73,8 @@ void bind_training(py::module_& m) {
       .def_property_readonly("kernel_count", &TinyJit::kernel_count)
       .def("kernels", &TinyJit::kernels)
       .def_property_readonly("uses_graph", &TinyJit::uses_graph)
+      .def_property_readonly("intermediate_bytes", &TinyJit::intermediate_bytes)
+      .def_property_readonly("planned_bytes", &TinyJit::planned_bytes)
       .def("reset", &TinyJit::reset)
       .def("free_intermediates", &TinyJit::free_intermediates);
   m.def("jit_specialize", &tensor::detail::jit_specialize, py::arg("why"));

@@ -116,6 +116,10 @@ class TinyJit:
         raise JitError(f"JIT return contains non-Tensor value of type {type(x).__name__}")
       return x
     self._cur.structure = flat(ret)
+    # flat is recursive, so its closure cell refers back to it: that cycle (which holds `outs`, and so the returned
+    # tensors' lazy graphs) would live until the next gc, and the capture, which plans memory right after this
+    # returns, would see every intermediate as still in use and give each its own memory instead of sharing.
+    flat = None  # noqa: F841
     return outs
 
   # Whether the capture the last call used serves every value of its Variables.
@@ -191,6 +195,14 @@ class CapturedJit:
   def kernel_count(self) -> int: return self._jit.kernel_count
   @property
   def uses_graph(self) -> bool: return self._jit.uses_graph
+  @property
+  def intermediate_bytes(self) -> int:
+    """Bytes of the step's private intermediate buffers (baregrad's; tensor/jit.h)."""
+    return self._jit.intermediate_bytes
+  @property
+  def planned_bytes(self) -> int:
+    """What those take once buffers that are never alive together share memory."""
+    return self._jit.planned_bytes
   def free_intermediates(self):
     """Releases the memory of the capture's private intermediate buffers (waiting for a replay in flight); the next
     call allocates it again. Inputs, outputs, parameters and state the step assigns are kept."""
