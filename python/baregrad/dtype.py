@@ -7,7 +7,7 @@ from typing import Union
 
 import numpy as np
 
-from baregrad.helpers import getenv, op_name
+from baregrad.helpers import ContextVar, getenv, op_name
 
 
 class DType:
@@ -130,6 +130,27 @@ if (_env_float := getenv("DEFAULT_FLOAT", "")):
   assert dtypes.is_float(dtypes.default_float), f"{_env_float} is not a float dtype"
 
 DTypeLike = Union[str, DType]
+
+
+class _DefaultDType(ContextVar):
+  """DEFAULT_FLOAT and DEFAULT_INT as tinygrad's ContextVars: `Context(DEFAULT_FLOAT=dtypes.float16)` sets
+  dtypes.default_float (what Python floats, rand, randn and the nn layers make) for the block."""
+  def __init__(self, key: str, attr: str, check):
+    self.key, self._attr, self._check, self._default = key, attr, check, getattr(dtypes, attr)
+    ContextVar._cache[key] = self
+
+  @property
+  def value(self) -> DType: return getattr(dtypes, self._attr)
+
+  @value.setter
+  def value(self, v):
+    dt = to_dtype(v.lower() if isinstance(v, str) else v)
+    if not self._check(dt): raise ValueError(f"[{self.key}] {dt} is not a{'' if self._attr == 'default_int' else ' float'} dtype")
+    setattr(dtypes, self._attr, dt)
+
+
+DEFAULT_FLOAT = _DefaultDType("DEFAULT_FLOAT", "default_float", dtypes.is_float)
+DEFAULT_INT = _DefaultDType("DEFAULT_INT", "default_int", dtypes.is_int)
 
 
 class InvalidType:

@@ -11,6 +11,7 @@ import getpass
 import gzip
 import hashlib
 import importlib
+import itertools
 import marshal
 import os
 import pathlib
@@ -557,3 +558,98 @@ def fetch(url: str, name: pathlib.Path | str | None = None, subdir: str | None =
 
 
 def _sha256(p: pathlib.Path) -> str: return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+# ---- more of tinygrad.helpers' small utilities (names programs import) ----------------------
+
+def get_shape(x) -> tuple:
+  """The shape of nested lists/tuples (a str or a 0-d value: ()); ValueError when rows differ in shape."""
+  if isinstance(x, str) or not hasattr(x, "__len__") or getattr(x, "shape", None) == (): return ()
+  shapes = [get_shape(item) for item in x]
+  if any(s != shapes[0] for s in shapes): raise ValueError(f"[get_shape] inhomogeneous shape from {x}")
+  return (len(shapes),) + (shapes[0] if shapes else ())
+
+
+def time_to_str(t: float, w: int = 8) -> str:
+  """Seconds as a fixed-width string in s, ms or us, whichever keeps the number at least 10."""
+  if t > 10: return f"{t:{w}.2f}s "
+  if t > 1e-2: return f"{t * 1e3:{w}.2f}ms"
+  return f"{t * 1e6:{w}.2f}us"
+
+
+def strip_parens(fst: str) -> str:
+  """fst without one pair of outer parentheses, when they enclose all of it."""
+  if not (fst.startswith("(") and fst.endswith(")")): return fst
+  depth = 0
+  for c in fst[1:-1]:
+    depth += (c == "(") - (c == ")")
+    if depth < 0: return fst
+  return fst[1:-1] if depth == 0 else fst
+
+
+def cdiv(x: int, y: int) -> int:
+  """Integer division rounding toward zero, as C's (0 when y is 0)."""
+  if y == 0: return 0
+  q = abs(x) // abs(y)
+  return -q if (x < 0) != (y < 0) else q
+
+
+def cmod(x: int, y: int) -> int:
+  """The remainder that goes with cdiv: x - cdiv(x, y) * y (the sign of x)."""
+  return x - cdiv(x, y) * y
+
+
+def getbits(value: int, start: int, end: int) -> int:
+  """Bits start..end (inclusive) of value, shifted down."""
+  return (value >> start) & ((1 << (end - start + 1)) - 1)
+
+
+def merge_dicts(ds: Iterable[dict]) -> dict:
+  """One dict of all of ds; RuntimeError when two of them give one key different values."""
+  out: dict = {}
+  for d in ds:
+    for k, v in d.items():
+      if k in out and out[k] != v: raise RuntimeError(f"[merge_dicts] key {k!r} has the values {out[k]!r} and {v!r}")
+      out[k] = v
+  return out
+
+
+def word_wrap(x: str, wrap: int = 80) -> str:
+  """x with a newline after every `wrap` visible characters of each line (ANSI escapes take no width)."""
+  out = []
+  for line in x.splitlines() or [x]:
+    toks = [m.group(0) for m in re.finditer(r"\x1b\[(K|.*?m)|.", line, re.S)]
+    left = sum(len(t) == 1 for t in toks)  # visible characters not placed yet
+    pieces, width, cur = [], 0, ""
+    for tok in toks:
+      if width == wrap and left:  # more to show after the wrap-th visible character: a new line
+        pieces.append(cur)
+        cur, width = "", 0
+      cur += tok
+      width += len(tok) == 1
+      left -= len(tok) == 1
+    pieces.append(cur)
+    out.append("\n".join(pieces))
+  return "\n".join(out)
+
+
+def from_mv(mv: memoryview, to_type=ctypes.c_char):
+  """The bytes of a writable memoryview as a ctypes array of to_type (no copy)."""
+  return (to_type * (len(mv) // ctypes.sizeof(to_type))).from_buffer(mv)
+
+
+count = itertools.count  # tinygrad's helpers export it
+
+
+def profile_marker(name: str, color: str = "gray") -> None:
+  """A named point in tinygrad's profile; baregrad's timeline (bare trace) has no markers from Python, so this
+  records nothing."""
+  del name, color
+
+
+def __getattr__(name: str):
+  # DEFAULT_FLOAT and DEFAULT_INT live with the dtypes they set (baregrad/dtype.py)
+  if name in ("DEFAULT_FLOAT", "DEFAULT_INT"):
+    from baregrad import dtype
+    return getattr(dtype, name)
+  raise AttributeError(f"module 'baregrad.helpers' has no attribute {name!r}")

@@ -11,7 +11,7 @@ import math
 import pickle
 import pathlib
 import weakref
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast  # noqa: F401 (cast: programs import it from here, as from tinygrad.tensor)
 
 import numpy as np
 

@@ -533,3 +533,39 @@ def test_data_is_a_memoryview_of_the_values():
   assert d.format == "i" and d.shape == (2, 3) and d.tolist() == x.tolist()
   e = Tensor([], dtype=dtypes.int32).reshape(0, 2).data()  # tinygrad's: empty ones are flat, so list() works
   assert e.itemsize == 4 and e.shape == (0,) and list(e) == []
+
+
+def test_more_tinygrad_helpers():
+  from baregrad.helpers import ansistrip, cdiv, cmod, colored, count, from_mv, get_shape, getbits, merge_dicts, profile_marker, strip_parens, time_to_str, word_wrap
+  for x in range(-9, 10):
+    for y in (-4, -3, 3, 4):
+      assert cdiv(x, y) == int(np.trunc(x / y)) and cmod(x, y) == int(np.fmod(x, y))
+  assert cdiv(5, 0) == 0
+  assert getbits(0b1011_0110, 2, 5) == 0b1101
+  assert get_shape([[1, 2, 3], [4, 5, 6]]) == (2, 3) and get_shape("abc") == () and get_shape(np.float32(1)) == ()
+  with pytest.raises(ValueError, match="inhomogeneous"): get_shape([[1, 2], [3]])
+  assert strip_parens("(a+b)") == "a+b" and strip_parens("(a)+(b)") == "(a)+(b)" and strip_parens("a") == "a"
+  assert merge_dicts([{"a": 1}, {"b": 2}, {"a": 1}]) == {"a": 1, "b": 2}
+  with pytest.raises(RuntimeError, match="'a'"): merge_dicts([{"a": 1}, {"a": 2}])
+  assert time_to_str(20).strip() == "20.00s" and time_to_str(0.5).strip() == "500.00ms" and time_to_str(2e-5).strip() == "20.00us"
+  assert word_wrap("x" * 25, 10).splitlines() == ["x" * 10, "x" * 10, "x" * 5]
+  wrapped = word_wrap(colored("x" * 20, "red"), 10)  # escapes take no width; the closing one stays on the last line
+  assert len(wrapped.splitlines()) == 2 and all(len(ansistrip(line)) == 10 for line in wrapped.splitlines())
+  buf = bytearray(b"abcd")
+  arr = from_mv(memoryview(buf), ctypes.c_uint8)
+  arr[0] = ord("z")
+  assert buf == bytearray(b"zbcd") and next(count(3)) == 3 and profile_marker("step") is None
+
+
+def test_default_float_is_a_context_var():
+  from baregrad import Context, nn
+  from baregrad.helpers import DEFAULT_FLOAT
+  with Context(DEFAULT_FLOAT=dtypes.float16):
+    assert DEFAULT_FLOAT.value == dtypes.float16 == dtypes.default_float
+    assert Tensor.randn(3).dtype == nn.Linear(2, 2).weight.dtype == Tensor([1.5]).dtype == dtypes.float16
+  assert dtypes.default_float == dtypes.float32 and Tensor([1.5]).dtype == dtypes.float32
+  with Context(DEFAULT_INT="int64"): assert Tensor([1, 2]).dtype == dtypes.int64
+  assert Tensor([1, 2]).dtype == dtypes.int32
+  with pytest.raises(ValueError, match=r"\[DEFAULT_FLOAT\] dtypes.int is not a float dtype"):
+    with Context(DEFAULT_FLOAT=dtypes.int32): pass
+  assert dtypes.default_float == dtypes.float32
