@@ -369,3 +369,16 @@ def test_sequential_call():
   l1, l2 = nn.Linear(3, 4), nn.Linear(4, 2)
   x = Tensor(_x((2, 3)))
   compare_np("sequential", x.sequential([l1, Tensor.relu, l2]), l2(l1(x).relu()).numpy(), dtypes.float32)
+
+
+def test_groupnorm_with_more_groups_than_channels_splits_positions_as_tinygrad():
+  # tinygrad's GroupNorm normalises (N, groups, -1) slices of each sample, so 32 groups of an
+  # 8-channel map (its stable diffusion UNet at small sizes) is valid; float64 reference
+  x = _x((2, 8, 4, 4))
+  bl = nn.GroupNorm(32, 8)
+  bl.weight, bl.bias = Tensor(np.linspace(0.5, 1.5, 8).astype(np.float32)), Tensor(np.linspace(-1, 1, 8).astype(np.float32))
+  g = x.astype(np.float64).reshape(2, 32, -1)
+  ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+  ref = ref * np.linspace(0.5, 1.5, 8).reshape(1, 8, 1, 1) + np.linspace(-1, 1, 8).reshape(1, 8, 1, 1)
+  np.testing.assert_allclose(bl(Tensor(x)).numpy(), ref, rtol=1e-4, atol=1e-5)
+  with pytest.raises(ValueError): nn.GroupNorm(5, 8)(Tensor(_x((2, 8, 3, 3))))  # 72 values in 5 groups

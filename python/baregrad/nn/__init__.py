@@ -113,7 +113,8 @@ class Linear:
 
 class GroupNorm:
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
-    if num_channels % num_groups: raise ValueError(f"[{op_name()}] {num_channels} channels cannot be split into {num_groups} groups")
+    # As tinygrad's, the groups split each sample's channels *and* positions: more groups than channels is
+    # allowed (torch refuses); a sample whose size the groups do not divide is a ValueError at the call.
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
     self.weight: Tensor | None = _param(Tensor.ones(num_channels)) if affine else None
     self.bias: Tensor | None = _param(Tensor.zeros(num_channels)) if affine else None
