@@ -167,6 +167,14 @@ std::vector<Tensor> as_outputs(const std::vector<Tensor>& ts, const std::vector<
   return out;
 }
 
+// Memory for one slot of a capture's private intermediates.
+std::shared_ptr<DeviceBuffer> alloc_slot(const std::shared_ptr<runtime::Device>& dev,
+                                         size_t bytes) {
+  auto mem = dev->alloc(bytes);
+  if (!mem.ok()) mem.status().throw_if_error("jit");
+  return std::make_shared<DeviceBuffer>(dev, *mem);
+}
+
 std::string describe(const Shape& s, DType d, const runtime::Device& dev) {
   return shape_str(s) + " " + d.name() + " on " + dev.name();
 }
@@ -374,12 +382,7 @@ void TinyJit::plan(detail::JitCapture& cap,
   std::unordered_map<const DeviceBuffer*, std::shared_ptr<DeviceBuffer>> owner;
   for (auto& st : cap.steps_)
     for (auto& b : st.bufs) owner.emplace(b.get(), b);
-  struct Slot {
-    std::shared_ptr<DeviceBuffer> mem;
-    size_t last;
-  };
-  std::vector<Slot> slots;
-  std::unordered_map<const DeviceBuffer*, runtime::Buffer> placed;
+  std::vector<size_t> slot_last;  // per slot of c.slots: the last step using it so far
   std::unordered_map<const DeviceBuffer*, int> slot_of;
   for (const DeviceBuffer* db : order) {
     const Life& l = life[db];
@@ -392,23 +395,21 @@ void TinyJit::plan(detail::JitCapture& cap,
     }
     size_t bytes = db->buffer.bytes;
     c.intermediate_bytes += bytes;
-    Slot* best = nullptr;
-    for (Slot& s : slots)
-      if (s.last < l.first && s.mem->device == db->device && s.mem->buffer.bytes >= bytes &&
-          (!best || s.mem->buffer.bytes < best->mem->buffer.bytes))
-        best = &s;
-    if (!best) {
-      auto mem = db->device->alloc(bytes);
-      if (!mem.ok()) mem.status().throw_if_error("jit");
-      auto owned = std::make_shared<DeviceBuffer>(db->device, *mem);
-      slots.push_back({owned, 0});
-      c.slots.push_back({db->device, bytes, owned});
-      c.planned_bytes += bytes;
-      best = &slots.back();
+    int best = -1;
+    for (size_t i = 0; i < c.slots.size(); i++) {
+      const Captured::Slot& s = c.slots[i];
+      if (slot_last[i] < l.first && s.device == db->device && s.bytes >= bytes &&
+          (best < 0 || s.bytes < c.slots[static_cast<size_t>(best)].bytes))
+        best = static_cast<int>(i);
     }
-    best->last = l.last;
-    placed[db] = runtime::Buffer{best->mem->buffer.va, bytes};
-    slot_of[db] = static_cast<int>(best - slots.data());
+    if (best < 0) {
+      c.slots.push_back({db->device, bytes, alloc_slot(db->device, bytes)});
+      slot_last.push_back(0);
+      c.planned_bytes += bytes;
+      best = static_cast<int>(c.slots.size() - 1);
+    }
+    slot_last[static_cast<size_t>(best)] = l.last;
+    slot_of[db] = best;
   }
   for (auto& st : cap.steps_) {
     Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {}, 0,
@@ -418,17 +419,26 @@ void TinyJit::plan(detail::JitCapture& cap,
     if (st.prg)
       for (const compiler::VarArg& v : st.prg->spec.vars) step.var_names.push_back(v.name);
     for (auto& b : st.bufs) {
-      auto p = placed.find(b.get());
-      step.bufs.push_back(p != placed.end() ? p->second : b->buffer);
-      step.slot.push_back(p != placed.end() ? slot_of[b.get()] : -1);
+      auto p = slot_of.find(b.get());
+      step.bufs.push_back(b->buffer);  // a slot's address is set by place_slots
+      step.slot.push_back(p != slot_of.end() ? p->second : -1);
       auto in = input_of.find(b.get());
       step.input.push_back(in != input_of.end() ? in->second : -1);
-      if (step.input.back() < 0) c.own.insert(step.bufs.back().va);
     }
     c.kernels += st.prg != nullptr;
     c.steps.push_back(std::move(step));
   }
+  place_slots(c);
   make_graph(c, input_of.size());
+}
+
+void TinyJit::place_slots(Captured& c) {
+  c.own.clear();
+  for (Captured::Step& st : c.steps)
+    for (size_t k = 0; k < st.bufs.size(); k++) {
+      if (st.slot[k] >= 0) st.bufs[k].va = c.slots[static_cast<size_t>(st.slot[k])].mem->buffer.va;
+      if (st.input[k] < 0) c.own.insert(st.bufs[k].va);
+    }
 }
 
 void TinyJit::make_graph(Captured& c, size_t num_inputs) {
@@ -458,17 +468,8 @@ void TinyJit::free_intermediates() {
 }
 
 void TinyJit::reallocate(Captured& c, size_t num_inputs) {
-  for (Captured::Slot& sl : c.slots) {
-    auto mem = sl.device->alloc(sl.bytes);
-    if (!mem.ok()) mem.status().throw_if_error("jit");
-    sl.mem = std::make_shared<DeviceBuffer>(sl.device, *mem);
-  }
-  c.own.clear();
-  for (Captured::Step& st : c.steps)
-    for (size_t k = 0; k < st.bufs.size(); k++) {
-      if (st.slot[k] >= 0) st.bufs[k].va = c.slots[static_cast<size_t>(st.slot[k])].mem->buffer.va;
-      if (st.input[k] < 0) c.own.insert(st.bufs[k].va);
-    }
+  for (Captured::Slot& sl : c.slots) sl.mem = alloc_slot(sl.device, sl.bytes);
+  place_slots(c);
   c.freed = false;
   make_graph(c, num_inputs);
 }

@@ -98,6 +98,8 @@ class TinyJit {
                    const std::unordered_map<const DeviceBuffer*, int>& input_of,
                    Captured& c);
   static void make_graph(Captured& c, size_t num_inputs);
+  // Sets the addresses of the private intermediates' memory (Captured::slots) in the steps.
+  static void place_slots(Captured& c);
   static void reallocate(Captured& c, size_t num_inputs);
   // The captured outputs as tensors over this replay's buffers.
   std::vector<Tensor> outputs(const std::vector<Tensor>& xs, const compiler::Bindings& vals) const;

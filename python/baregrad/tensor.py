@@ -37,6 +37,11 @@ _new_object = object.__new__
 _SCALAR_OPS = frozenset("add sub mul maximum minimum lt le gt ge eq ne".split())  # _C.Tensor.scalar_op's
 
 
+def _max_sizes(shape) -> tuple:
+  """`shape` with each Variable size (SymInt) at its upper bound."""
+  return tuple(int(d.sym.vmax) if variable.is_symbolic(d) else d for d in shape)
+
+
 def _first_device(device) -> str:
   """The device a C++ creation op makes a tensor on: the first of several (Tensor._finish spreads it)."""
   d = canonicalize_device(device)
@@ -234,7 +239,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   @property
   def max_shape(self) -> tuple[int, ...]:
     """The shape with each Variable size at its upper bound (the most a capture over it holds), as tinygrad's."""
-    return tuple(int(d.sym.vmax) if isinstance(d, variable.SymInt) else d for d in self.shape)
+    return _max_sizes(self.shape)
   def max_numel(self) -> int: return prod(self.max_shape)
   @property
   def dtype(self) -> DType: return _key_dtype(self._c.dtype)
@@ -519,15 +524,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   @staticmethod
   def empty(*shape, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None, **kwargs) -> Tensor:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    check_int64("empty", argfix(*shape))
-    if variable.in_use and not is_disk(device) and any(variable.is_symbolic(s) for s in argfix(*shape)):
+    shape = argfix(*shape)
+    check_int64("empty", shape)
+    if variable.in_use and not is_disk(device) and any(variable.is_symbolic(s) for s in shape):
       # a symbolic size: a buffer of its upper bound, seen through a symbolic shrink (tinygrad's)
-      full = [int(s.sym.vmax) if variable.is_symbolic(s) else s for s in argfix(*shape)]
-      t = Tensor.empty(*full, device=device, dtype=dt, requires_grad=requires_grad)
-      return t.shrink(tuple((0, s) for s in argfix(*shape)))
-    variable.note_value_use("empty", argfix(*shape))
-    if is_disk(device): return DiskTensor.empty(argfix(*shape), dt, disk_device(device))
-    return Tensor._finish(_C.Tensor.empty(list(argfix(*shape)), dt.key, _first_device(device)), device, requires_grad)
+      t = Tensor.empty(*_max_sizes(shape), device=device, dtype=dt, requires_grad=requires_grad)
+      return t.shrink(tuple((0, s) for s in shape))
+    variable.note_value_use("empty", shape)
+    if is_disk(device): return DiskTensor.empty(shape, dt, disk_device(device))
+    return Tensor._finish(_C.Tensor.empty(list(shape), dt.key, _first_device(device)), device, requires_grad)
 
   @staticmethod
   def full(shape, fill_value, device: str | None = None, dtype: Any = None, requires_grad: bool | None = None,
