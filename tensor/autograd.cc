@@ -151,14 +151,18 @@ std::vector<Tensor> run_backward(const Tensor& root,
   // parameters in the graph, an undecided tensor is wanted only when a Python program holds it
   // (an input batch, say): its gradient is droppable (LazyBase), so an optimizer step that
   // overwrites a weight it reads drops it instead of computing it.
-  auto scalar_const = [](const TensorImpl* t) {
-    return t->lazy.base->kind == LazyKind::kConst && t->lazy.is_base_view();
+  // An arange, eye or linspace (LazyBase::iota_expr) has no device in tinygrad, and its
+  // backward() skips the tensors without one.
+  auto constant = [](const TensorImpl* t) {
+    const LazyBase* b = t->lazy.base.get();
+    if (b->kind == LazyKind::kConst) return t->lazy.is_base_view();
+    return b->iota_expr && !b->force_kernel && !b->write_into;
   };
-  auto wanted_leaf = [any_on, r, scalar_const](const TensorImpl* t) {
+  auto wanted_leaf = [any_on, r, constant](const TensorImpl* t) {
     if (t->node && (t->py_handles == 0 || t == r)) return false;
     if (t->mode == GradMode::kOn) return true;
     if (any_on && t->py_handles == 0) return false;
-    return !scalar_const(t);
+    return !constant(t);
   };
   std::unordered_set<const TensorImpl*> useful;
   for (TensorImpl* t : order) {
@@ -170,7 +174,9 @@ std::vector<Tensor> run_backward(const Tensor& root,
   if (!targets && !useful.count(r))
     fail(op,
          "no tensor in this graph can have a gradient: every input is requires_grad=False "
-         "(detach() gives that), an integer tensor or a constant");
+         "(requires_grad_(False) gives that), an integer tensor, a constant or an arange (clone() "
+         "one "
+         "to differentiate it)");
   std::unordered_map<TensorImpl*, Tensor> grads;
   grads.emplace(r, seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {

@@ -81,6 +81,16 @@ void register_reader(const std::shared_ptr<LazyBase>& b) {
 
 Lazy make(std::shared_ptr<LazyBase> b) {
   register_reader(b);
+  if (b->kind == LazyKind::kIota) b->iota_expr = true;
+  if (b->kind == LazyKind::kAlu || b->kind == LazyKind::kCast || b->kind == LazyKind::kReduce) {
+    bool consts = true;
+    for (const Lazy& s : b->srcs) {
+      consts =
+          consts && (s.base->iota_expr || (s.base->kind == LazyKind::kConst && !s.base->realized));
+      b->iota_expr = b->iota_expr || s.base->iota_expr;
+    }
+    b->iota_expr = b->iota_expr && consts;
+  }
   Lazy l{std::move(b), {}};
   l.st = ShapeTracker::contiguous(l.base->shape);
   l.sym = l.base->sym;

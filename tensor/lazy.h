@@ -92,6 +92,10 @@ struct LazyBase {
   // it is neither computed nor given a copy but dropped, and reading it throws (`dropped`).
   bool droppable = false;
   bool dropped = false;
+  // Computed from iotas and constants alone, reading an iota (an arange, eye, linspace): what
+  // tinygrad makes without a device. Kept when realized; contiguous() (force_kernel) or an
+  // assign target is storage. backward() gives such a tensor no .grad, as tinygrad's.
+  bool iota_expr = false;
 
   int64_t numel() const;
 

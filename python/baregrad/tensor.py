@@ -439,8 +439,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     return x
 
   def detach(self) -> Tensor:
-    """The same values with no history and requires_grad=False."""
-    return Tensor._wrap(self._c.detach())
+    """The same values with no history: a new leaf, requires_grad undecided (None), as tinygrad's
+    detach (a Ops.DETACH tensor that backward() fills like any other). No gradient flows through it
+    to this tensor."""
+    c = self._c.detach()
+    c.requires_grad_(None)
+    return Tensor._wrap(c)
 
   def clone(self, device: str | None = None) -> Tensor:
     """A copy in a buffer of its own (on `device` if given) that keeps is_param and .grad (cloned too),

@@ -136,14 +136,18 @@ def test_arange(args, kwargs):
   helper_test_op([], t, lambda: Tensor.arange(*args, dtype=getattr(dtypes, kwargs["dtype"]) if kwargs else None), forward_only=True)
 
 
-def test_a_float_arange_is_a_leaf_with_a_gradient():
-  # the lazy arange (an int index cast to float) had no gradient: "no tensor in this graph can have a gradient"
+def test_a_float_arange_gets_no_grad_but_its_clone_does():
+  # tinygrad makes an arange without a device and backward() skips it (torch: requires_grad=False)
   a = Tensor.arange(0.0, 20)
-  (a.reshape(4, 5)[:, [1, 3]] * 2).sum().backward()
+  with pytest.raises(RuntimeError, match=r"\[backward\] no tensor in this graph can have a gradient.*an arange"):
+    (a.reshape(4, 5)[:, [1, 3]] * 2).sum().backward()
+  c = a.clone()
+  (c.reshape(4, 5)[:, [1, 3]] * 2).sum().backward()
   want = np.zeros((4, 5), np.float32)
   want[:, [1, 3]] = 2
-  np.testing.assert_equal(a.grad.numpy(), want.reshape(20))
-  assert Tensor.arange(3.0).requires_grad is None
+  np.testing.assert_equal(c.grad.numpy(), want.reshape(20))
+  assert a.grad is None and Tensor.arange(3.0).requires_grad is None
+  np.testing.assert_equal(a.sum().gradient(a)[0].numpy(), np.ones(20))  # asked for, it has one
 
 
 @pytest.mark.parametrize("n,m", [(3, None), (2, 4), (4, 2), (1, None), (0, None)], ids=str)

@@ -50,7 +50,13 @@ def test_backward_with_parameters_fills_theirs_and_held_inputs():
 def test_true_false_detach_and_mixing():
   x = Tensor(X, requires_grad=True)
   assert x.requires_grad is True and (x * 2).requires_grad is True
-  d = x.detach()
+  # detach(): a new undecided leaf, as tinygrad's Ops.DETACH tensor; backward fills it, not x
+  u = x.detach()
+  assert u.requires_grad is None and u.is_param
+  (u * Tensor(W.T)).sum().backward()
+  np.testing.assert_allclose(u.grad.numpy(), W.T)
+  assert x.grad is None
+  d = x.detach().requires_grad_(False)
   assert d.requires_grad is False and (d * 2).requires_grad is False
   with pytest.raises(RuntimeError, match=r"\[gradient\] target 0 .*requires_grad=False"):
     (d * Tensor(W.T)).sum().gradient(d)
@@ -246,3 +252,21 @@ def test_inputs_beside_parameters_get_a_gradient_that_a_step_drops():
   for read in (lambda: x.grad.numpy(), lambda: (x.grad * 2).sum(0).numpy(), lambda: x.grad.cast(dtypes.float16).sum().item()):
     with pytest.raises(RuntimeError, match=r"\[realize\] a gradient of shape \(5, 8\) float32 .* was dropped when an optimizer step"):
       read()
+
+
+def test_arange_and_eye_get_no_grad_from_backward():
+  # tinygrad makes them without a device and backward() skips those; torch's are requires_grad=False
+  r, e, s = Tensor.arange(0., 6).reshape(2, 3), Tensor.eye(3), Tensor([0, 0.5, 1])
+  r.numpy()  # realized, it is still an arange
+  c = r.clone()  # a buffer: a tensor like any other
+  (c @ e * s).sum().backward()
+  assert r.grad is None and e.grad is None
+  tr, ts = torch.arange(0., 6).reshape(2, 3).requires_grad_(), torch.tensor([0, 0.5, 1], requires_grad=True)
+  (tr @ torch.eye(3) * ts).sum().backward()
+  np.testing.assert_allclose(c.grad.numpy(), tr.grad.numpy())
+  np.testing.assert_allclose(s.grad.numpy(), ts.grad.numpy())
+  # gradient() reaches them when asked (tinygrad's docs differentiate through Tensor.eye)
+  y = Tensor([[2.0, 0, -2.0]])
+  dx, dy = (y @ e).sum().gradient(e, y)
+  np.testing.assert_allclose(dx.numpy(), [[2, 2, 2], [0, 0, 0], [-2, -2, -2]])
+  np.testing.assert_allclose(dy.numpy(), [[1, 1, 1]])
