@@ -51,6 +51,8 @@ DTypeError = type("TypeError", (TypeError, RuntimeError), {"__module__": __name_
   "A dtype an op does not take: baregrad's TypeError, also the RuntimeError torch and tinygrad raise."})
 ShapeError = type("ValueError", (ValueError, RuntimeError), {"__module__": __name__, "__doc__":
   "Shapes an op cannot combine: baregrad's ValueError, also the RuntimeError torch and tinygrad raise."})
+SymbolicDimError = type("ValueError", (ValueError, RuntimeError, AssertionError), {"__module__": __name__, "__doc__":
+  "An op that needs a dim's size fixed, given a symbolic one: a ValueError, also the AssertionError tinygrad raises."})
 
 
 def op_name() -> str:

@@ -237,3 +237,19 @@ def test_empty_of_a_variable_size_takes_its_upper_bound():
   a = Tensor([3.0]).realize()
   for i in range(1, 7): np.testing.assert_array_equal(jf(a, Variable("i", 1, 10).bind(i)).numpy(), [3.0 * i] * 2)
   assert jf.shared
+
+
+def test_split_and_chunk_keep_the_variable_and_refuse_to_cut_it():
+  x = Tensor(A)[:Variable("i", 1, 3).bind(2)]
+  a, b = x.chunk(2, dim=1)
+  assert str(a.shape[0].sym) == "i" and str(x.shrink((None, (0, 4))).shape[0].sym) == "i"
+  p, q = x.split([3, 7], dim=1)
+  assert str(q.shape[0].sym) == "i" and q.shape[1] == 7
+  before = built(x)
+  for v in (1, 2, 3):  # one compile serves every value: the pieces hold the Variable
+    piece = Tensor(A)[:Variable("i", 1, 3).bind(v)].chunk(2, dim=1)[1]
+    np.testing.assert_allclose((piece * 2).numpy(), A[:v, 5:] * 2)
+  assert built(x) - before == 1
+  # pieces sized by the Variable's current value would be wrong for its other values
+  with pytest.raises(AssertionError, match=r"\[chunk\] cannot split dim 0 of symbolic size"): x.chunk(2, dim=0)
+  with pytest.raises(ValueError, match=r"\[split\] cannot split dim 0 of symbolic size"): x.split(1, dim=0)

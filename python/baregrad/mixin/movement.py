@@ -7,7 +7,7 @@ import numpy as np
 import _baregrad as _C
 from baregrad import multi
 from baregrad.dtype import dtypes, least_upper_dtype, to_dtype
-from baregrad.helpers import DTypeError, ShapeError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
+from baregrad.helpers import DTypeError, ShapeError, SymbolicDimError, argfix, check_int64, fully_flatten, make_tuple, prod, op_name
 from baregrad import variable
 from baregrad.variable import _merge_bindings, _op_bindings, is_symbolic, sym_of, vals_of
 
@@ -94,7 +94,8 @@ class MovementMixin:
   def shrink(self, arg):
     found = _op_bindings(arg)
     if len(arg) != self.ndim: raise ValueError(f"[shrink] a tensor of shape {self.shape} needs {self.ndim} ranges, got {arg}")
-    if variable.in_use and any(r is not None and (is_symbolic(r[0]) or is_symbolic(r[1])) for r in arg):
+    if variable.in_use and (self._c.sym_shape is not None or any(r is not None and (is_symbolic(r[0]) or is_symbolic(r[1])) for r in arg)):
+      # symbolic ranges, or a symbolic tensor (whose None ranges keep their Variables)
       ranges = [(0, s) if r is None else (r[0], r[1]) for r, s in zip(arg, self.shape)]
       check_int64("shrink", [(int(a), int(b)) for a, b in ranges])
       out = self._c.shrink_sym([(sym_of(a), sym_of(b)) for a, b in ranges], vals_of(ranges))
@@ -284,13 +285,33 @@ class MovementMixin:
     ts = [ts[0]._tensor_arg(t, "every argument") for t in ts]
     return ts[0]._wrap(multi.static("stack", [t._c for t in ts], dim))
 
-  def split(self, sizes, dim: int = 0) -> tuple:
+  def _static_dim(self, dim: int) -> int:
+    """`dim` resolved; a SymbolicDimError when its size is a Variable (pieces sized by its current value would
+    be wrong for every other value)."""
     dim = self._resolve_dim(dim)
+    if variable.in_use and is_symbolic(self.shape[dim]):
+      raise SymbolicDimError(f"[{op_name()}] cannot split dim {dim} of symbolic size {self.shape[dim]} (shape {self.shape}): "
+                             f"shrink it with the Variable instead")
+    return dim
+
+  def split(self, sizes, dim: int = 0) -> tuple:
+    dim = self._static_dim(dim)
     parts = self._c.split(int(sizes), dim) if isinstance(sizes, (int, np.integer)) else self._c.split_sizes(list(sizes), dim)
-    return tuple(self._wrap(p) for p in parts)
+    return tuple(self._pieces(parts, dim))
 
   def chunk(self, chunks: int, dim: int = 0) -> list:
-    return [self._wrap(p) for p in self._c.chunk(int(chunks), self._resolve_dim(dim))]
+    dim = self._static_dim(dim)
+    return self._pieces(self._c.chunk(int(chunks), dim), dim)
+
+  def _pieces(self, parts, dim: int) -> list:
+    """split's and chunk's pieces along static `dim`: with symbolic dims elsewhere, cut again by shrink, which keeps
+    their Variables (the C++ pieces have them at their current values)."""
+    if not variable.in_use or self._c.sym_shape is None: return [self._wrap(p) for p in parts]
+    out, at = [], 0
+    for p in parts:
+      out.append(self.shrink(tuple((at, at + p.shape[dim]) if d == dim else None for d in range(self.ndim))))
+      at += p.shape[dim]
+    return out
 
   def _check_index_shape(self, dim: int, index, src=None) -> None:
     """torch's rule for gather and scatter: index has self's ndim and fits self beside dim (and src everywhere)."""
