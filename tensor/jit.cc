@@ -84,10 +84,11 @@ struct TinyJit::Captured {
     std::vector<std::string> var_names;           // their Variables (a shared capture's replays)
     std::shared_ptr<runtime::Device> src_device;  // a copy: the device it reads (bufs[1])
     size_t copy_bytes = 0;
-    std::vector<int> slot;  // per buffer: the planned intermediate slot it lives in, or -1
+    std::vector<int> slot;       // per buffer: the planned intermediate slot it lives in, or -1
+    std::vector<size_t> offset;  // per buffer in a slot: its offset there
   };
-  // The memory the private intermediates share (see plan); free_intermediates() releases it
-  // and the next replay allocates it again.
+  // The memory the private intermediates share, one arena per device (see plan);
+  // free_intermediates() releases it and the next replay allocates it again.
   struct Slot {
     std::shared_ptr<runtime::Device> device;
     size_t bytes = 0;
@@ -166,6 +167,11 @@ std::vector<Tensor> as_outputs(const std::vector<Tensor>& ts, const std::vector<
   for (size_t k = 0; k < own.size(); k++) out[own[k]] = pending[k];
   return out;
 }
+
+// Where a capture's private intermediates may start in their arena: what every device's own
+// allocations give at least, so kernels that assume an aligned base stay right.
+constexpr size_t kSlotAlign = 256;
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // Memory for one slot of a capture's private intermediates.
 std::shared_ptr<DeviceBuffer> alloc_slot(const std::shared_ptr<runtime::Device>& dev,
@@ -382,8 +388,14 @@ void TinyJit::plan(detail::JitCapture& cap,
   std::unordered_map<const DeviceBuffer*, std::shared_ptr<DeviceBuffer>> owner;
   for (auto& st : cap.steps_)
     for (auto& b : st.bufs) owner.emplace(b.get(), b);
-  std::vector<size_t> slot_last;  // per slot of c.slots: the last step using it so far
-  std::unordered_map<const DeviceBuffer*, int> slot_of;
+  // The private buffers share one arena per device: each is placed at an offset no buffer live
+  // at the same time overlaps (tinygrad's memory planner places them at offsets too), the
+  // largest first, each at the lowest offset that fits.
+  struct Placed {
+    const DeviceBuffer* db;
+    size_t first, last, bytes, offset = 0;
+  };
+  std::vector<Placed> priv;
   for (const DeviceBuffer* db : order) {
     const Life& l = life[db];
     // +1: the `owner` map holds one reference too.
@@ -393,27 +405,49 @@ void TinyJit::plan(detail::JitCapture& cap,
       c.keep.push_back(owner[db]);
       continue;
     }
-    size_t bytes = db->buffer.bytes;
-    c.intermediate_bytes += bytes;
-    int best = -1;
-    for (size_t i = 0; i < c.slots.size(); i++) {
-      const Captured::Slot& s = c.slots[i];
-      if (slot_last[i] < l.first && s.device == db->device && s.bytes >= bytes &&
-          (best < 0 || s.bytes < c.slots[static_cast<size_t>(best)].bytes))
-        best = static_cast<int>(i);
+    c.intermediate_bytes += db->buffer.bytes;
+    priv.push_back(
+        {db, l.first, l.last, std::max(align_up(db->buffer.bytes, kSlotAlign), kSlotAlign)});
+  }
+  std::vector<size_t> by_size(priv.size());
+  for (size_t i = 0; i < priv.size(); i++) by_size[i] = i;
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return priv[a].bytes > priv[b].bytes; });
+  std::unordered_map<const runtime::Device*, int> arena_of;
+  std::vector<std::vector<size_t>> placed;  // per arena: the buffers placed in it so far
+  std::vector<std::pair<size_t, size_t>> busy;
+  for (size_t i : by_size) {
+    Placed& p = priv[i];
+    const auto& dev = p.db->device;
+    auto [a, fresh] = arena_of.try_emplace(dev.get(), static_cast<int>(c.slots.size()));
+    if (fresh) {
+      c.slots.push_back({dev, 0, nullptr});
+      placed.emplace_back();
     }
-    if (best < 0) {
-      c.slots.push_back({db->device, bytes, alloc_slot(db->device, bytes)});
-      slot_last.push_back(0);
-      c.planned_bytes += bytes;
-      best = static_cast<int>(c.slots.size() - 1);
+    busy.clear();
+    for (size_t j : placed[static_cast<size_t>(a->second)])
+      if (priv[j].first <= p.last && p.first <= priv[j].last)
+        busy.push_back({priv[j].offset, priv[j].offset + priv[j].bytes});
+    std::sort(busy.begin(), busy.end());
+    size_t at = 0;
+    for (auto [lo, hi] : busy) {
+      if (at + p.bytes <= lo) break;
+      at = std::max(at, hi);
     }
-    slot_last[static_cast<size_t>(best)] = l.last;
-    slot_of[db] = best;
+    p.offset = at;
+    placed[static_cast<size_t>(a->second)].push_back(i);
+    Captured::Slot& sl = c.slots[static_cast<size_t>(a->second)];
+    sl.bytes = std::max(sl.bytes, at + p.bytes);
+  }
+  std::unordered_map<const DeviceBuffer*, std::pair<int, size_t>> slot_of;
+  for (const Placed& p : priv) slot_of[p.db] = {arena_of[p.db->device.get()], p.offset};
+  for (Captured::Slot& sl : c.slots) {
+    sl.mem = alloc_slot(sl.device, sl.bytes);
+    c.planned_bytes += sl.bytes;
   }
   for (auto& st : cap.steps_) {
-    Captured::Step step{st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {}, 0,
-                        {}};
+    Captured::Step step{
+        st.prg, st.bufs[0]->device, {}, {}, std::move(st.regen), st.vars, {}, {}, 0, {}, {}};
     if (!st.prg && !step.regen)
       step.src_device = st.bufs[1]->device, step.copy_bytes = st.copy_bytes;
     if (st.prg)
@@ -421,7 +455,8 @@ void TinyJit::plan(detail::JitCapture& cap,
     for (auto& b : st.bufs) {
       auto p = slot_of.find(b.get());
       step.bufs.push_back(b->buffer);  // a slot's address is set by place_slots
-      step.slot.push_back(p != slot_of.end() ? p->second : -1);
+      step.slot.push_back(p != slot_of.end() ? p->second.first : -1);
+      step.offset.push_back(p != slot_of.end() ? p->second.second : 0);
       auto in = input_of.find(b.get());
       step.input.push_back(in != input_of.end() ? in->second : -1);
     }
@@ -436,7 +471,8 @@ void TinyJit::place_slots(Captured& c) {
   c.own.clear();
   for (Captured::Step& st : c.steps)
     for (size_t k = 0; k < st.bufs.size(); k++) {
-      if (st.slot[k] >= 0) st.bufs[k].va = c.slots[static_cast<size_t>(st.slot[k])].mem->buffer.va;
+      if (st.slot[k] >= 0)
+        st.bufs[k].va = c.slots[static_cast<size_t>(st.slot[k])].mem->buffer.va + st.offset[k];
       if (st.input[k] < 0) c.own.insert(st.bufs[k].va);
     }
 }

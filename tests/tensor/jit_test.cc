@@ -172,6 +172,26 @@ TEST(Jit, RandomTensorsAreDrawnAgainOnEachReplay) {
   }
 }
 
+TEST(Jit, PlacesIntermediatesAtOffsetsOfOneArena) {
+  // a and b (8 KiB each) die where s is made; c (16 KiB) then fits where they were, which two
+  // separate 8 KiB buffers could not give it: 24 KiB in all, not 40.
+  auto fn = [](const Tensor& x) {
+    Tensor a = (x * 2.0).contiguous().realize(), b = (x * 3.0).contiguous().realize();
+    Tensor s = (a + b).contiguous().realize();
+    Tensor c = s.reshape({1, 1024}).expand({2, 1024}).contiguous().realize();
+    return (c * c).sum();
+  };
+  TinyJit jit([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in[0])}; });
+  for (int i = 0; i < 3; i++) {
+    Vec x = rnd(1024, i, -1, 1);
+    double want = 0;
+    for (double v : x) want += 2 * 25 * v * v;
+    EXPECT_NEAR(jit({Tensor::from_data(x, {1024}, kF64)})[0].to_vector()[0], want, 1e-9 * want);
+  }
+  EXPECT_EQ(jit.intermediate_bytes(), 5u * 8192);  // a, b, s and c
+  EXPECT_EQ(jit.planned_bytes(), 3u * 8192);
+}
+
 TEST(Jit, PlansIntermediateMemoryAndStaysExact) {
   // Each realize() inside the function is a kernel with a buffer only the step uses.
   auto chain = [](const Tensor& x) {
