@@ -226,6 +226,30 @@ class Scheduler {
     }
   }
 
+  // Whether `b`'s inlined expression (down to kernel outputs and buffers) can be computed at
+  // a pad's masked-out elements, whose loads read 0, and cheaply: no integer division or
+  // remainder, no reduction (a reduction is read unchanged; see has_reduce), plain reads only.
+  // Reads the memo of b's sources.
+  bool safe_outside_mask(const LazyBase* b) const {
+    if (inlined_reduce_.count(b)) return false;
+    std::vector<const LazyBase*> stack{b};
+    std::unordered_set<const LazyBase*> seen{b};
+    while (!stack.empty()) {
+      const LazyBase* x = stack.back();
+      stack.pop_back();
+      if (x != b && (!pending(x) || outputs_.count(x))) continue;
+      if (x->kind == LazyKind::kReduce || x->kind == LazyKind::kCopy) return false;
+      if (x->kind == LazyKind::kAlu && (x->op == Op::IDIV || x->op == Op::MOD)) return false;
+      for (const Lazy& s : x->srcs) {
+        // Plain reads only (one view, no mask: a broadcast is fine): windowed or padded reads
+        // gated again by the pad's mask made slow kernels (see must_realize).
+        if (s.st.views.size() > 1 || has_mask(s.st)) return false;
+        if (seen.insert(s.base.get()).second) stack.push_back(s.base.get());
+      }
+    }
+    return true;
+  }
+
   bool must_realize(LazyBase* b) {
     if (b->force_kernel || fused_depth(b) > kMaxFusedDepth) return true;
     if (b->kind == LazyKind::kCopy) return true;  // its own item, after its source
@@ -236,8 +260,16 @@ class Scheduler {
     if (b->kind == LazyKind::kConst) return false;  // padded: where(valid, c, 0), see build_expr
     if (b->kind == LazyKind::kReduce && uses.size() > 1) return true;  // never recompute
     for (auto& [consumer, view] : uses) {
-      if (has_mask(view->st) && b->kind != LazyKind::kBuffer && b->kind != LazyKind::kIota)
-        return true;  // pad needs zeros (a load of a buffer or an iota gives them)
+      // A padded computed value gets a buffer, but for a padded copy (x.pad(...).contiguous(),
+      // as conv2d makes): that kernel computes it with the pad's zeros put back (build_expr)
+      // when every masked-out element's computation is harmless (no integer division by a 0
+      // its loads read). Fused into other readers, its gated loads made beautiful_mnist's
+      // max_pool2d backward slower (bench/results/pad-fusion-experiment-cpu-2026-11-26.txt).
+      bool padded_copy = consumer->force_kernel && consumer->kind == LazyKind::kCast &&
+                         consumer->op != Op::BITCAST && consumer->srcs.size() == 1;
+      if (has_mask(view->st) && b->kind != LazyKind::kBuffer && b->kind != LazyKind::kIota &&
+          (!padded_copy || !safe_outside_mask(b)))
+        return true;
       if (has_reduce(b) && (consumer->kind == LazyKind::kReduce || !is_unit_reshape(*view)))
         return true;  // a reduction is only read unchanged, by elementwise work
     }
@@ -316,6 +348,23 @@ class Scheduler {
     return value;
   }
 
+  // `value` where the masked view `st` is valid, 0 elsewhere. The validity is a load of an iota
+  // through the same view with its memory-facing view's strides 0 and offset 1: 1 inside every
+  // mask, 0 outside.
+  template <class T>
+  UOpPtr padded(KernelCtx& k, const T& st, UOpPtr value, DType dtype) {
+    if constexpr (std::is_same_v<T, SymTracker>)
+      compiler::merge_bindings("realize", k.vals, st.vals);
+    T one = st;
+    auto& mem = one.views.front();
+    for (auto& stride : mem.strides) stride = decltype(mem.offset)(0);
+    mem.offset = decltype(mem.offset)(1);
+    UOpPtr valid = UOp::make(Op::CMPNE, dtypes::kBool,
+                             {compiler::load(compiler::iota(dtypes::kInt32), ast_view(one)),
+                              UOp::cnst(dtypes::kInt32, 0)});
+    return UOp::make(Op::WHERE, dtype, {valid, std::move(value), UOp::cnst(dtype, 0)});
+  }
+
   template <class T>
   UOpPtr build_expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
     if (b->kind == LazyKind::kConst && !b->realized) {
@@ -326,19 +375,8 @@ class Scheduler {
         c = compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
       }
       if (!has_mask(st)) return c;
-      // Padded (a setitem's mask, Tensor.ones(...).pad(...)): c where the view is valid, 0
-      // elsewhere, with no buffer. The validity is a load of an iota through the same view with
-      // its memory-facing view's strides 0 and offset 1: 1 inside every mask, 0 outside.
-      if constexpr (std::is_same_v<T, SymTracker>)
-        compiler::merge_bindings("realize", k.vals, st.vals);
-      T one = st;
-      auto& mem = one.views.front();
-      for (auto& stride : mem.strides) stride = decltype(mem.offset)(0);
-      mem.offset = decltype(mem.offset)(1);
-      UOpPtr valid = UOp::make(Op::CMPNE, dtypes::kBool,
-                               {compiler::load(compiler::iota(dtypes::kInt32), ast_view(one)),
-                                UOp::cnst(dtypes::kInt32, 0)});
-      return UOp::make(Op::WHERE, b->dtype, {valid, c, UOp::cnst(b->dtype, 0)});
+      // Padded (a setitem's mask, Tensor.ones(...).pad(...)): no buffer.
+      return padded(k, st, c, b->dtype);
     }
     if (b->kind == LazyKind::kIota && !b->realized && (top || !outputs_.count(b))) {
       if constexpr (std::is_same_v<T, SymTracker>)
@@ -362,11 +400,17 @@ class Scheduler {
       k.saw_sym |= s.sym != nullptr;
       src.push_back(expr(k, s.base.get(), compose(tracker(s, kind), st), false));
     }
-    if (b->kind == LazyKind::kCast)
-      return b->op == Op::BITCAST ? UOp::make(Op::BITCAST, b->dtype, {src[0]})
-                                  : compiler::cast(src[0], b->dtype);
-    CHECK(b->kind == LazyKind::kAlu) << "schedule: unexpected base kind";
-    return UOp::make(b->op, b->dtype, std::move(src));
+    UOpPtr value;
+    if (b->kind == LazyKind::kCast) {
+      value = b->op == Op::BITCAST ? UOp::make(Op::BITCAST, b->dtype, {src[0]})
+                                   : compiler::cast(src[0], b->dtype);
+    } else {
+      CHECK(b->kind == LazyKind::kAlu) << "schedule: unexpected base kind";
+      value = UOp::make(b->op, b->dtype, std::move(src));
+    }
+    // Computed and padded (see must_realize): its loads read 0 outside the mask, the value of
+    // those zeros is not 0 (exp(0)), so the pad's zeros are put back.
+    return has_mask(st) ? padded(k, st, std::move(value), b->dtype) : value;
   }
 
   // The kernel of `out` over symbolic shapes, or nullopt when it cannot serve every value of

@@ -38,13 +38,28 @@ TEST(Schedule, MatmulIsOneKernelAndBiasReluFuses) {
   EXPECT_EQ(kernels((a.matmul(w) + bias).relu()), 1u);
 }
 
-TEST(Schedule, PaddedElementwiseIsRealizedFirst) {
-  // exp(x) padded with zeros must not become exp(0) = 1 in the pad: exp is its own kernel.
-  Tensor x = input({4});
+TEST(Schedule, PaddedElementwiseFusesWithThePadsZerosPutBack) {
+  // exp(x) padded with zeros must not become exp(0) = 1 in the pad.
+  Tensor x = Tensor::from_data({0, 1, 2, 3}, {4}, dtypes::kFloat32);
   Tensor y = x.exp().pad({{1, 1}}).contiguous();
+  EXPECT_EQ(kernels(y), 1u);
+  std::vector<double> v = y.to_vector();
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_EQ(v[0], 0.0);
+  EXPECT_EQ(v[1], 1.0);  // exp(0) inside the pad
+  EXPECT_NEAR(v[4], std::exp(3.0), 1e-4);
+  EXPECT_EQ(v[5], 0.0);
+  // Read by a reduction (each element read many times, as by a convolution), it gets a buffer.
+  EXPECT_EQ(kernels(x.exp().pad({{1, 1}}).sum({0})), 2u);
+}
+
+TEST(Schedule, PaddedIntegerDivisionIsRealizedFirst) {
+  // Outside the pad its loads read 0: an integer division by them would trap.
+  Tensor a = Tensor::from_data({7, 8, 9}, {3}, dtypes::kInt32);
+  Tensor b = Tensor::from_data({2, 4, 3}, {3}, dtypes::kInt32);
+  Tensor y = a.idiv(b).pad({{2, 0}}).contiguous();
   EXPECT_EQ(kernels(y), 2u);
-  EXPECT_EQ(y.to_vector()[0], 0.0);
-  EXPECT_EQ(y.to_vector()[1], 1.0);  // exp(0) inside the pad
+  EXPECT_EQ(y.to_vector(), (std::vector<double>{0, 0, 3, 2, 3}));
 }
 
 TEST(Schedule, RealizedInputsAreNotRecomputed) {
