@@ -123,6 +123,12 @@ bool sym_kernel_ok(const UOpPtr& ast, const std::vector<std::shared_ptr<LazyBase
 
 class Scheduler {
  public:
+  Scheduler() = default;
+  // Kernels built with placeholders for the values of these constant bases (the schedule
+  // cache's templates, detail::const_placeholder).
+  explicit Scheduler(const std::unordered_map<const LazyBase*, uint32_t>* const_slots)
+      : const_slots_(const_slots) {}
+
   std::vector<ScheduleItem> run(const std::vector<Lazy>& targets) {
     std::vector<const Lazy*> todo;
     for (auto& t : targets)
@@ -141,6 +147,8 @@ class Scheduler {
   }
 
  private:
+  const std::unordered_map<const LazyBase*, uint32_t>* const_slots_ = nullptr;
+
   // Post-order walk from `root` with an explicit stack: graphs millions of ops deep must not
   // overflow the C++ stack.
   void visit(const BasePtr& root) {
@@ -369,7 +377,10 @@ class Scheduler {
   UOpPtr build_expr(KernelCtx& k, LazyBase* b, const T& st, bool top) {
     if (b->kind == LazyKind::kConst && !b->realized) {
       check_not_overwritten(*b);  // a constant that write_view replaced
-      UOpPtr c = UOp::cnst(b->dtype, b->value);
+      const uint32_t* slot = nullptr;
+      if (const_slots_)
+        if (auto it = const_slots_->find(b); it != const_slots_->end()) slot = &it->second;
+      UOpPtr c = slot ? detail::const_placeholder(*slot, b->dtype) : UOp::cnst(b->dtype, b->value);
       if (b->sym_value) {
         compiler::merge_bindings("realize", k.vals, b->sym_value_vals);
         c = compiler::cast(compiler::sym_index(*b->sym_value), b->dtype);
@@ -574,9 +585,12 @@ std::vector<ScheduleItem> create_schedule(const std::vector<Lazy>& targets) {
   if (!key) return Scheduler().run(targets);
   if (std::optional<std::vector<ScheduleItem>> hit = detail::cached_schedule(*key))
     return std::move(*hit);
-  std::vector<ScheduleItem> items = Scheduler().run(targets);
-  detail::cache_schedule(*key, items);
-  return items;
+  // Scalar constants' values are not part of the key: the kernels are built with placeholders
+  // for them, kept as templates, and given this graph's values.
+  std::unordered_map<const LazyBase*, uint32_t> slots;
+  for (uint32_t n : detail::const_nodes(*key)) slots.emplace(key->nodes[n].get(), n);
+  std::vector<ScheduleItem> items = Scheduler(&slots).run(targets);
+  return detail::cache_schedule(*key, std::move(items));
 }
 
 }  // namespace baregrad::tensor

@@ -2,7 +2,9 @@
 
 #include <bit>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/options.h"
 
@@ -11,7 +13,10 @@ namespace {
 
 // What the scheduler reads of a base, in the key's words. Tags keep the fields of different
 // kinds of entry from lining up by accident.
-enum Tag : uint64_t { kTarget = 1, kRealized, kPending, kSrc, kView, kMask, kNoMask };
+enum Tag : uint64_t { kTarget = 1, kRealized, kPending, kSrc, kView, kMask, kNoMask, kConstValue };
+
+// An unrealized constant: its value is not part of the key (see GraphKey::consts).
+bool is_placeheld(const LazyBase& b) { return b.kind == LazyKind::kConst && !b.realized; }
 
 uint64_t dtype_code(const DType& d) {
   return (uint64_t{static_cast<uint8_t>(d.scalar)} << 32) | (uint64_t{d.count} << 16) |
@@ -91,7 +96,11 @@ class KeyBuilder {
     put(reinterpret_cast<uintptr_t>(b.device.get()));
     put_ints(b.shape);
     put(static_cast<uint64_t>(b.kind));
-    put(std::bit_cast<uint64_t>(b.value));
+    if (is_placeheld(b)) {
+      put(kConstValue);  // the kernels take it through const_placeholder()
+    } else {
+      put(std::bit_cast<uint64_t>(b.value));
+    }
     if (b.realized) return true;  // the scheduler loads it (its sources are gone)
     put(static_cast<uint64_t>(b.op));
     put(b.force_kernel);
@@ -121,13 +130,39 @@ uint64_t hash_words(const std::vector<uint64_t>& words) {
 }
 
 struct CachedItem {
-  compiler::UOpPtr ast;
+  compiler::UOpPtr tpl;        // the kernel with const_placeholder()s
   std::vector<uint32_t> bufs;  // node numbers
+  // The placeholders in `tpl`: (placeholder, node number).
+  std::vector<std::pair<compiler::UOpPtr, uint32_t>> consts;
+  // The kernel with the values it was last served with (`bits`, by consts), given again
+  // without a substitution while they do not change.
+  compiler::UOpPtr last;
+  std::vector<uint64_t> bits;
 };
 struct Entry {
   std::vector<uint64_t> words;
   std::vector<CachedItem> items;
 };
+
+uint64_t value_bits(const LazyBase& b) { return std::bit_cast<uint64_t>(b.value); }
+
+// `ci`'s kernel with the values of `nodes`' constants.
+compiler::UOpPtr instantiate(CachedItem& ci, const std::vector<std::shared_ptr<LazyBase>>& nodes) {
+  if (ci.consts.empty()) return ci.tpl;
+  bool same = true;
+  for (size_t i = 0; i < ci.consts.size() && same; i++)
+    same = value_bits(*nodes[ci.consts[i].second]) == ci.bits[i];
+  if (same) return ci.last;
+  std::vector<std::pair<compiler::UOpPtr, compiler::UOpPtr>> repl;
+  repl.reserve(ci.consts.size());
+  for (size_t i = 0; i < ci.consts.size(); i++) {
+    const auto& [ph, n] = ci.consts[i];
+    repl.emplace_back(ph, compiler::UOp::cnst(ph->dtype(), nodes[n]->value));
+    ci.bits[i] = value_bits(*nodes[n]);
+  }
+  ci.last = ci.tpl->substitute(repl);
+  return ci.last;
+}
 
 struct Cache {
   std::mutex mu;
@@ -164,8 +199,8 @@ std::optional<std::vector<ScheduleItem>> cached_schedule(const GraphKey& key) {
   c.stats.hits++;
   std::vector<ScheduleItem> out;
   out.reserve(it->second.items.size());
-  for (const CachedItem& ci : it->second.items) {
-    ScheduleItem item{ci.ast, {}, {}, false};
+  for (CachedItem& ci : it->second.items) {
+    ScheduleItem item{instantiate(ci, key.nodes), {}, {}, false};
     item.bufs.reserve(ci.bufs.size());
     for (uint32_t n : ci.bufs) item.bufs.push_back(key.nodes[n]);
     out.push_back(std::move(item));
@@ -173,25 +208,61 @@ std::optional<std::vector<ScheduleItem>> cached_schedule(const GraphKey& key) {
   return out;
 }
 
-void cache_schedule(const GraphKey& key, const std::vector<ScheduleItem>& items) {
+compiler::UOpPtr const_placeholder(uint32_t n, DType dtype) {
+  return compiler::UOp::make(compiler::Op::DEFINE_VAR, dtype, {},
+                             compiler::VarArg{"schedule_const" + std::to_string(n), 0, 0});
+}
+
+std::vector<uint32_t> const_nodes(const GraphKey& key) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < key.nodes.size(); i++)
+    if (is_placeheld(*key.nodes[i])) out.push_back(static_cast<uint32_t>(i));
+  return out;
+}
+
+std::vector<ScheduleItem> cache_schedule(const GraphKey& key, std::vector<ScheduleItem> items) {
   std::unordered_map<const LazyBase*, uint32_t> number;
   for (size_t i = 0; i < key.nodes.size(); i++)
     number[key.nodes[i].get()] = static_cast<uint32_t>(i);
+  std::vector<std::pair<compiler::UOpPtr, uint32_t>> placeholders;
+  for (uint32_t n : const_nodes(key))
+    placeholders.emplace_back(const_placeholder(n, key.nodes[n]->dtype), n);
   Entry e{key.words, {}};
-  for (const ScheduleItem& item : items) {
-    if (!item.ast || !item.vars.empty() || item.specialized) return;
-    CachedItem ci{item.ast, {}};
+  bool keep = true;
+  for (ScheduleItem& item : items) {
+    if (!item.ast) {  // a copy: nothing to instantiate
+      keep = false;
+      continue;
+    }
+    CachedItem ci{item.ast, {}, {}, nullptr, {}};
+    if (!placeholders.empty()) {
+      std::unordered_set<const compiler::UOp*> present;
+      for (const compiler::UOp* u : item.ast->toposort())
+        if (u->op() == compiler::Op::DEFINE_VAR) present.insert(u);
+      for (const auto& [ph, n] : placeholders)
+        if (present.count(ph.get())) {
+          ci.consts.emplace_back(ph, n);
+          ci.bits.push_back(~value_bits(*key.nodes[n]));  // instantiate() below fills it
+        }
+      item.ast = instantiate(ci, key.nodes);
+    }
+    if (!item.vars.empty() || item.specialized) keep = false;
     for (const auto& b : item.bufs) {
       auto it = number.find(b.get());
-      if (it == number.end()) return;  // a base outside the walk: keep nothing
+      if (it == number.end()) {  // a base outside the walk
+        keep = false;
+        break;
+      }
       ci.bufs.push_back(it->second);
     }
     e.items.push_back(std::move(ci));
   }
+  if (!keep) return items;
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   if (c.entries.size() >= static_cast<size_t>(options().schedule_cache_size)) c.entries.clear();
   c.entries[key.hash] = std::move(e);
+  return items;
 }
 
 ScheduleCacheStats schedule_cache_stats() {

@@ -92,11 +92,10 @@ TEST_F(ScheduleCache, WhichNodesAreSharedIsPartOfTheKey) {
   EXPECT_EQ(schedule_cache_stats().hits, before.hits + 2);
 }
 
-TEST_F(ScheduleCache, ConstantsShapesDtypesAndViewsMakeOtherKeys) {
+TEST_F(ScheduleCache, ShapesDtypesAndViewsMakeOtherKeys) {
   Tensor a = Tensor::from_data({1, 2, 3, 4}, {2, 2}).realize();
   expect_near_all((a + 1.0).to_vector(), {2, 3, 4, 5});
   uint64_t hits = schedule_cache_stats().hits;
-  expect_near_all((a + 2.0).to_vector(), {3, 4, 5, 6});
   expect_near_all((a.transpose() + 1.0).to_vector(), {2, 4, 3, 5});
   expect_near_all((a.reshape({4}) + 1.0).to_vector(), {2, 3, 4, 5});
   expect_near_all((a.cast(dtypes::kInt32) + 1.0).to_vector(), {2, 3, 4, 5});
@@ -126,9 +125,36 @@ TEST_F(ScheduleCache, SizeZeroTurnsItOffAndAFullCacheStartsOver) {
   auto off = schedule_cache_stats();
   EXPECT_EQ(off.hits + off.misses + off.uncacheable + off.entries, 0u);
   set_option_for_test("SCHEDULE_CACHE_SIZE", "2");
-  for (double v : {1.0, 2.0, 3.0}) expect_near_all((a + v).to_vector(), {1 + v, 2 + v});
+  for (int64_t n : {2, 3, 4}) {
+    Tensor b = Tensor::full({n}, 1.0).contiguous().realize();
+    expect_near_all((b + 2.0).to_vector(), std::vector<double>(n, 3.0));
+  }
   EXPECT_LE(schedule_cache_stats().entries, 2u);
-  EXPECT_EQ(schedule_cache_stats().misses, 3u);
+  EXPECT_EQ(schedule_cache_stats().misses, 6u);  // each n: the contiguous() and the add
+}
+
+TEST_F(ScheduleCache, ScalarValuesShareOneEntryAndEachGetsItsOwn) {
+  // x * s + t with new Python scalars on every call (a learning rate, a loop index): one entry
+  // serves them all, each call computing with its own values.
+  Tensor a = Tensor::from_data({1, 2, 3, 4}, {4}).realize();
+  expect_near_all((a * 2.0 + 1.0).to_vector(), {3, 5, 7, 9});
+  auto before = schedule_cache_stats();
+  for (double s : {0.5, -3.0, 0.0, 1.0, 2.0, 1e6}) {
+    double t = s - 1.0;
+    std::vector<double> want;
+    for (double v : {1.0, 2.0, 3.0, 4.0}) want.push_back(static_cast<float>(v * s + t));
+    expect_near_all((a * s + t).to_vector(), want);
+  }
+  EXPECT_EQ(schedule_cache_stats().hits, before.hits + 6);
+  EXPECT_EQ(schedule_cache_stats().entries, before.entries);
+  // The same value in two places, and a value equal to a constant the kernel makes itself (0
+  // where a pad reads nothing): each is its own.
+  expect_near_all((a.pad({{1, 0}}) + 0.0).to_vector(), {0, 1, 2, 3, 4});
+  expect_near_all((a.pad({{1, 0}}) + 7.0).to_vector(), {7, 8, 9, 10, 11});
+  expect_near_all((a * 3.0 + 3.0).to_vector(), {6, 9, 12, 15});
+  // The constants of an int kernel.
+  Tensor i = Tensor::from_data({5, 6}, {2}, dtypes::kInt32).realize();
+  for (double k : {1.0, 4.0}) expect_near_all((i * k).to_vector(), {5 * k, 6 * k});
 }
 
 }  // namespace
