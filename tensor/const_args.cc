@@ -22,6 +22,10 @@ struct Template {
   std::vector<int64_t> first;   // the values it was first compiled with
   std::vector<size_t> varying;  // constants seen with another value, ascending
   uint64_t version = 0;         // bumped when `varying` grows
+  // What every AST of this template compiles at `version` (its other constants all have their
+  // first values): computed once per version, not once per AST.
+  UOpPtr use;
+  uint64_t use_version = 0;
 };
 
 struct Seen {
@@ -57,6 +61,15 @@ void note_values(Template& t, const std::vector<int64_t>& bits) {
   if (grew) t.version++;
 }
 
+// `ast` (one of t's ASTs, with liftable constants `consts`) with t's varying constants lifted.
+UOpPtr lifted(Template& t, const UOpPtr& ast, const std::vector<UOpPtr>& consts) {
+  if (!t.use || t.use_version != t.version) {
+    t.use = compiler::lift_consts(ast, consts, t.varying);
+    t.use_version = t.version;
+  }
+  return t.use;
+}
+
 }  // namespace
 
 size_t max_records() { return static_cast<size_t>(std::max(16, options().program_cache_size)); }
@@ -89,14 +102,14 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
         note_values(*t->second, e.bits);
       }
       e.tpl = t->second;
-      e.use = compiler::lift_consts(ast, e.consts, e.tpl->varying);
+      e.use = lifted(*e.tpl, ast, e.consts);
       e.version = e.tpl->version;
     }
     it = s.seen.emplace(ast.get(), std::move(e)).first;
   }
   Seen& e = it->second;
   if (e.tpl && e.version != e.tpl->version) {  // another AST of this shape varied a constant
-    e.use = compiler::lift_consts(e.ast, e.consts, e.tpl->varying);
+    e.use = lifted(*e.tpl, e.ast, e.consts);
     e.version = e.tpl->version;
   }
   return {e.use, e.bits};

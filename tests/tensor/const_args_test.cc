@@ -85,6 +85,15 @@ TEST(ConstArgs, OnlyTheChangingConstantIsLifted) {
   EXPECT_EQ(st.templates, 1u);
   EXPECT_EQ(st.lifted, 1u);
   EXPECT_EQ(plan_kernel(ast_of(5.0), /*inline_all=*/true).ast, ast_of(5.0));
+  // The other constant changes too: both are lifted from then on, for every AST of the shape
+  // (the template's lifted kernel is kept per version of what varies).
+  auto other = create_schedule({(x * 6.0 + 0.5).lazy()}).at(0).ast;
+  KernelPlan p3 = plan_kernel(other);
+  EXPECT_TRUE(compiler::liftable_consts(p3.ast).empty());
+  EXPECT_EQ(plan_kernel(ast_of(7.0)).ast, p3.ast);
+  EXPECT_EQ(plan_kernel(second).ast, p3.ast);
+  Vec got = (x * 7.0 + 0.5).to_vector();
+  EXPECT_EQ(got, (Vec{7.5, 14.5, 21.5}));
 }
 
 // A TinyJit capture replays the values it captured; eager calls around it keep working.
