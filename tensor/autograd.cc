@@ -174,9 +174,8 @@ std::vector<Tensor> run_backward(const Tensor& root,
   if (!targets && !useful.count(r))
     fail(op,
          "no tensor in this graph can have a gradient: every input is requires_grad=False "
-         "(requires_grad_(False) gives that), an integer tensor, a constant or an arange (clone() "
-         "one "
-         "to differentiate it)");
+         "(requires_grad_(False) gives that), an integer tensor, a constant or an arange "
+         "(clone() one to differentiate it)");
   std::unordered_map<TensorImpl*, Tensor> grads;
   grads.emplace(r, seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {

@@ -84,7 +84,7 @@ struct TinyJit::Captured {
     std::vector<std::string> var_names;           // their Variables (a shared capture's replays)
     std::shared_ptr<runtime::Device> src_device;  // a copy: the device it reads (bufs[1])
     size_t copy_bytes = 0;
-    std::vector<int> slot;       // per buffer: the planned intermediate slot it lives in, or -1
+    std::vector<int> slot;       // per buffer: the arena (of slots) it lives in, or -1
     std::vector<size_t> offset;  // per buffer in a slot: its offset there
   };
   // The memory the private intermediates share, one arena per device (see plan);

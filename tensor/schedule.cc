@@ -237,16 +237,14 @@ class Scheduler {
   // Whether `b`'s inlined expression (down to kernel outputs and buffers) can be computed at
   // a pad's masked-out elements, whose loads read 0, and cheaply: no integer division or
   // remainder, no reduction (a reduction is read unchanged; see has_reduce), plain reads only.
-  // Reads the memo of b's sources.
   bool safe_outside_mask(const LazyBase* b) const {
-    if (inlined_reduce_.count(b)) return false;
     std::vector<const LazyBase*> stack{b};
     std::unordered_set<const LazyBase*> seen{b};
     while (!stack.empty()) {
       const LazyBase* x = stack.back();
       stack.pop_back();
       if (x != b && (!pending(x) || outputs_.count(x))) continue;
-      if (x->kind == LazyKind::kReduce || x->kind == LazyKind::kCopy) return false;
+      if (x->kind == LazyKind::kReduce) return false;
       if (x->kind == LazyKind::kAlu && (x->op == Op::IDIV || x->op == Op::MOD)) return false;
       for (const Lazy& s : x->srcs) {
         // Plain reads only (one view, no mask: a broadcast is fine): windowed or padded reads

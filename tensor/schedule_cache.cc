@@ -15,7 +15,7 @@ namespace {
 // kinds of entry from lining up by accident.
 enum Tag : uint64_t { kTarget = 1, kRealized, kPending, kSrc, kView, kMask, kNoMask, kConstValue };
 
-// An unrealized constant: its value is not part of the key (see GraphKey::consts).
+// An unrealized constant: its value is not part of the key (see const_nodes()).
 bool is_placeheld(const LazyBase& b) { return b.kind == LazyKind::kConst && !b.realized; }
 
 uint64_t dtype_code(const DType& d) {
