@@ -437,6 +437,8 @@ std::vector<Row> python_tiny_rows(const Context&) {
                         Mode{"mul", "python (a * b).realize(), 16 floats",
                              "per op, synchronized each time; median of 7 runs of 2000"},
                         Mode{"setitem", "python t[i] = 1.5 into 4096x64 floats",
+                             "per op, synchronized each time; median of 7 runs of 2000"},
+                        Mode{"iadd", "python t[i:i+2] += 1.5 on 4096x64 floats",
                              "per op, synchronized each time; median of 7 runs of 2000"}}) {
     std::optional<double> ours =
         python_reference(script, std::string("baregrad ") + m.arg + " " + paths);

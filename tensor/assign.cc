@@ -107,15 +107,44 @@ void repoint_readers(LazyBase& old, const BasePtr& copy) {
   }
 }
 
-// True when every read of `buf` in the unrealized graph of `v` is of the element the kernel
-// writing `v` is writing (identity views down to it, no reduction in between), so the update
-// can overwrite `buf` in place.
-bool reads_in_place(const Lazy& v, const DeviceBuffer* buf) {
+// True when `s` reads, at every index where it is valid, the buffer element that `w` (one
+// view, no mask) names at that index: the strides agree over every dim the valid box spans
+// more than once, and both name the same element at the box's first corner. a + a[:, :2].pad(..)
+// reads each element of `a` where it writes it, or nothing.
+bool same_where_valid(const ShapeTracker& s, const ShapeTracker& w) {
+  ShapeTracker a = compiler::simplify(s), b = compiler::simplify(w);
+  if (a == b) return true;
+  if (a.views.size() != 1 || b.views.size() != 1 || b.views[0].mask) return false;
+  const compiler::View &x = a.views[0], &y = b.views[0];
+  if (x.shape != y.shape) return false;
+  int64_t at_x = x.offset, at_y = y.offset;
+  for (size_t d = 0; d < x.shape.size(); d++) {
+    int64_t lo = x.mask ? (*x.mask)[d].first : 0, hi = x.mask ? (*x.mask)[d].second : x.shape[d];
+    if (hi <= lo) return true;  // nothing valid: nothing read
+    if (hi - lo > 1 && x.strides[d] != y.strides[d]) return false;
+    at_x += x.strides[d] * lo;
+    at_y += y.strides[d] * lo;
+  }
+  return at_x == at_y;
+}
+
+// True when every read of `buf` in the unrealized graph of `v` is of the element that the
+// kernel writing `v` through `target` (a view of `buf`'s base; whole: its base view) writes at
+// that index, or of nothing there (padding): elementwise work down to the read, no reduction
+// in between. The update can then overwrite `buf` in place, each element read before it is
+// written by the same lane.
+bool reads_in_place(const Lazy& v, const DeviceBuffer* buf, const Lazy& target) {
   std::set<std::pair<const LazyBase*, bool>> seen;
+  bool whole = target.is_base_view();
   auto visit = [&](auto& self, const Lazy& l, bool ident) -> bool {
-    ident = ident && l.is_base_view();
     const LazyBase* b = l.base.get();
-    if (b->realized) return b->realized.get() != buf || ident;
+    if (b->realized) {
+      if (b->realized.get() != buf) return true;
+      if (!ident || b->dtype.itemsize() != target.base->dtype.itemsize()) return false;
+      if (l.sym || target.sym) return whole && l.is_base_view();
+      return same_where_valid(l.st, target.st);
+    }
+    ident = ident && l.is_base_view();
     if (!seen.insert({b, ident}).second) return true;
     bool src_ident = ident && b->kind != LazyKind::kReduce;
     for (auto& s : b->srcs)
@@ -208,6 +237,10 @@ void Tensor::write_view(const Tensor& value, const char* op) {
                  " of a buffer that assign() has overwritten since the view was taken: take the "
                  "view again from the assigned tensor");
   if (numel() == 0) return;  // nothing to write (a KV cache update of 0 tokens, say)
+  // The selected elements themselves (t[2:4] += 1 stores t[2:4] back after updating it).
+  if (value.lazy().base == base && !value.lazy().sym && !lazy().sym &&
+      compiler::simplify(value.lazy().st) == compiler::simplify(lazy().st))
+    return;
   if (!writes_distinct(lazy().st))
     fail(op, "cannot write through this view of shape " + shape_str(shape()) +
                  " (padded, broadcast or a reshape of a permuted view) into its base of "
@@ -225,7 +258,7 @@ void Tensor::write_view(const Tensor& value, const char* op) {
   Lazy v = value.lazy();
   std::vector<Lazy> targets;
   bool in_place = !buffers_read(v).count(base->realized.get()) ||
-                  (lazy().is_base_view() && reads_in_place(v, base->realized.get()));
+                  reads_in_place(v, base->realized.get(), lazy());
   if (!in_place) {
     v = lazy_contiguous(v, v.dtype());
     targets.push_back(v);
@@ -272,7 +305,7 @@ void Tensor::assign_all(const std::vector<std::pair<Tensor, Tensor>>& updates) {
         fail("assign", "two tensors assigned in one assign_all share one buffer (shape " +
                            shape_str(target.shape()) + ")");
       // Reading its own buffer at other elements than it writes: compute it aside.
-      u.aside = !reads_in_place(u.value, u.buf.get());
+      u.aside = !reads_in_place(u.value, u.buf.get(), old);
     } else if (auto* capture = detail::jit_capture()) {
       capture->reject("assign to a tensor of shape " + shape_str(target.shape()) +
                       " that is not a whole realized buffer (a replay could not update it)");

@@ -5,6 +5,7 @@ MODE single: `(a + 1)` on 16 floats, realized and synchronized, per op.
 MODE chain: 1,000 chained `x = x + 1`, each realized, synchronized once, per op.
 MODE mul: `(a * b)` of two 16-float tensors, realized and synchronized, per op.
 MODE setitem: `t[i] = 1.5` into a 4096x64 float buffer (i cycling over 256 rows), synchronized, per op.
+MODE iadd: `t[i:i+2] += 1.5` on that buffer (i cycling over 256 rows), synchronized, per op.
 Prints the median over repetitions in microseconds, one number."""
 import statistics
 import sys
@@ -55,6 +56,13 @@ def setitem(n=2000):
     sync()
   return (time.perf_counter() - t0) / n
 
-fn = {"single": single, "chain": chain, "mul": binary, "setitem": setitem}[mode]
+def iadd(n=2000):
+  t0 = time.perf_counter()
+  for i in range(n):
+    big[i % 256:i % 256 + 2] += 1.5
+    sync()
+  return (time.perf_counter() - t0) / n
+
+fn = {"single": single, "chain": chain, "mul": binary, "setitem": setitem, "iadd": iadd}[mode]
 fn()  # warm up: compiles, caches
 print(statistics.median(fn() for _ in range(7)) * 1e6)

@@ -157,3 +157,35 @@ def test_setitem_of_a_number_into_lazy_work_stays_lazy():
   assert GlobalCounters.kernel_count == 0
   assert t.tolist() == [[0, 1], [5, 5]] and w.tolist() == [4, 99, 8, 10]
   assert GlobalCounters.kernel_count == 2
+
+
+def test_updates_reading_the_elements_they_write_run_in_place():
+  # x[2:4] += 1 and a.assign(a + a's own elements where a pad leaves them) read each element where
+  # they write it: one kernel, no copy aside. A read of other elements (shifted, flipped) still
+  # goes aside first; numpy is the oracle for both.
+  from baregrad import GlobalCounters
+  x = np.arange(8, dtype=np.float32)
+  t = Tensor(x).realize()
+  GlobalCounters.reset()
+  t[2:6] += 1
+  assert GlobalCounters.kernel_count == 1
+  x[2:6] += 1
+  a = Tensor.ones(4, 4).contiguous().realize()
+  GlobalCounters.reset()
+  a.assign(a + a.shrink((None, (0, 2))).pad((None, (0, 2)), value=2)).realize()
+  assert GlobalCounters.kernel_count == 1
+  ref = np.ones((4, 4), np.float32) + np.pad(np.ones((4, 2), np.float32), ((0, 0), (0, 2)), constant_values=2)
+  np.testing.assert_array_equal(a.numpy(), ref)
+  GlobalCounters.reset()
+  t[1:5].assign(t[2:6] + 1)  # shifted: aside, then the write
+  assert GlobalCounters.kernel_count == 2
+  x[1:5] = x[2:6] + 1
+  v = t[::-1]
+  v.assign(v + t)  # flipped
+  x[::-1] = x[::-1] + x
+  m = Tensor(np.arange(16, dtype=np.float32).reshape(4, 4)).realize()
+  m[:, 1:3] = m[:, 1:3] + m.T[:, 1:3]  # the same box through a transposed view: other elements
+  r = np.arange(16, dtype=np.float32).reshape(4, 4)
+  r[:, 1:3] = r[:, 1:3] + r.T[:, 1:3]
+  np.testing.assert_array_equal(t.numpy(), x)
+  np.testing.assert_array_equal(m.numpy(), r)
