@@ -67,6 +67,10 @@ class Tensor {
                      std::string_view device = {});
   // A device buffer of `shape` with unspecified contents (nothing is written).
   static Tensor empty(Shape shape, DType dtype = dtypes::kFloat32, std::string_view device = {});
+  // A tensor on the realized buffer that `view` reads, whole (tinygrad's Tensor(t.uop.buf_uop)):
+  // writes into it are seen by every tensor on that buffer. Throws when `view`'s base is not
+  // realized or assign() has overwritten it.
+  static Tensor of_buffer(const Lazy& view);
   static Tensor zeros(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 0, dtype); }
   static Tensor ones(Shape shape, DType dtype = dtypes::kFloat32) { return full(shape, 1, dtype); }
   // [start, stop) in steps of `step`. Integer values that `dtype` holds exactly (int dtypes,

@@ -30,6 +30,15 @@ Tensor Tensor::from_bytes(
   return t;
 }
 
+Tensor Tensor::of_buffer(const Lazy& view) {
+  const std::shared_ptr<LazyBase>& b = view.base;
+  if (!b->realized || b->overwritten)
+    fail("buf_uop", std::string("a node of shape ") + shape_str(view.shape()) + " whose base " +
+                        (b->realized ? "assign() has overwritten" : "is not realized") +
+                        ": realize() the tensor first");
+  return Tensor(Lazy{b, ShapeTracker::contiguous(b->shape)});
+}
+
 std::vector<uint8_t> Tensor::to_bytes() const {
   detail::check_no_host_read("to_bytes");
   Tensor c = lazy().is_base_view() ? detach() : detach().contiguous();

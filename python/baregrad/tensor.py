@@ -23,11 +23,11 @@ from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.hashing import HashingMixin
 from baregrad.mixin.linalg import LinalgMixin
-from baregrad.mixin.movement import MovementMixin
+from baregrad.mixin.movement import MovementMixin, _whole_buffer
 from baregrad.mixin.nn import NNMixin
 from baregrad.mixin.reduce import ReduceMixin
 from baregrad import multi, variable
-from baregrad.uop.graph import ConstUOp, MultiUOp, TensorUOp as TensorUOpBase
+from baregrad.uop.graph import AfterUOp, ConstUOp, MultiUOp, TensorUOp as TensorUOpBase
 from baregrad.variable import make_sym
 
 ConstType = (bool, int, float)
@@ -111,6 +111,7 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     if isinstance(data, (_C.Tensor, multi.MultiC)): c = data
     elif isinstance(data, ConstUOp): c = Tensor._const_c(data.value, data.dtype, _device)
     elif isinstance(data, (TensorUOpBase, MultiUOp)) and data._c is not None: c = data._c
+    elif isinstance(data, AfterUOp): c = data.run()._c
     elif isinstance(data, Tensor): c = data._c.detach()
     elif data is None: c = Tensor._const_c(0.0, _dtype or dtypes.default_float, _device)
     elif _is_const(data): c = Tensor._const_c(data, _dtype or dtypes.from_py(data), _device)
@@ -251,6 +252,15 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     `.base.realized`, `.is_realized`, ... as tinygrad's UOp reads."""
     if isinstance(self._c, multi.MultiC): return MultiUOp(self._c)
     return TensorUOpBase(self._c.lazy_node(), self._c)
+  @uop.setter
+  def uop(self, u):
+    """`t.uop = x.uop.after(...)` (tinygrad's in-place graph edit): runs the after's stores, then this tensor is its
+    target's; `t.uop = other.uop` makes it that tensor's node."""
+    if isinstance(u, AfterUOp): u = u.run().uop
+    if not isinstance(u, (TensorUOpBase, MultiUOp)) or u._c is None:
+      raise TypeError(f"[Tensor.uop] can only be set to a tensor's node or an after() of one, got {u!r}")
+    if u.shape != self.shape: raise ValueError(f"[Tensor.uop] a node of shape {u.shape} for a tensor of shape {self.shape}")
+    self._c = u._c
   @property
   def ndim(self) -> int: return self._c.ndim
   def numel(self) -> int: return self._c.numel()
@@ -473,7 +483,13 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     return (_unpickle_tensor_buffer, (pickle.PickleBuffer(arr), arr.dtype.str, arr.shape, self.dtype.key, self.device,
                                       self.requires_grad))
 
-  def contiguous(self, *args, **kwargs) -> Tensor: return Tensor._wrap(self._c.contiguous())
+  def contiguous(self, *args, **kwargs) -> Tensor:
+    """This tensor in a buffer of its own layout: a realized buffer's whole, unmoved view is already that and is
+    returned as is (torch's and tinygrad's: writes into the result are writes into this tensor); anything else is
+    computed into a new buffer when realized. clone() always copies."""
+    c = self._c
+    if type(c) is _C.Tensor and _whole_buffer(c): return self
+    return Tensor._wrap(c.contiguous())
   def contiguous_backward(self) -> Tensor: return self
 
   def assign(self, x) -> Tensor:

@@ -93,6 +93,7 @@ void bind_graph(py::module_& m) {
 
 void bind_graph_of(TensorClass& cls) {
   cls.def("lazy_node", [](const Tensor& t) { return t.lazy(); });
+  cls.def_static("of_buffer", &Tensor::of_buffer, py::arg("view"));
 }
 
 }  // namespace baregrad::python

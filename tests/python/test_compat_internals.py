@@ -247,3 +247,44 @@ def test_device_buffer_as_memoryview_copies_or_views_in_place():
   assert not m.as_memoryview(allow_zero_copy=True).readonly  # a copy
   with pytest.raises(RuntimeError, match=r"\[as_memoryview\] MOCK\+NV buffers are not host memory"):
     m.as_memoryview(force_zero_copy=True)
+
+
+def test_store_and_after_write_when_the_after_becomes_a_tensor():
+  # tinygrad's t.uop.after(t.uop.store(v)): nothing is written until the after is a tensor (Tensor(it) or t.uop = it);
+  # then each store runs once, in order, as an assign into the elements its target views
+  from baregrad.uop.ops import Ops
+  t = Tensor.zeros(6).contiguous().realize()
+  st = t[:3].uop.store((t[:3] + 2).uop)
+  aft = t.uop.after(st)
+  assert st.op is Ops.STORE and aft.op is Ops.AFTER and aft.shape == (6,) and aft.src[1] is st
+  assert t.tolist() == [0] * 6  # built, not run
+  t.uop = aft
+  assert t.tolist() == [2, 2, 2, 0, 0, 0]
+  assert Tensor(aft).tolist() == [2, 2, 2, 0, 0, 0]  # run once: not 4 the second time
+  a, b = Tensor.zeros(3).contiguous().realize(), Tensor.zeros(2).contiguous().realize()
+  src = Tensor([1.0, 2.0, 3.0]).realize()
+  nested = a.uop.after(b.uop.after(b.uop.store(src[1:].uop)), a.uop.store((src * 2).uop))
+  np.testing.assert_array_equal(Tensor(nested).numpy(), [2, 4, 6])
+  np.testing.assert_array_equal(b.numpy(), [2, 3])
+  with pytest.raises(TypeError, match=r"\[UOp.after\]"): a.uop.after(3)
+  with pytest.raises(TypeError, match=r"\[Tensor.uop\]"): setattr(a, "uop", 3)
+  with pytest.raises(ValueError, match=r"\[Tensor.uop\] a node of shape \(2,\)"): a.uop = b.uop
+  with pytest.raises(RuntimeError, match="dtype"): Tensor(a.uop.after(a.uop.store(Tensor([1, 2, 3]).uop)))
+
+
+def test_buf_uop_and_contiguous_of_a_buffer_write_into_that_buffer():
+  # Tensor(t.uop.buf_uop) is a tensor on t's whole buffer: setitem through it is seen by t. contiguous() of a
+  # buffer's whole view is that tensor itself (torch's; tinygrad's gives its buffer): assign() through it is
+  # assign() to it. Views and lazy work still get a copy.
+  t = Tensor([5.0, 6.0, 7.0]).realize()
+  on = Tensor(t[1:].uop.buf_uop)
+  assert on.shape == (3,) and on.uop.buffer is t.uop.buffer
+  on[:2] = Tensor([1.0, 2.0])
+  assert t.tolist() == [1, 2, 7]
+  assert t.contiguous() is t
+  t.contiguous().assign(Tensor([1.0, 2.0, 3.0]))
+  assert t.tolist() == [1, 2, 3]
+  c = t[1:].contiguous()
+  c.assign(Tensor([9.0, 9.0]))
+  assert t.tolist() == [1, 2, 3] and c.tolist() == [9, 9]
+  with pytest.raises(RuntimeError, match=r"\[buf_uop\].*not realized"): (t + 1).uop.buf_uop

@@ -8,9 +8,12 @@ UOp for the reads programs and tests make:
   t.uop.base.realized       # the DeviceBuffer holding it (the same object while one is alive), or None
   t.uop.is_realized, .buffer, .shape, .dtype, .device, .size, .arg, .toposort()
 
-baregrad's graph is C++ and has no UOp objects to rewrite or build: `.after`, `.store`, graph rewrites and assigning
-`t.uop = ...` are absent (an AttributeError). `UOp.const(value, dtype)` is a deviceless constant (ConstUOp below). A view's movements are one ShapeTracker (`Ops.VIEW`), not
-tinygrad's RESHAPE/PERMUTE/... chain.
+baregrad's graph is C++ and has no UOp objects to rewrite: graph rewrites are absent (an AttributeError). What a
+program builds on a node: `.alu(op, *src)` (a new elementwise node); `t.uop.store(v.uop)` and `t.uop.after(*deps)`,
+tinygrad's in-place writes (StoreUOp, AfterUOp below: each store runs, in order, when an after holding it becomes a
+tensor, by `Tensor(after)` or `t.uop = after`); `t.uop.buf_uop`, the realized buffer whole. `UOp.const(value, dtype)`
+is a deviceless constant (ConstUOp below). A view's movements are one ShapeTracker (`Ops.VIEW`), not tinygrad's
+RESHAPE/PERMUTE/... chain.
 """
 from __future__ import annotations
 
@@ -91,6 +94,23 @@ class TensorUOp:
     if len(dts) > 1: raise TypeError(f"[UOp.alu] {op} of {', '.join(map(str, sorted(dts, key=str)))}: cast the sources to one dtype first")
     return fn(*ts).uop
 
+  @property
+  def buf_uop(self) -> TensorUOp:
+    """The realized buffer this node reads, whole (its base's node): `Tensor(t.uop.buf_uop)` is a tensor on that
+    buffer. A RuntimeError naming the node when it is not realized."""
+    c = _C.Tensor.of_buffer(self._n)  # a RuntimeError naming buf_uop when not realized
+    return TensorUOp(c.lazy_node(), c)
+
+  def store(self, value) -> StoreUOp:
+    """tinygrad's STORE: `value` (a node, a constant, a number) written into the elements this node views. Nothing
+    runs until an `.after()` holding it becomes a tensor."""
+    return StoreUOp(self, value)
+
+  def after(self, *deps) -> AfterUOp:
+    """tinygrad's AFTER: this node once `deps` (stores, afters, or nodes to compute first) have run. `Tensor(it)`
+    or `t.uop = it` runs them in order (each once) and gives this node's tensor."""
+    return AfterUOp(self, deps)
+
   def has_buffer_identity(self, after_ok: bool = False) -> bool:
     """True for a base that has a buffer of its own (realized) or gets one when realized (`.contiguous()`,
     `.clone()`); False for views, constants and fused work."""
@@ -118,6 +138,77 @@ class TensorUOp:
 
 
 UOp.register(TensorUOp)
+
+
+def _tensor_of(u, op: str):
+  """The tensor a node (or a constant, or a number) is read from, for a store's value or an after's target."""
+  from baregrad.tensor import Tensor
+  if isinstance(u, AfterUOp): return u.run()
+  if isinstance(u, TensorUOp) and u._c is None:
+    raise RuntimeError(f"[UOp.{op}] {u!r} was not read from a tensor (take it from t.uop, t.uop.buf_uop or an alu of them)")
+  if isinstance(u, (TensorUOp, ConstUOp)): return Tensor(u)
+  if isinstance(u, (bool, int, float)): return u
+  raise TypeError(f"[UOp.{op}] a node of a tensor, a constant or a number, got {type(u).__name__}")
+
+
+class StoreUOp:
+  """`target.store(value)`: tinygrad's STORE of `value` into the elements `target` (a tensor's node, possibly a view
+  such as t[:5].uop) views. It runs when an AfterUOp holding it becomes a tensor, as `target`'s assign()."""
+  __slots__ = ("target", "value", "_done")
+  op = Ops.STORE
+
+  def __init__(self, target: TensorUOp, value):
+    if not isinstance(target, TensorUOp): raise TypeError(f"[UOp.store] the target must be a tensor's node, got {type(target).__name__}")
+    _tensor_of(target, "store")  # the error for a node of no tensor, now rather than when it runs
+    self.target, self.value, self._done = target, value, False
+  @property
+  def src(self) -> tuple: return (self.target, self.value)
+  @property
+  def dtype(self): return dtypes.void
+
+  def run(self) -> None:
+    if self._done: return
+    self._done = True
+    from baregrad.tensor import Tensor
+    dst, v = _tensor_of(self.target, "store"), _tensor_of(self.value, "store")
+    dst.assign(v if isinstance(v, Tensor) else Tensor(v, device=dst.device, dtype=dst.dtype))
+
+  def __repr__(self): return f"UOp(Ops.STORE, src=({self.target!r}, {self.value!r}))"
+
+
+class AfterUOp:
+  """`target.after(*deps)`: tinygrad's AFTER, `target` once `deps` have run (StoreUOps, AfterUOps, or nodes computed
+  first). `Tensor(after)` and `t.uop = after` run each dep once, in order, and give `target`'s tensor."""
+  __slots__ = ("target", "deps")
+  op = Ops.AFTER
+
+  def __init__(self, target: TensorUOp, deps: tuple):
+    if not isinstance(target, TensorUOp): raise TypeError(f"[UOp.after] the target must be a tensor's node, got {type(target).__name__}")
+    for d in deps:
+      if not isinstance(d, (StoreUOp, AfterUOp, TensorUOp)): raise TypeError(f"[UOp.after] a dependency must be a store, an after or a node, got {type(d).__name__}")
+    _tensor_of(target, "after")
+    self.target, self.deps = target, tuple(deps)
+  @property
+  def src(self) -> tuple: return (self.target, *self.deps)
+  @property
+  def shape(self) -> tuple: return self.target.shape
+  @property
+  def dtype(self): return self.target.dtype
+  @property
+  def device(self) -> str: return self.target.device
+
+  def run(self):
+    """Runs the deps (each once) and returns the target's tensor."""
+    for d in self.deps:
+      if isinstance(d, TensorUOp): _tensor_of(d, "after").realize()
+      else: d.run()
+    return _tensor_of(self.target, "after")
+
+  def __repr__(self): return f"UOp(Ops.AFTER, {self.dtype}, shape={self.shape}, src={self.src!r})"
+
+
+UOp.register(StoreUOp)
+UOp.register(AfterUOp)
 
 _ALU = {Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b, Ops.FDIV: lambda a, b: a / b,
         Ops.IDIV: lambda a, b: a.idiv(b), Ops.MOD: lambda a, b: a.mod(b), Ops.MAX: lambda a, b: a.maximum(b), Ops.POW: lambda a, b: a.pow(b),

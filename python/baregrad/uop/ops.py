@@ -66,7 +66,7 @@ _IR_OPS = _C.ir_ops()
 # shaped as: a LINEAR's src are CALLs, each with the kernel's SINK as src[0]. CUSTOM_FUNCTION (tinygrad's graph or
 # HCQ batch wrapped as a call) is never produced: a baregrad linear lists every kernel itself. BUFFER, CONTIGUOUS and
 # COPY are what Tensor.uop (uop/graph.py) calls a realized node, an unrealized .contiguous() and .to(another device).
-_SCHEDULE_OPS = ("LINEAR", "CALL", "CUSTOM_FUNCTION", "BUFFER", "CONTIGUOUS", "COPY")
+_SCHEDULE_OPS = ("LINEAR", "CALL", "CUSTOM_FUNCTION", "BUFFER", "CONTIGUOUS", "COPY", "AFTER")
 Ops = enum.Enum("Ops", [name for name, _ in _IR_OPS] + list(_SCHEDULE_OPS))
 Ops.__doc__ = "The ops of baregrad's IR (compiler/ops.def), named as DEBUG=4 prints them, and the schedule's LINEAR/CALL."
 
