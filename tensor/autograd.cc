@@ -76,6 +76,12 @@ Tensor Tensor::detach() const {
   return t;
 }
 
+Tensor Tensor::detached_leaf() const {
+  Tensor t(impl_->lazy);
+  t.impl_->detached_from = impl_;
+  return t;
+}
+
 std::optional<Tensor> Tensor::grad() const {
   if (!impl_->grad) return std::nullopt;
   return Tensor(impl_->grad);
@@ -241,6 +247,25 @@ std::vector<Tensor> run_backward(const Tensor& root,
       t->grad = g.impl_;
     }
     if (droppable) g.lazy().base->droppable = true;
+  }
+  // tinygrad's backward() fills every tensor its toposort reaches, and that goes on through a
+  // detach into the detached tensor's graph: the wanted tensors there that have no .grad yet
+  // get zeros (no gradient flows through a detach).
+  std::vector<TensorImpl*> behind;
+  for (TensorImpl* t : order)
+    if (auto src = t->detached_from.lock()) {
+      if (seen.insert(src.get()).second) behind.push_back(src.get());
+    }
+  for (size_t i = 0; i < behind.size(); i++) {
+    TensorImpl* t = behind[i];
+    if (t->node)
+      for (auto& p : t->node->parents)
+        if (grad_capable(*p) && seen.insert(p.get()).second) behind.push_back(p.get());
+    if (auto src = t->detached_from.lock())
+      if (seen.insert(src.get()).second) behind.push_back(src.get());
+    if (!t->grad && grad_capable(*t) && wanted_leaf(t) && t != r)
+      t->grad =
+          Tensor::full(t->lazy.shape(), 0, t->lazy.dtype(), t->lazy.base->device->name()).impl_;
   }
   return out;
 }

@@ -52,6 +52,8 @@ struct TensorImpl {
   // held computed tensor as a leaf too, as tinygrad fills .grad of every tensor a program holds.
   int py_handles = 0;
   std::shared_ptr<GradNode> node;  // how this tensor was computed, when it may need grad
+  // The tensor detached_leaf() was taken from: backward() through this one gives it zeros.
+  std::weak_ptr<TensorImpl> detached_from;
 
   // Releases the graph it alone holds one node at a time (no recursion over a deep graph).
   ~TensorImpl();

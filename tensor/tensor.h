@@ -131,8 +131,12 @@ class Tensor {
   void retain_grad() const { impl_->retain_grad = true; }
   // The Python bindings count the objects holding this tensor (TensorImpl::py_handles).
   void count_handle(int d) const { impl_->py_handles += d; }
-  // The same values with no gradient history, requires_grad=false (tinygrad's detach).
+  // The same values with no gradient history, requires_grad=false.
   Tensor detach() const;
+  // tinygrad's detach(): the same values as a new undecided leaf (requires_grad None) that
+  // backward() fills like any leaf; no gradient flows into this tensor, and backward() through
+  // the leaf gives this tensor (while alive) zeros, as tinygrad's toposort reaches it.
+  Tensor detached_leaf() const;
   // A view of another tensor's buffer (t[1:], t.T) is written through instead: write_view.
   // Replaces this tensor's value (same shape and dtype) in every copy of it, dropping its
   // history, and realizes it. A tensor that is a whole realized buffer is updated in place

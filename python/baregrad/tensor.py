@@ -451,8 +451,8 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def detach(self) -> Tensor:
     """The same values with no history: a new leaf, requires_grad undecided (None), as tinygrad's
     detach (a Ops.DETACH tensor that backward() fills like any other). No gradient flows through it
-    to this tensor."""
-    c = self._c.detach()
+    to this tensor, and backward() through it gives this tensor zeros (tinygrad's toposort reaches it)."""
+    c = self._c.detached_leaf() if type(self._c) is _C.Tensor else self._c.detach()
     c.requires_grad_(None)
     return Tensor._wrap(c)
 

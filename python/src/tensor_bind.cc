@@ -163,6 +163,7 @@ void bind_tensor(py::module_& m) {
       .def("backward", &Tensor::backward, py::arg("grad_out") = std::nullopt)
       .def("gradient", &Tensor::gradient, py::arg("targets"), py::arg("materialize") = false)
       .def("detach", &Tensor::detach)
+      .def("detached_leaf", &Tensor::detached_leaf)
       .def("assign", &Tensor::assign)
       .def("write_view", [](Tensor& t, const Tensor& v) { t.write_view(v); })
       .def_static("assign_all", &Tensor::assign_all)
