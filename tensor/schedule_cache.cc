@@ -13,7 +13,18 @@ namespace {
 
 // What the scheduler reads of a base, in the key's words. Tags keep the fields of different
 // kinds of entry from lining up by accident.
-enum Tag : uint64_t { kTarget = 1, kRealized, kPending, kSrc, kView, kMask, kNoMask, kConstValue };
+enum Tag : uint64_t {
+  kTarget = 1,
+  kRealized,
+  kPending,
+  kSrc,
+  kView,
+  kMask,
+  kNoMask,
+  kConstValue,
+  kWrite,
+  kWriteEnd
+};
 
 // An unrealized constant: its value is not part of the key (see const_nodes()).
 bool is_placeheld(const LazyBase& b) { return b.kind == LazyKind::kConst && !b.realized; }
@@ -34,6 +45,7 @@ class KeyBuilder {
       if (!put_lazy(t)) return false;
     for (size_t i = 0; i < key_.nodes.size(); i++)  // grows while the walk numbers new bases
       if (!put_base(*key_.nodes[i])) return false;
+    put_writes();
     return true;
   }
 
@@ -88,10 +100,33 @@ class KeyBuilder {
     return put_view(l.st);
   }
 
+  // The buffers that writes (assign, setitem) go into, by which bases of the graph share
+  // them (the scheduler orders the readers of a buffer before its writer) and by size (the
+  // output's extent): the rest of the schedule depends on the graph alone.
+  void put_writes() {
+    for (size_t i = 0; i < key_.nodes.size(); i++) {
+      const DeviceBuffer* w = key_.nodes[i]->write_into.get();
+      if (!w) continue;
+      put(kWrite, i);
+      put(w->buffer.bytes);
+      for (size_t j = 0; j < key_.nodes.size(); j++)
+        if (j != i && (key_.nodes[j]->realized.get() == w || key_.nodes[j]->write_into.get() == w))
+          put(j);
+      put(kWriteEnd);
+    }
+  }
+
   bool put_base(const LazyBase& b) {
-    if (b.sym || b.sym_value || b.write_into || b.write_view || b.write_view_sym || b.overwritten ||
-        b.dropped || b.kind == LazyKind::kCopy)
+    if (b.sym || b.sym_value || b.write_view_sym || b.overwritten || b.dropped ||
+        b.kind == LazyKind::kCopy)
       return false;
+    if (b.write_into && !b.realized) {
+      put(kWrite);
+      if (!b.write_view)
+        put(kNoMask);
+      else if (!put_view(*b.write_view))
+        return false;
+    }
     put(b.realized ? kRealized : kPending, dtype_code(b.dtype));
     put(reinterpret_cast<uintptr_t>(b.device.get()));
     put_ints(b.shape);

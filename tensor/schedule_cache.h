@@ -5,10 +5,11 @@
 // every tiny op from Python, rebuild the same graphs on new buffers each step. SCHEDULE_CACHE_SIZE
 // bounds the entries (the cache starts over when full); 0 turns it off.
 //
-// Graphs the cache does not serve are scheduled as before: symbolic shapes and constants, writes
-// into existing buffers (assign, setitem), overwritten or dropped bases, and copies between
-// devices. Those are where the schedule depends on more than the graph's shape (buffer identity,
-// the current values of Variables).
+// Writes into existing buffers (assign, setitem) are served too: the key holds where each write
+// goes (its view) and which bases of the graph share its buffer. Graphs the cache does not serve
+// are scheduled as before: symbolic shapes and constants, overwritten or dropped bases, and
+// copies between devices. Those are where the schedule depends on more than the graph's shape
+// (the current values of Variables).
 #pragma once
 
 #include <cstdint>

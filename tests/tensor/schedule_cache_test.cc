@@ -107,15 +107,33 @@ TEST_F(ScheduleCache, ShapesDtypesAndViewsMakeOtherKeys) {
   EXPECT_EQ(schedule_cache_stats().hits, hits + 1);
 }
 
-TEST_F(ScheduleCache, WritesIntoExistingBuffersAreScheduledEachTime) {
-  Tensor w = Tensor::from_data({1, 2}, {2}).realize();
-  for (int i = 0; i < 3; i++) {
-    auto before = schedule_cache_stats();
-    w.assign(w * 2.0);
-    EXPECT_GT(schedule_cache_stats().uncacheable, before.uncacheable);
-    EXPECT_EQ(schedule_cache_stats().hits, before.hits);
+TEST_F(ScheduleCache, WritesIntoExistingBuffersAreServedIntoTheirOwnBuffers) {
+  // assign and setitem: the same update of other buffers reuses the schedule, each writing into
+  // its own target; what the value reads of the written buffer, and where a view writes, make
+  // other keys.
+  Tensor w = Tensor::from_data({1, 2}, {2}).realize(), u = Tensor::from_data({5, 6}, {2}).realize();
+  w.assign(w * 2.0);
+  u.assign(u * 2.0);  // a hit: both read buffers from_data made
+  auto before = schedule_cache_stats();
+  u.assign(u * 2.0);  // both now read what an assign wrote
+  w.assign(w * 2.0);
+  EXPECT_EQ(schedule_cache_stats().hits, before.hits + 1);
+  expect_near_all(w.to_vector(), {4, 8});
+  expect_near_all(u.to_vector(), {20, 24});
+  before = schedule_cache_stats();
+  w.assign(u * 2.0);  // reads another buffer than it writes
+  EXPECT_EQ(schedule_cache_stats().hits, before.hits);
+  u.assign(w * 2.0);
+  EXPECT_EQ(schedule_cache_stats().hits, before.hits + 1);
+  expect_near_all(w.to_vector(), {40, 48});
+  expect_near_all(u.to_vector(), {80, 96});
+  Tensor m = Tensor::from_data({0, 1, 2, 3, 4, 5}, {3, 2}).realize();
+  for (auto [r, hit] : std::vector<std::pair<int64_t, int>>{{0, 0}, {1, 0}, {0, 1}, {2, 0}}) {
+    before = schedule_cache_stats();
+    m.shrink({{r, r + 1}, {0, 2}}).write_view(Tensor::from_data({10.0 * r, 10.0 * r + 1}, {1, 2}));
+    EXPECT_EQ(schedule_cache_stats().hits, before.hits + hit) << "row " << r;
   }
-  expect_near_all(w.to_vector(), {8, 16});
+  expect_near_all(m.to_vector(), {0, 1, 10, 11, 20, 21});
 }
 
 TEST_F(ScheduleCache, SizeZeroTurnsItOffAndAFullCacheStartsOver) {
