@@ -41,6 +41,10 @@ struct Binary {
   // over the cores as [core_lo, core_hi) ranges (block is 1).
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
+  // The compiler's estimate of one launch's work (0: unknown). The CPU device runs a launch too
+  // small to repay waking another core on the core that executes the queue.
+  double flops = 0;
+  double bytes = 0;
   // NOTE: registers, shared and local memory are facts of the code object (a cubin's EIATTRs),
   // which its loader reads; they are not repeated here.
 };

@@ -31,6 +31,8 @@ Result<CompiledKernel> Target::compile(const ProgramSpec& spec) const {
   b.num_bufs = static_cast<int>(spec.bufs.size());
   b.num_vars = static_cast<int>(spec.vars.size());
   RETURN_IF_ERROR(layout(spec, &b));
+  b.flops = spec.flops;
+  b.bytes = spec.bytes;
   b.buf_bytes.assign(static_cast<size_t>(b.num_bufs), 0);
   for (const BufferArg& a : spec.bufs)
     if (a.slot >= 0 && a.slot < b.num_bufs)

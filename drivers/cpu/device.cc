@@ -75,8 +75,12 @@ Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
                             std::to_string(b.buf_bytes.size()) + " buffer sizes for " +
                             std::to_string(b.num_bufs) + " buffers");
   ASSIGN_OR_RETURN(LoadedKernel k, loader_.load(b.code, b.entry));
+  // Waking a worker costs ~10-20 us here, about what one core takes to move 64 KiB or do 100k
+  // flops: a launch estimated below both runs on one core.
+  constexpr double kSerialBytes = 64 * 1024, kSerialFlops = 100'000;
+  bool serial = b.bytes > 0 && b.bytes < kSerialBytes && b.flops < kSerialFlops;
   return std::unique_ptr<hcq::Program>(
-      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code)));
+      std::make_unique<Program>(b.entry, k.fn, b.buf_bytes, b.num_vars, std::move(k.code), serial));
 }
 
 bool Device::abandoned() const {

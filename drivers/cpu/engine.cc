@@ -173,7 +173,7 @@ bool Engine::exec(const uint32_t* p) {
       dev_.note_work_done();
     }
   };
-  if (items <= 1) {
+  if (items <= 1 || prg->serial()) {
     fn(bufs, vars, 0, items);
     dev_.note_work_done();
   } else {

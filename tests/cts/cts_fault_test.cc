@@ -149,6 +149,43 @@ TEST(CpuHang, ALongKernelWhoseItemsFinishIsNotAHang) {
   dev->allocator().free(mem);
 }
 
+// Records each call's range: how the engine split a launch.
+std::atomic<int> g_calls{0};
+std::atomic<int64_t> g_items{0}, g_widest{0};
+void count_calls(void* const*, const int64_t*, int64_t lo, int64_t hi) {
+  g_calls++;
+  g_items += hi - lo;
+  int64_t w = g_widest.load();
+  while (hi - lo > w && !g_widest.compare_exchange_weak(w, hi - lo)) {
+  }
+}
+
+// A serial program (one too small to repay waking a worker: cpu::Device::load_program decides
+// from the compiler's estimates) runs its items as one range on the engine's thread; another
+// is split over the pool's threads in chunks.
+TEST(CpuEngine, SerialProgramsRunTheirItemsInOneCall) {
+  auto dev = std::move(cpu::Device::create(2).value());
+  for (bool serial : {true, false}) {
+    g_calls = 0;
+    g_items = 0;
+    g_widest = 0;
+    cpu::Program prg("count_calls", count_calls, std::vector<size_t>{0}, 0, nullptr, serial);
+    hcq::Buffer mem =
+        dev->allocator().alloc(prg.args_prefix() + 8, {.host = true, .cpu_access = true}).value();
+    hcq::ArgsState args(mem, prg.args_prefix(), 1, 0);
+    args.set_buf(0, 0);
+    auto q = dev->compute_queue();
+    ASSERT_TRUE(dev->submit_on_timeline(
+                       *q, [&](hcq::HwQueue& hq) { hq.exec(prg, args, {8, 1, 1}, {1, 1, 1}); })
+                    .ok());
+    ASSERT_TRUE(dev->synchronize(5s).ok());
+    EXPECT_EQ(g_items.load(), 8);
+    EXPECT_EQ(g_calls.load(), serial ? 1 : 8) << serial;
+    EXPECT_EQ(g_widest.load(), serial ? 8 : 1) << serial;
+    dev->allocator().free(mem);
+  }
+}
+
 // When the host gives up on a kernel (a hang), the CPU device fails; freeing the buffer the
 // kernel still writes and destroying the device must neither crash the kernel nor wait for it: what
 // the hung work uses is left to the process's exit. Run in a child process (the kernel spins until
