@@ -439,7 +439,10 @@ std::vector<Row> python_tiny_rows(const Context&) {
                         Mode{"setitem", "python t[i] = 1.5 into 4096x64 floats",
                              "per op, synchronized each time; median of 7 runs of 2000"},
                         Mode{"iadd", "python t[i:i+2] += 1.5 on 4096x64 floats",
-                             "per op, synchronized each time; median of 7 runs of 2000"}}) {
+                             "per op, synchronized each time; median of 7 runs of 2000"},
+                        Mode{"rows", "python t[i] = 1.5, each of 4096 rows once",
+                             "per op, synchronized each time; median of 7 runs of 512 new "
+                             "rows"}}) {
     std::optional<double> ours =
         python_reference(script, std::string("baregrad ") + m.arg + " " + paths);
     if (!ours) {

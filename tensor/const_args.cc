@@ -1,6 +1,8 @@
 #include "tensor/const_args.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,7 +31,8 @@ struct Template {
 };
 
 struct Seen {
-  UOpPtr ast;  // keeps the key alive, so the address is not reused
+  UOpPtr ast;                                   // keeps the key alive, so the address is not reused
+  std::vector<std::pair<int, int64_t>> shifts;  // shift_views() of `ast`
   std::vector<UOpPtr> consts;
   std::vector<int64_t> bits;
   std::shared_ptr<Template> tpl;  // null: no liftable constant
@@ -75,22 +78,24 @@ UOpPtr lifted(Template& t, const UOpPtr& ast, const std::vector<UOpPtr>& consts)
 size_t max_records() { return static_cast<size_t>(std::max(16, options().program_cache_size)); }
 
 KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
-  if (inline_all) return {ast, {}};
+  if (inline_all) return {ast, {}, {}};
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.seen.find(ast.get());
   if (it == s.seen.end()) {
     if (s.seen.size() >= max_records()) s.seen.clear();
+    KernelPlan shifted = shift_views(ast);
     Seen e;
     e.ast = ast;
-    e.consts = compiler::liftable_consts(ast);
-    e.use = ast;
+    e.shifts = std::move(shifted.shifts);
+    e.consts = compiler::liftable_consts(shifted.ast);
+    e.use = shifted.ast;
     if (!e.consts.empty()) {
       e.bits.reserve(e.consts.size());
       for (const UOpPtr& c : e.consts) e.bits.push_back(compiler::const_bits(*c));
       std::vector<size_t> all(e.consts.size());
       for (size_t i = 0; i < all.size(); i++) all[i] = i;
-      UOpPtr key = compiler::lift_consts(ast, e.consts, all);
+      UOpPtr key = compiler::lift_consts(shifted.ast, e.consts, all);
       auto t = s.templates.find(key.get());
       if (t == s.templates.end()) {
         if (s.templates.size() >= max_records()) s.templates.clear();
@@ -102,17 +107,56 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
         note_values(*t->second, e.bits);
       }
       e.tpl = t->second;
-      e.use = lifted(*e.tpl, ast, e.consts);
+      e.use = lifted(*e.tpl, shifted.ast, e.consts);
       e.version = e.tpl->version;
     }
     it = s.seen.emplace(ast.get(), std::move(e)).first;
   }
   Seen& e = it->second;
   if (e.tpl && e.version != e.tpl->version) {  // another AST of this shape varied a constant
-    e.use = lifted(*e.tpl, e.ast, e.consts);
+    e.use = lifted(*e.tpl, shift_views(e.ast).ast, e.consts);
     e.version = e.tpl->version;
   }
-  return {e.use, e.bits};
+  return {e.use, e.bits, e.shifts};
+}
+
+KernelPlan shift_views(const UOpPtr& ast) {
+  constexpr int64_t kAlign = 64;  // bytes
+  struct Slot {
+    std::vector<UOpPtr> views;
+    int64_t min_offset = INT64_MAX;
+    int itemsize = 0;
+    bool ok = true;
+  };
+  std::map<int, Slot> slots;
+  for (const UOp* n : ast->toposort()) {
+    if (n->op() != compiler::Op::VIEW || n->src(0)->op() != compiler::Op::DEFINE_GLOBAL) continue;
+    Slot& s = slots[static_cast<int>(n->src(0)->arg_as<int64_t>())];
+    const auto& st = n->arg_as<compiler::ShapeTracker>();
+    s.itemsize = n->dtype().base().itemsize();
+    if (st.views.size() != 1 || st.views[0].sym) {
+      s.ok = false;
+      continue;
+    }
+    s.min_offset = std::min(s.min_offset, st.views[0].offset);
+    s.views.push_back(n->self());
+  }
+  KernelPlan out{ast, {}, {}};
+  std::vector<std::pair<UOpPtr, UOpPtr>> repl;
+  for (auto& [slot, s] : slots) {
+    if (!s.ok || s.views.empty() || s.itemsize <= 0 || kAlign % s.itemsize != 0) continue;
+    int64_t unit = kAlign / s.itemsize;  // elements
+    int64_t shift = s.min_offset / unit * unit;
+    if (shift <= 0) continue;
+    for (const UOpPtr& v : s.views) {
+      compiler::ShapeTracker st = v->arg_as<compiler::ShapeTracker>();
+      st.views[0].offset -= shift;
+      repl.emplace_back(v, UOp::make(compiler::Op::VIEW, v->dtype(), v->src(), std::move(st)));
+    }
+    out.shifts.emplace_back(slot, shift * s.itemsize);
+  }
+  if (!repl.empty()) out.ast = ast->substitute(repl);
+  return out;
 }
 
 std::vector<int64_t> launch_vars(const compiler::ProgramSpec& spec,

@@ -82,6 +82,14 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         owners.push_back(item.bufs[i]->realized);
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
+      for (auto [slot, bytes] : plan.shifts) {  // the AST reads these buffers from further on
+        runtime::Buffer& b = bufs[static_cast<size_t>(slot)];
+        CHECK(static_cast<size_t>(bytes) <= b.bytes)
+            << "realize: a shift of " << bytes << " bytes past buffer " << slot << " of "
+            << b.bytes;
+        b.va += static_cast<uint64_t>(bytes);
+        b.bytes -= static_cast<size_t>(bytes);
+      }
       std::optional<std::vector<compiler::Opt>> opts;
       if (options().beam > 0)  // BEAM: the opts of a timed search (or of its database)
         opts = runtime::beam_opts(*dev, plan.ast, bufs, [&](const compiler::ProgramSpec& spec) {

@@ -6,6 +6,7 @@ MODE chain: 1,000 chained `x = x + 1`, each realized, synchronized once, per op.
 MODE mul: `(a * b)` of two 16-float tensors, realized and synchronized, per op.
 MODE setitem: `t[i] = 1.5` into a 4096x64 float buffer (i cycling over 256 rows), synchronized, per op.
 MODE iadd: `t[i:i+2] += 1.5` on that buffer (i cycling over 256 rows), synchronized, per op.
+MODE rows: `t[i] = 1.5` into that buffer, each row once (512 rows per run, none written before), synchronized, per op.
 Prints the median over repetitions in microseconds, one number."""
 import statistics
 import sys
@@ -63,6 +64,15 @@ def iadd(n=2000):
     sync()
   return (time.perf_counter() - t0) / n
 
-fn = {"single": single, "chain": chain, "mul": binary, "setitem": setitem, "iadd": iadd}[mode]
+runs = iter(range(8))
+def rows(n=512):
+  k = next(runs)
+  t0 = time.perf_counter()
+  for i in range(k * n, (k + 1) * n):
+    big[i] = 1.5
+    sync()
+  return (time.perf_counter() - t0) / n
+
+fn = {"single": single, "chain": chain, "mul": binary, "setitem": setitem, "iadd": iadd, "rows": rows}[mode]
 fn()  # warm up: compiles, caches
 print(statistics.median(fn() for _ in range(7)) * 1e6)

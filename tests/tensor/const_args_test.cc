@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "base/options.h"
+#include "compiler/ast.h"
 #include "compiler/passes/lift_consts.h"
 #include "compiler/uop.h"
 #include "tensor/jit.h"
@@ -123,6 +125,61 @@ TEST(ConstArgs, RecordsAreBounded) {
   }
   set_option_for_test("PROGRAM_CACHE_SIZE", "");
   EXPECT_EQ(max_records(), static_cast<size_t>(options().program_cache_size));
+}
+
+// Rows of a buffer written one at a time (a cache: t[i] = v, t[i:i+2] += 1) share one program:
+// the launch passes the buffer from the row on. Values against a float64 reference; rows in
+// every order, past the first 64 bytes and not, and an odd offset that only partly shifts.
+TEST(ShiftViews, WritesIntoRowsOfABufferShareOneProgram) {
+  Tensor t = Tensor::from_data(Vec(64 * 16, 0.0), {64, 16}).realize();
+  Vec want(64 * 16, 0.0);
+  auto& dev = device_of(t);
+  for (int64_t r : {5, 0, 63, 17, 5, 40}) {  // the first write of this shape builds
+    Tensor row = t.shrink({{r, r + 2 > 64 ? 64 : r + 2}, {0, 16}});
+    row.write_view(row + static_cast<double>(r + 1));
+    for (int64_t i = r; i < std::min<int64_t>(r + 2, 64); i++)
+      for (int j = 0; j < 16; j++) want[i * 16 + j] += r + 1;
+    if (r == 5 && dev.program_cache_stats().built > 0) {
+      size_t before = dev.program_cache_stats().built;
+      for (int64_t q : {1, 30, 62}) {  // other rows: no new program
+        Tensor v = t.shrink({{q, q + 2}, {0, 16}});
+        v.write_view(v + static_cast<double>(r + 1));
+        for (int64_t i = q; i < q + 2; i++)
+          for (int j = 0; j < 16; j++) want[i * 16 + j] += r + 1;
+      }
+      EXPECT_EQ(dev.program_cache_stats().built, before);
+    }
+  }
+  EXPECT_EQ(t.to_vector(), want);
+}
+
+TEST(ShiftViews, ShiftsWholeCacheLinesOfSingleViewsOnly) {
+  using compiler::ShapeTracker;
+  auto g0 = compiler::global(0, dtypes::kFloat32), g1 = compiler::global(1, dtypes::kFloat32);
+  auto at = [](int64_t offset) { return compiler::strided({4}, {1}, offset); };
+  // buffer 0 written at 100 and read at 37 (floats): shifted by 32 (128 bytes); buffer 1 read
+  // at 3 only: less than 64 bytes, not shifted
+  auto ast = compiler::sink(
+      {compiler::store(g0, at(100),
+                       compiler::UOp::alu(compiler::Op::ADD, {compiler::load(g0, at(37)),
+                                                              compiler::load(g1, at(3))}))});
+  KernelPlan p = shift_views(ast);
+  ASSERT_EQ(p.shifts.size(), 1u);
+  EXPECT_EQ(p.shifts[0], (std::pair<int, int64_t>{0, 32 * 4}));
+  std::vector<int64_t> offsets;
+  for (const compiler::UOp* n : p.ast->toposort())
+    if (n->op() == compiler::Op::VIEW) offsets.push_back(n->arg_as<ShapeTracker>().views[0].offset);
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{3, 5, 68}));
+  // a pad (a masked view whose offset is before the buffer) and a stack of views: left alone
+  ShapeTracker padded = compiler::strided({4}, {1}, -1);
+  padded.views[0].mask = std::vector<std::pair<int64_t, int64_t>>{{1, 4}};
+  auto masked = compiler::sink({compiler::store(g0, at(0), compiler::load(g1, padded))});
+  EXPECT_TRUE(shift_views(masked).shifts.empty());
+  ShapeTracker two{{compiler::View::contiguous({4}), compiler::strided({4}, {1}, 64).views[0]}};
+  auto stacked = compiler::sink({compiler::store(g0, at(0), compiler::load(g1, two))});
+  EXPECT_TRUE(shift_views(stacked).shifts.empty());
+  EXPECT_EQ(shift_views(stacked).ast, stacked);
 }
 
 }  // namespace
