@@ -71,7 +71,8 @@ class GradientShapeError(RuntimeError, AssertionError):
 
 class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin, HashingMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
-  __slots__ = ("_c", "_bound", "_grad_ref", "__weakref__")  # _bound: see MovementMixin._bind; _grad_ref: see grad
+  # _bound: see MovementMixin._bind; _grad_ref: see grad; _taken: see MovementMixin.__getitem__
+  __slots__ = ("_c", "_bound", "_grad_ref", "_taken", "__weakref__")
   training: ClassVar[bool] = False
   _deviceless: ClassVar[bool] = False  # DevicelessTensor
   # numpy hands binary ops with a Tensor operand to the Tensor (np.ones(3) + t is a Tensor).

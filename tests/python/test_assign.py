@@ -189,3 +189,23 @@ def test_updates_reading_the_elements_they_write_run_in_place():
   r[:, 1:3] = r[:, 1:3] + r.T[:, 1:3]
   np.testing.assert_array_equal(t.numpy(), x)
   np.testing.assert_array_equal(m.numpy(), r)
+
+
+def test_augmented_setitem_stores_back_only_what_it_must():
+  # t[k] += x: Python stores t[k] back after the += wrote it in place; that store writes nothing. A gathered
+  # copy (advanced index) is scattered back, and a view of a buffer assign() replaced since still raises.
+  from baregrad import GlobalCounters
+  x = np.arange(10, dtype=np.float32)
+  t = Tensor(x).realize()
+  k = slice(2, 5)
+  GlobalCounters.reset()
+  t[k] += 1
+  t[k] = t[k]
+  assert GlobalCounters.kernel_count == 1
+  x[k] += 1
+  t[Tensor([1, 3, 3])] += 10
+  x[[1, 3, 3]] += 10  # numpy: a repeated index is added once, as torch and tinygrad
+  np.testing.assert_array_equal(t.numpy(), x)
+  v = t[k]
+  t.assign(t * 2)
+  with pytest.raises(RuntimeError, match="overwritten"): t[k] = v

@@ -543,7 +543,9 @@ class MovementMixin:
     found = _op_bindings(indices)
     if (found or variable.in_use and self._c.sym_shape is not None) and (sym := self._symbolic_slices(indices)) is not None:
       return self._bind(sym, found)
-    return self._bind(self._wrap(self._c.getitem(self._index_items(indices))), found)
+    out = self._bind(self._wrap(self._c.getitem(self._index_items(indices))), found)
+    if type(out) is type(self): out._taken = (id(self._c), indices)  # see __setitem__
+    return out
 
   def _symbolic_slices(self, indices):
     """x[a:b, ...] with SymInt bounds (steps 1, bounds >= 0) as a symbolic shrink; None for any
@@ -564,6 +566,11 @@ class MovementMixin:
     lazy work nothing else refers to (`z = x * 2`, `Tensor.zeros(4)`) instead takes the new
     value as a graph, as tinygrad's: gradients flow to `v` and to the elements it kept."""
     c = self._c
+    # t[k] += x stores back v = t[k], which the += wrote in place: the same index object, taken from this tensor,
+    # still a view of its base (a gather's copy is not), so there is nothing left to write
+    if type(v) is type(self) and (taken := getattr(v, "_taken", None)) is not None and taken[1] is indices and \
+       taken[0] == id(c) and type(c) is _C.Tensor and v._c.lazy_node().base_id == c.lazy_node().base_id:
+      return
     if (type(v) is float or type(v) is int) and type(c) is _C.Tensor and c.requires_grad is None and \
        (type(indices) is int or (type(indices) is tuple and all(type(i) is int or type(i) is slice for i in indices))) and \
        _whole_buffer(c):
