@@ -252,17 +252,16 @@ std::vector<Tensor> run_backward(const Tensor& root,
   // detach into the detached tensor's graph: the wanted tensors there that have no .grad yet
   // get zeros (no gradient flows through a detach).
   std::vector<TensorImpl*> behind;
-  for (TensorImpl* t : order)
-    if (auto src = t->detached_from.lock()) {
-      if (seen.insert(src.get()).second) behind.push_back(src.get());
-    }
+  auto reach = [&](TensorImpl* t) {
+    if (t && seen.insert(t).second) behind.push_back(t);
+  };
+  for (TensorImpl* t : order) reach(t->detached_from.lock().get());
   for (size_t i = 0; i < behind.size(); i++) {
     TensorImpl* t = behind[i];
     if (t->node)
       for (auto& p : t->node->parents)
-        if (grad_capable(*p) && seen.insert(p.get()).second) behind.push_back(p.get());
-    if (auto src = t->detached_from.lock())
-      if (seen.insert(src.get()).second) behind.push_back(src.get());
+        if (grad_capable(*p)) reach(p.get());
+    reach(t->detached_from.lock().get());
     if (!t->grad && grad_capable(*t) && wanted_leaf(t) && t != r)
       t->grad =
           Tensor::full(t->lazy.shape(), 0, t->lazy.dtype(), t->lazy.base->device->name()).impl_;

@@ -1,7 +1,7 @@
 #include "tensor/const_args.h"
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,8 +31,8 @@ struct Template {
 };
 
 struct Seen {
-  UOpPtr ast;                                   // keeps the key alive, so the address is not reused
-  std::vector<std::pair<int, int64_t>> shifts;  // shift_views() of `ast`
+  UOpPtr ast;          // keeps the key alive, so the address is not reused
+  KernelPlan shifted;  // shift_views() of `ast` (its bits unused)
   std::vector<UOpPtr> consts;
   std::vector<int64_t> bits;
   std::shared_ptr<Template> tpl;  // null: no liftable constant
@@ -84,18 +84,18 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
   auto it = s.seen.find(ast.get());
   if (it == s.seen.end()) {
     if (s.seen.size() >= max_records()) s.seen.clear();
-    KernelPlan shifted = shift_views(ast);
     Seen e;
     e.ast = ast;
-    e.shifts = std::move(shifted.shifts);
-    e.consts = compiler::liftable_consts(shifted.ast);
-    e.use = shifted.ast;
+    e.shifted = shift_views(ast);
+    const UOpPtr& shifted = e.shifted.ast;
+    e.consts = compiler::liftable_consts(shifted);
+    e.use = shifted;
     if (!e.consts.empty()) {
       e.bits.reserve(e.consts.size());
       for (const UOpPtr& c : e.consts) e.bits.push_back(compiler::const_bits(*c));
       std::vector<size_t> all(e.consts.size());
       for (size_t i = 0; i < all.size(); i++) all[i] = i;
-      UOpPtr key = compiler::lift_consts(shifted.ast, e.consts, all);
+      UOpPtr key = compiler::lift_consts(shifted, e.consts, all);
       auto t = s.templates.find(key.get());
       if (t == s.templates.end()) {
         if (s.templates.size() >= max_records()) s.templates.clear();
@@ -107,17 +107,17 @@ KernelPlan plan_kernel(const UOpPtr& ast, bool inline_all) {
         note_values(*t->second, e.bits);
       }
       e.tpl = t->second;
-      e.use = lifted(*e.tpl, shifted.ast, e.consts);
+      e.use = lifted(*e.tpl, shifted, e.consts);
       e.version = e.tpl->version;
     }
     it = s.seen.emplace(ast.get(), std::move(e)).first;
   }
   Seen& e = it->second;
   if (e.tpl && e.version != e.tpl->version) {  // another AST of this shape varied a constant
-    e.use = lifted(*e.tpl, shift_views(e.ast).ast, e.consts);
+    e.use = lifted(*e.tpl, e.shifted.ast, e.consts);
     e.version = e.tpl->version;
   }
-  return {e.use, e.bits, e.shifts};
+  return {e.use, e.bits, e.shifted.shifts};
 }
 
 KernelPlan shift_views(const UOpPtr& ast) {

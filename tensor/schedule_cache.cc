@@ -104,14 +104,20 @@ class KeyBuilder {
   // them (the scheduler orders the readers of a buffer before its writer) and by size (the
   // output's extent): the rest of the schedule depends on the graph alone.
   void put_writes() {
+    std::unordered_map<const DeviceBuffer*, std::vector<uint32_t>> sharing;  // written buffers
+    for (const auto& n : key_.nodes)
+      if (n->write_into) sharing.emplace(n->write_into.get(), std::vector<uint32_t>{});
+    if (sharing.empty()) return;
+    for (size_t j = 0; j < key_.nodes.size(); j++)
+      for (const DeviceBuffer* b : {key_.nodes[j]->realized.get(), key_.nodes[j]->write_into.get()})
+        if (auto it = sharing.find(b); b && it != sharing.end()) it->second.push_back(j);
     for (size_t i = 0; i < key_.nodes.size(); i++) {
       const DeviceBuffer* w = key_.nodes[i]->write_into.get();
       if (!w) continue;
       put(kWrite, i);
       put(w->buffer.bytes);
-      for (size_t j = 0; j < key_.nodes.size(); j++)
-        if (j != i && (key_.nodes[j]->realized.get() == w || key_.nodes[j]->write_into.get() == w))
-          put(j);
+      for (uint32_t j : sharing[w])
+        if (j != i) put(j);
       put(kWriteEnd);
     }
   }
