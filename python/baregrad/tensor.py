@@ -22,6 +22,7 @@ from baregrad.dtype import DType, InvalidType, _fits, _from_np_dtype, _int_for, 
 from baregrad.helpers import argfix, check_int64, fully_flatten, prod, op_name
 from baregrad.mixin.elementwise import ElementwiseMixin
 from baregrad.mixin.hashing import HashingMixin
+from baregrad.mixin.inplace import InPlaceMixin
 from baregrad.mixin.linalg import LinalgMixin
 from baregrad.mixin.movement import MovementMixin, _whole_buffer
 from baregrad.mixin.nn import NNMixin
@@ -69,7 +70,7 @@ class GradientShapeError(RuntimeError, AssertionError):
   """backward()/gradient() of a non-scalar without a gradient: tinygrad raises AssertionError."""
 
 
-class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin, HashingMixin):
+class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin, HashingMixin, InPlaceMixin):
   """A lazy n-dimensional array; ops build a graph that realize() (or reading data) runs."""
   # _bound: see MovementMixin._bind; _grad_ref: see grad; _taken: see MovementMixin.__getitem__
   __slots__ = ("_c", "_bound", "_grad_ref", "_taken", "__weakref__")
@@ -738,22 +739,6 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
     """A random permutation of 0..n-1: the stable argsort of rand(n) (sorted on the host), as tinygrad's."""
     order = np.argsort(Tensor.rand(n, device=device).numpy(), kind="stable")
     return Tensor(order, device=device, dtype=dtype, **kwargs)
-
-  # ---- in-place operators assign, as tinygrad's -----------------------------------------------
-
-  def __iadd__(self, x): return self.assign(self.add(x))
-  def __isub__(self, x): return self.assign(self.sub(x))
-  def __imul__(self, x): return self.assign(self.mul(x))
-  def __itruediv__(self, x): return self.assign(self.div(x))
-  def __ifloordiv__(self, x): return self.assign(self.__floordiv__(x))
-  def __imod__(self, x): return self.assign(self.mod(x))
-  def __ipow__(self, x): return self.assign(self.pow(x))
-  def __imatmul__(self, x): return self.assign(self.matmul(x))
-  def __iand__(self, x): return self.assign(self.bitwise_and(x))
-  def __ior__(self, x): return self.assign(self.bitwise_or(x))
-  def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
-  def __ilshift__(self, x): return self.assign(self.lshift(x))
-  def __irshift__(self, x): return self.assign(self.rshift(x))
 
 
 def _unpickle_tensor(values, dtype_name: str, device: str, requires_grad):
