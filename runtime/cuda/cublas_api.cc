@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/options.h"
-#include "runtime/cuda/dl.h"
+#include "runtime/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {

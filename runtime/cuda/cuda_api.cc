@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "base/options.h"
-#include "runtime/cuda/dl.h"
+#include "runtime/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {

@@ -1,6 +1,6 @@
-#include "runtime/cuda/dl.h"
+#include "runtime/dl.h"
 
-namespace baregrad::runtime::cuda {
+namespace baregrad::runtime {
 
 Result<void*> dl_open(const std::string& path, const std::string& what) {
   dlerror();
@@ -21,4 +21,4 @@ Result<void*> dl_symbol(void* lib,
                    (err ? err : "dlsym returned null"));
 }
 
-}  // namespace baregrad::runtime::cuda
+}  // namespace baregrad::runtime

@@ -1,5 +1,5 @@
-// dlopen and dlsym with errors that name the library: how runtime/cuda loads libcuda and
-// cuBLAS at run time (nothing links against them).
+// dlopen and dlsym with errors that name the library: how runtime/ loads the vendor libraries
+// (libcuda, cuBLAS, the OpenCL ICD loader) at run time (nothing links against them).
 #pragma once
 
 #include <dlfcn.h>
@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace baregrad::runtime::cuda {
+namespace baregrad::runtime {
 
 // dlopen(path, RTLD_NOW | RTLD_LOCAL); NotFound "cannot load <what> <path>: <dlerror>".
 Result<void*> dl_open(const std::string& path, const std::string& what);
@@ -18,12 +18,12 @@ Result<void*> dl_symbol(void* lib,
                         const char* sym,
                         const std::string& what);
 
-}  // namespace baregrad::runtime::cuda
+}  // namespace baregrad::runtime
 
 // For an X-macro list of symbols: resolves `sym` into api->sym, or closes `lib` and returns
 // the error. Expects `api`, `lib`, `path` and `what` in scope.
 #define BG_DL_RESOLVE(sym)                                                                      \
-  if (Result<void*> p = ::baregrad::runtime::cuda::dl_symbol(lib, path, #sym, what); !p.ok()) { \
+  if (Result<void*> p = ::baregrad::runtime::dl_symbol(lib, path, #sym, what); !p.ok()) { \
     dlclose(lib);                                                                               \
     return p.status();                                                                          \
   } else {                                                                                      \
