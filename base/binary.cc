@@ -8,6 +8,8 @@ const char* binary_format_name(BinaryFormat f) {
       return "host-elf";
     case BinaryFormat::kCubin:
       return "cubin";
+    case BinaryFormat::kOpenClC:
+      return "opencl-c";
   }
   return "?";
 }

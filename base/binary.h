@@ -16,8 +16,9 @@ namespace baregrad {
 enum class BinaryFormat : uint8_t {
   kHostElf,  // a relocatable ELF object for the host CPU (CPU ABI of compiler/program.h)
   kCubin,    // an NVIDIA cubin (ELF) with one entry function
+  kOpenClC,  // OpenCL C source text, built by the OpenCL device it is loaded on
 };
-// "host-elf", "cubin".
+// "host-elf", "cubin", "opencl-c".
 const char* binary_format_name(BinaryFormat f);
 // The host CPU's architecture as Binary::arch names it: "x86_64", "aarch64".
 const char* host_arch();

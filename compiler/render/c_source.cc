@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -12,6 +13,8 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "compiler/render/cl_source.h"
+#include "compiler/render/llvm_ir.h"  // gpu_buffer_slots
 
 namespace baregrad::compiler {
 namespace {
@@ -27,6 +30,16 @@ const char* scalar_ctype(Scalar s) {
                                            "uint8_t",  "uint8_t", "uint8_t",  "uint8_t", "_Float16",
                                            "__bf16",   "float",   "double"};
   static_assert(std::size(kNames) == kNumScalars, "one C type per Scalar");
+  return kNames[static_cast<int>(s)];
+}
+
+// OpenCL C's scalar types. half and bfloat16 live in float registers holding values rounded to
+// their format (OpenCL C 1.2 computes in half only under cl_khr_fp16); fp8 is bytes.
+const char* cl_scalar_type(Scalar s) {
+  static constexpr const char* kNames[] = {"void",  "bool",  "char",  "uchar", "short", "ushort",
+                                           "int",   "uint",  "long",  "ulong", "uchar", "uchar",
+                                           "uchar", "uchar", "float", "float", "float", "double"};
+  static_assert(std::size(kNames) == kNumScalars, "one OpenCL C type per Scalar");
   return kNames[static_cast<int>(s)];
 }
 
@@ -51,8 +64,11 @@ std::string shortest(double v, Exact exact) {
   return s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
 }
 
-// A floating literal of scalar type `s` holding round_to(s, v).
-std::string float_literal(Scalar s, double v) {
+// A floating literal of scalar type `s` holding round_to(s, v), in OpenCL C when `cl`: half and
+// bfloat16 are float there.
+std::string cl_float_literal(Scalar s, double v);
+std::string float_literal(Scalar s, double v, bool cl = false) {
+  if (cl) return cl_float_literal(s, v);
   // NOTE: clang folds the cast with round-to-nearest-even, exactly like round_to().
   if (s == Scalar::kBFloat16) return "(__bf16)" + float_literal(Scalar::kFloat32, v);
   bool dbl = s == Scalar::kFloat64, half = s == Scalar::kFloat16;
@@ -78,11 +94,22 @@ std::string float_literal(Scalar s, double v) {
          suffix;
 }
 
-std::string int_literal(Scalar s, int64_t v) {
+std::string cl_float_literal(Scalar s, double v) {
+  bool dbl = s == Scalar::kFloat64;
+  v = round_to(DType{s}, v);
+  if (std::isnan(v)) return dbl ? "(double)NAN" : "NAN";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (dbl ? "(double)INFINITY" : "INFINITY");
+  std::string f = float_literal(dbl ? Scalar::kFloat64 : Scalar::kFloat32, v);
+  return f;  // half and bfloat16 values are exact in float
+}
+
+// `cl`: OpenCL C spells 64-bit literals with L (long is 64-bit there).
+std::string int_literal(Scalar s, int64_t v, bool cl = false) {
   if (s == Scalar::kBool) return v ? "1" : "0";
-  if (s == Scalar::kUint64) return std::to_string(static_cast<uint64_t>(v)) + "ull";
+  if (s == Scalar::kUint64) return std::to_string(static_cast<uint64_t>(v)) + (cl ? "UL" : "ull");
   if (s == Scalar::kUint32) return std::to_string(static_cast<uint32_t>(v)) + "u";
-  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807ll - 1)";
+  if (v == std::numeric_limits<int64_t>::min())
+    return cl ? "(-9223372036854775807L - 1)" : "(-9223372036854775807ll - 1)";
   if (v == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
   return std::to_string(v);
 }
@@ -109,7 +136,7 @@ std::string var_name(const std::string& name, size_t i) {
       "double", "char",  "short",   "long",    "for",     "if",       "else",
       "do",     "while", "return",  "void",    "const",   "restrict", "union"};
   size_t stem = name.find_last_not_of("0123456789") + 1;
-  static const std::set<std::string> kGenerated = {"alu", "val", "acc",  "cast",
+  static const std::set<std::string> kGenerated = {"alu", "val", "acc",  "cast", "tidx",
                                                    "vec", "gep", "ridx", "data"};
   bool generated = stem < name.size() && kGenerated.count(name.substr(0, stem));
   if (!is_identifier(name)) return "var" + std::to_string(i);
@@ -131,11 +158,13 @@ bool keeps_range(const UOp* u) {
                            Op::MULACC});
 }
 
-// Vector ALU ops rendered one lane at a time with scalar semantics.
-bool lanewise(const UOp* u) {
+// Vector ALU ops rendered one lane at a time with scalar semantics: in OpenCL C (`cl`) every
+// one, since its vectors are for memory access here; in clang's C the ones below.
+bool lanewise(const UOp* u, bool cl) {
   Op op = u->op();
   DType out = u->dtype();
   if (!is_alu(op) || out.count == 1) return false;
+  if (cl) return true;
   DType in = u->src(op == Op::WHERE ? 1 : 0)->dtype();
   if (one_of(op, {Op::SHL, Op::SHR, Op::EXP2, Op::LOG2, Op::SIN, Op::POW})) return true;
   if (one_of(op, {Op::AND, Op::OR, Op::XOR})) return false;
@@ -180,9 +209,12 @@ bool cast_via_float(DType in, DType out) {
   return (is_half(out) && in.scalar != out.scalar) || is_bf16(in);
 }
 
+// The C dialect a Writer emits.
+enum class Dialect { kClang, kOpenCl };
+
 class Writer {
  public:
-  explicit Writer(const ProgramSpec& spec) : spec_(spec) {}
+  Writer(const ProgramSpec& spec, Dialect d) : spec_(spec), cl_(d == Dialect::kOpenCl) {}
   std::string run();
 
  private:
@@ -193,8 +225,25 @@ class Writer {
     return prefix + std::to_string(counters_[prefix]++);
   }
   std::string type(DType t) {
+    if (cl_) {  // OpenCL's vectors (2, 3, 4, 8, 16 lanes); bool vectors are bytes, as in memory
+      std::string s = cl_scalar_type(is_bool(t) && t.count > 1 ? Scalar::kUint8 : t.scalar);
+      return t.count == 1 ? s : s + std::to_string(t.count);
+    }
     return t.count == 1 ? scalar_ctype(t.scalar) : vtype(t.scalar, t.count);
   }
+  // Lane `i` of vector text `v`.
+  std::string lane(const std::string& v, int i) const {
+    if (!cl_) return v + "[" + std::to_string(i) + "]";
+    return v + ".s" + "0123456789abcdef"[i];
+  }
+  // Half and bfloat16 values computed in float and rounded after each op: bfloat16 in clang's
+  // C, both in OpenCL C.
+  bool emulated(DType t) const { return is_bf16(t) || (cl_ && is_half(t)); }
+  // The call rounding float `x` to `t` (an emulated type), marking the helper it needs.
+  std::string round_call(DType t, const std::string& x, bool from_double = false);
+  std::string cl_access_load(const UOp* index, DType t);
+  std::string cl_store(const UOp* index, DType t, const std::string& v);
+  std::string cl_bitcast(DType in, DType out, const std::string& a);
   std::string vtype(Scalar s, int n, bool unaligned = false);
   std::string literal(DType t, double v, int64_t i);
   std::string literal(const UOp* c);
@@ -215,7 +264,8 @@ class Writer {
   std::set<std::string> typedef_names_;
   std::set<std::string> loop_names_;
   std::vector<std::string> typedefs_;
-  bool need_bf16_ = false;
+  const bool cl_;
+  std::set<std::string> helpers_;  // helper functions the body calls (kHelpers)
   std::string body_;
   int depth_ = 1;
 };
@@ -233,7 +283,8 @@ std::string Writer::vtype(Scalar s, int n, bool unaligned) {
 }
 
 std::string Writer::literal(DType t, double v, int64_t i) {
-  std::string s = dtypes::is_float(t) ? float_literal(t.scalar, v) : int_literal(t.scalar, i);
+  std::string s =
+      dtypes::is_float(t) ? float_literal(t.scalar, v, cl_) : int_literal(t.scalar, i, cl_);
   return t.count == 1 ? s : std::string("(").append(type(t)).append(")(").append(s).append(")");
 }
 
@@ -254,7 +305,7 @@ void Writer::analyze() {
     bool loop = u->op() == Op::RANGE || u->op() == Op::ENDRANGE;
     loops_upto[i] = (i ? loops_upto[i - 1] : 0) + loop;
     if (u->op() == Op::ACC_STORE) acc_stores[u->src(0).get()].push_back(static_cast<int>(i));
-    int repeats = lanewise(u) ? u->dtype().count : u->op() == Op::MAX ? 2 : 1;
+    int repeats = lanewise(u, cl_) ? u->dtype().count : u->op() == Op::MAX ? 2 : 1;
     for (const UOpPtr& s : u->src()) users[s.get()].push_back({u, repeats});
   }
   std::unordered_map<const UOp*, std::vector<int>> emitted;  // where a value's text appears
@@ -284,6 +335,23 @@ void Writer::analyze() {
       inline_[u] = single && same_loop && keeps_range(u);
     }
   }
+  // A value nested deeper than kMaxNesting gets a variable: compilers bound the parentheses of
+  // one expression (OpenCL C compilers at clang's default of 256; a level adds up to three).
+  // Giving a value a variable moves its text to its own position, which the checks above
+  // allow too (same loop, no accumulator store in between).
+  constexpr int kMaxNesting = 64;
+  std::unordered_map<const UOp*, int> depth;
+  for (const UOpPtr& p : uops) {
+    const UOp* u = p.get();
+    int d = 0;
+    for (const UOpPtr& s : u->src())
+      if (inline_[s.get()]) d = std::max(d, depth[s.get()]);
+    depth[u] = d + 1;
+    if (inline_[u] && u->op() != Op::INDEX && depth[u] > kMaxNesting) {
+      inline_[u] = false;
+      depth[u] = 0;
+    }
+  }
 }
 
 Expr Writer::operand(const UOp* u) {
@@ -305,13 +373,13 @@ Expr Writer::value(const UOp* u) {
     case Op::GEP: {
       const UOp* v = u->src(0).get();
       if (v->dtype().count == 1) return operand(v);
-      return {wrap(operand(v)) + "[" + std::to_string(u->arg_as<int64_t>()) + "]"};
+      return {lane(wrap(operand(v)), static_cast<int>(u->arg_as<int64_t>()))};
     }
     case Op::VECTORIZE: {
-      std::string s = "(" + type(u->dtype()) + "){";
+      std::string s = "(" + type(u->dtype()) + (cl_ ? ")(" : "){");
       for (size_t i = 0; i < u->src().size(); i++)
         s += (i ? ", " : "") + operand(u->src(i).get()).text;
-      return compound(s + "}");
+      return compound(s + (cl_ ? ")" : "}"));
     }
     default:
       CHECK(is_alu(u->op())) << "C renderer: unexpected " << op_name(u->op());
@@ -319,14 +387,42 @@ Expr Writer::value(const UOp* u) {
   }
 }
 
+std::string Writer::round_call(DType t, const std::string& x, bool from_double) {
+  std::string f = std::string(is_bf16(t) ? "to_bf16" : "to_half") + (from_double ? "_d" : "");
+  helpers_.insert(f);
+  return f + "(" + x + ")";
+}
+
 std::string Writer::cast(DType in, DType out, const std::string& a) {
+  if (cl_ && emulated(out)) {  // float registers: round once, from double where C would
+    if (cast_via_double(in, out)) return round_call(out, "(double)" + a, true);
+    return round_call(out, "(float)" + a);
+  }
   if (cast_via_double(in, out)) return "(" + type(out) + ")(double)" + a;
   std::string x = cast_via_float(in, out) ? "(float)" + a : a;
-  if (is_bf16(out)) {
-    need_bf16_ = true;
-    return "to_bf16(" + x + ")";
-  }
+  if (is_bf16(out)) return round_call(out, x);
   return "(" + type(out) + ")" + x;
+}
+
+// OpenCL C reinterprets with as_<type>(); half and bfloat16 (float registers) go through
+// their 16-bit patterns, bool through a byte.
+std::string Writer::cl_bitcast(DType in, DType out, const std::string& a) {
+  std::string bits = a;
+  if (is_bf16(in)) {
+    bits = "(ushort)(as_uint(" + a + ") >> 16)";
+  } else if (is_half(in)) {
+    helpers_.insert("half_bits");
+    bits = "half_bits(" + a + ")";
+  } else if (is_bool(in)) {
+    bits = "(uchar)" + a;
+  }
+  if (is_bf16(out)) return "as_float((uint)as_ushort(" + bits + ") << 16)";
+  if (is_half(out)) {
+    helpers_.insert("half_from_bits");
+    return "half_from_bits(as_ushort(" + bits + "))";
+  }
+  if (is_bool(out)) return "(bool)" + bits;
+  return "as_" + type(out) + "(" + bits + ")";
 }
 
 std::string Writer::scalar_alu(const UOp* u,
@@ -336,16 +432,16 @@ std::string Writer::scalar_alu(const UOp* u,
   Op op = u->op();
   const std::string& a = x[0];
   const std::string b = x.size() > 1 ? x[1] : "";
-  if (is_bf16(out) && op != Op::WHERE && op != Op::MAX && op != Op::CAST && op != Op::BITCAST) {
-    std::vector<std::string> f;  // compute in float32, then round once to bfloat16
-    for (const std::string& s : x) f.push_back("(float)" + s);
-    need_bf16_ = true;
-    return "to_bf16(" + scalar_alu(u, dtypes::kFloat32, dtypes::kFloat32, f) + ")";
+  if (emulated(out) && op != Op::WHERE && op != Op::MAX && op != Op::CAST && op != Op::BITCAST) {
+    std::vector<std::string> f;  // compute in float32, then round once to the 16-bit type
+    for (const std::string& s : x) f.push_back(cl_ ? s : "(float)" + s);
+    return round_call(out, scalar_alu(u, dtypes::kFloat32, dtypes::kFloat32, f));
   }
   if (const char* sym = infix(op)) return a + sym + b;
   if (const char* name = math_name(op)) {
-    return std::string("__builtin_") + name + (out.scalar == Scalar::kFloat64 ? "" : "f") + "(" +
-           a + (b.empty() ? "" : ", " + b) + ")";
+    std::string args = "(" + a + (b.empty() ? "" : ", " + b) + ")";
+    if (cl_) return name + args;  // OpenCL's overloaded builtins
+    return std::string("__builtin_") + name + (out.scalar == Scalar::kFloat64 ? "" : "f") + args;
   }
   switch (op) {
     case Op::NEG:
@@ -368,12 +464,17 @@ std::string Writer::scalar_alu(const UOp* u,
       const char* sym = op == Op::SHL ? " << " : " >> ";
       if (small && (op == Op::SHR || (dtypes::is_unsigned(out) && out.scalar_size() >= 4)))
         return a + sym + b;
-      const char* wide = op == Op::SHR && !dtypes::is_unsigned(out) ? "(int64_t)" : "(uint64_t)";
-      return "(" + type(out) + ")(" + wide + a + sym + "((uint64_t)" + b + " & 63))";
+      std::string wide = "(" +
+                         type(op == Op::SHR && !dtypes::is_unsigned(out) ? dtypes::kInt64
+                                                                         : DType{Scalar::kUint64}) +
+                         ")";
+      std::string u64 = "(" + type(DType{Scalar::kUint64}) + ")";
+      return "(" + type(out) + ")(" + wide + a + sym + "(" + u64 + b + " & 63))";
     }
     case Op::CAST:
       return cast(in, out, a);
     case Op::BITCAST:
+      if (cl_) return cl_bitcast(in, out, a);
       return "(union { " + type(in) + " from; " + type(out) + " to; }){.from = " + a + "}.to";
     default:
       UNREACHABLE() << "C renderer: " << op_name(op);
@@ -430,26 +531,26 @@ Expr Writer::alu(const UOp* u) {
   DType out = u->dtype(), in = u->src(u->op() == Op::WHERE ? 1 : 0)->dtype();
   bool all_const =
       std::all_of(u->src().begin(), u->src().end(), [](const UOpPtr& s) { return s->is_const(); });
-  if (!lanewise(u)) {
+  if (!lanewise(u, cl_)) {
     std::vector<std::string> x;
     for (const UOpPtr& s : u->src()) x.push_back(wrap(operand(s.get())));
     if (all_const && out.count == 1 && !is_half(in))  // keep C from computing in int
       x[0] = "(" + type(in) + ")" + x[0];
     return out.count > 1 ? vector_alu(u, x) : compound(scalar_alu(u, out, in, x));
   }
-  std::string s = "(" + type(out) + "){";
+  std::string s = "(" + type(out) + (cl_ ? ")(" : "){");
   auto lane_of = [&](const UOp* src, int lane) {
     if (src->is_const())
       return wrap({literal(src->dtype().base(), src->const_value(), src->const_int()), false});
     std::string v = wrap(operand(src));
-    return src->dtype().count == 1 ? v : v + "[" + std::to_string(lane) + "]";
+    return src->dtype().count == 1 ? v : this->lane(v, lane);
   };
   for (int lane = 0; lane < out.count; lane++) {
     std::vector<std::string> x;
     for (const UOpPtr& src : u->src()) x.push_back(lane_of(src.get(), lane));
     s += (lane ? ", " : "") + scalar_alu(u, out.base(), in.base(), x);
   }
-  return compound(s + "}");
+  return compound(s + (cl_ ? ")" : "}"));
 }
 
 std::string Writer::access(const UOp* index, DType t) {
@@ -463,9 +564,65 @@ std::string Writer::access(const UOp* index, DType t) {
   return "*(" + vt + "*)(" + buf + " + " + wrap(off) + ")";
 }
 
+// OpenCL C's element type in global memory: half through vload_half / vstore_half (core
+// without cl_khr_fp16), bfloat16 as its 16-bit pattern, bool as a byte.
+const char* cl_memory_type(Scalar s) {
+  if (s == Scalar::kFloat16) return "half";
+  if (s == Scalar::kBFloat16) return "ushort";
+  if (s == Scalar::kBool) return "uchar";
+  return cl_scalar_type(s);
+}
+
+// The buffer and element index of a memory op, for OpenCL C.
+std::pair<std::string, Expr> cl_place(const std::unordered_map<const UOp*, std::string>& names,
+                                      const UOp* index,
+                                      const std::function<Expr(const UOp*)>& operand) {
+  CHECK(index->op() == Op::INDEX && index->src(0)->op() == Op::DEFINE_GLOBAL)
+      << "OpenCL renderer: memory op on " << op_name(index->op());
+  CHECK(index->src(1)->dtype().count == 1) << "OpenCL renderer: vector INDEX (gather)";
+  return {names.at(index->src(0).get()), operand(index->src(1).get())};
+}
+
+std::string Writer::cl_access_load(const UOp* index, DType t) {
+  auto [buf, off] = cl_place(names_, index, [this](const UOp* x) { return operand(x); });
+  std::string n = std::to_string(t.count);
+  if (t.count == 1) {
+    if (is_bf16(t)) return "as_float((uint)" + buf + "[" + off.text + "] << 16)";
+    if (is_half(t)) return "vload_half(" + off.text + ", " + buf + ")";
+    return (is_bool(t) ? "(bool)" : "") + buf + "[" + off.text + "]";
+  }
+  std::string at = "0, " + buf + " + " + wrap(off);
+  if (is_bf16(t))
+    return "as_float" + n + "(convert_uint" + n + "(vload" + n + "(" + at + ")) << 16)";
+  if (is_half(t)) return "vload_half" + n + "(" + at + ")";
+  return "vload" + n + "(" + at + ")";
+}
+
+std::string Writer::cl_store(const UOp* index, DType t, const std::string& v) {
+  auto [buf, off] = cl_place(names_, index, [this](const UOp* x) { return operand(x); });
+  std::string n = std::to_string(t.count);
+  if (t.count == 1) {
+    if (is_half(t) && !is_bf16(t))
+      return "vstore_half_rte(" + v + ", " + off.text + ", " + buf + ");";
+    std::string x = is_bf16(t) ? "(ushort)(as_uint(" + v + ") >> 16)" : v;
+    return buf + "[" + off.text + "] = " + x + ";";
+  }
+  std::string at = ", 0, " + buf + " + " + wrap(off) + ");";
+  if (is_bf16(t))
+    return "vstore" + n + "(convert_ushort" + n + "(as_uint" + n + "(" + v + ") >> 16)" + at;
+  if (is_half(t)) return "vstore_half" + n + "_rte(" + v + at;
+  return "vstore" + n + "(" + v + at;
+}
+
 Expr Writer::load(const UOp* u) {
   const UOp* index = u->src(0).get();
   DType t = u->dtype();
+  if (cl_) {
+    std::string v = cl_access_load(index, t);
+    if (index->src().size() < 3) return compound(v);
+    std::string alt = u->src().size() > 1 ? wrap(operand(u->src(1).get())) : literal(t, 0, 0);
+    return compound(wrap(operand(index->src(2).get())) + " ? " + v + " : " + alt);
+  }
   std::string v = access(index, t);
   // Bool vectors live in memory as bytes; clang has no ?: on bool vectors, so a masked one
   // selects on the bytes and converts after.
@@ -494,8 +651,15 @@ void Writer::statement(const UOp* u) {
       bool written = std::any_of(spec_.uops.begin(), spec_.uops.end(), [u](const UOpPtr& s) {
         return s->op() == Op::STORE && s->src(0)->src(0).get() == u;
       });
-      std::string pt = std::string(written ? "" : "const ") + scalar_ctype(u->dtype().scalar) + "*";
       names_[u] = "data" + std::to_string(slot);
+      if (cl_) {
+        std::string pt = std::string(written ? "" : "const ") + "__global " +
+                         cl_memory_type(u->dtype().scalar) + "*";
+        std::string n = std::to_string(slot);
+        return line(pt + " restrict " + names_[u] + " = (" + pt + ")(buf" + n + " + off" + n +
+                    ");");
+      }
+      std::string pt = std::string(written ? "" : "const ") + scalar_ctype(u->dtype().scalar) + "*";
       return line(pt + " restrict " + names_[u] + " = (" + pt + ")bufs[" + std::to_string(slot) +
                   "];");
     }
@@ -503,11 +667,23 @@ void Writer::statement(const UOp* u) {
       auto it = std::find(spec_.vars.begin(), spec_.vars.end(), u->arg_as<VarArg>());
       CHECK(it != spec_.vars.end()) << "DEFINE_VAR " << u->arg_as<VarArg>().name << " not in vars";
       size_t i = it - spec_.vars.begin();
+      if (cl_) {  // every name prefixed: OpenCL C reserves many more words than C
+        names_[u] = is_identifier(it->name) ? "var_" + it->name : "var" + std::to_string(i);
+        return line("const long " + names_[u] + " = varg" + std::to_string(i) + ";");
+      }
       names_[u] = var_name(it->name, i);
       return line("const int64_t " + names_[u] + " = vars[" + std::to_string(i) + "];");
     }
     case Op::SPECIAL: {
       const std::string& n = u->arg_as<VarArg>().name;
+      if (cl_) {
+        bool group = n.size() == 5 && n.rfind("gidx", 0) == 0,
+             local = n.size() == 5 && n.rfind("lidx", 0) == 0;
+        CHECK((group || local) && n[4] >= '0' && n[4] <= '2') << "OpenCL renderer: SPECIAL " << n;
+        names_[u] = n;
+        return line("const long " + n + " = " + (group ? "get_group_id(" : "get_local_id(") + n[4] +
+                    ");");
+      }
       CHECK(n == "core_lo" || n == "core_hi") << "C renderer: SPECIAL " << n;
       names_[u] = n;
       return;
@@ -515,9 +691,17 @@ void Writer::statement(const UOp* u) {
     case Op::RANGE: {
       int64_t id =
           std::holds_alternative<int64_t>(u->arg()) ? u->arg_as<int64_t>() : counters_["ridx"];
+      std::string start = operand(u->src(0).get()).text, end = operand(u->src(1).get()).text;
+      if (id < 0) {  // a bounds check: at most one iteration (GPU threads past the end)
+        std::string name = fresh("tidx");
+        line("const " + type(u->dtype()) + " " + name + " = " + start + ";");
+        line("if (" + name + " < " + end + ") {");
+        names_[u] = name;
+        depth_++;
+        return;
+      }
       std::string name = "ridx" + std::to_string(id);
       if (!loop_names_.insert(name).second) name = fresh(name + "_");
-      std::string start = operand(u->src(0).get()).text, end = operand(u->src(1).get()).text;
       line("for (" + type(u->dtype()) + " " + name + " = " + start + "; " + name + " < " + end +
            "; " + name + "++) {");
       names_[u] = name;
@@ -537,11 +721,12 @@ void Writer::statement(const UOp* u) {
       const UOp* index = u->src(0).get();
       DType t = u->src(1)->dtype();
       std::string v = operand(u->src(1).get()).text;
+      std::string guard =
+          index->src().size() > 2 ? "if (" + operand(index->src(2).get()).text + ") " : "";
+      if (cl_) return line(guard + cl_store(index, t, v));
       if (t.count > 1 && is_bool(t))
         v = "__builtin_convertvector(" + v + ", " + vtype(Scalar::kUint8, t.count) + ")";
-      std::string s = access(index, t) + " = " + v + ";";
-      if (index->src().size() > 2) s = "if (" + operand(index->src(2).get()).text + ") " + s;
-      return line(s);
+      return line(guard + access(index, t) + " = " + v + ";");
     }
     default: {
       if (inline_[u]) return;
@@ -558,24 +743,93 @@ void Writer::statement(const UOp* u) {
   }
 }
 
-constexpr const char* kBf16Helper =
-    "static inline __bf16 to_bf16(float x) {\n"
-    "  uint32_t u;\n"
-    "  __builtin_memcpy(&u, &x, 4);\n"
-    "  u = x != x ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);\n"
-    "  uint16_t h = (uint16_t)(u >> 16);\n"
-    "  __bf16 r;\n"
-    "  __builtin_memcpy(&r, &h, 2);\n"
-    "  return r;\n"
-    "}\n";
+// The helper functions a body may call (Writer::helpers_), in dependency order: the C dialect
+// uses to_bf16 only.
+struct Helper {
+  const char* name;
+  const char* c;   // clang's C
+  const char* cl;  // OpenCL C
+};
+constexpr Helper kHelpers[] = {
+    {"to_bf16",
+     "static inline __bf16 to_bf16(float x) {\n"
+     "  uint32_t u;\n"
+     "  __builtin_memcpy(&u, &x, 4);\n"
+     "  u = x != x ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);\n"
+     "  uint16_t h = (uint16_t)(u >> 16);\n"
+     "  __bf16 r;\n"
+     "  __builtin_memcpy(&r, &h, 2);\n"
+     "  return r;\n"
+     "}\n",
+     "static float to_bf16(float x) {  // rounds to nearest even, keeps NaNs quiet\n"
+     "  uint u = as_uint(x);\n"
+     "  u = x != x ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);\n"
+     "  return as_float(u & 0xffff0000u);\n"
+     "}\n"},
+    {"to_bf16_d", nullptr,
+     "static float to_bf16_d(double x) {  // round to odd in float, then once to bfloat16\n"
+     "  float f = convert_float_rtz(x);\n"
+     "  return to_bf16(as_float(as_uint(f) | ((double)f != x && x == x ? 1u : 0u)));\n"
+     "}\n"},
+    {"to_half", nullptr,
+     "static float to_half(float x) {\n"
+     "  ushort h;\n"
+     "  vstore_half_rte(x, 0, (half*)&h);\n"
+     "  return vload_half(0, (half*)&h);\n"
+     "}\n"},
+    {"to_half_d", nullptr,
+     "static float to_half_d(double x) {\n"
+     "  ushort h;\n"
+     "  vstore_half_rte(x, 0, (half*)&h);\n"
+     "  return vload_half(0, (half*)&h);\n"
+     "}\n"},
+    {"half_bits", nullptr,
+     "static ushort half_bits(float x) {\n"
+     "  ushort h;\n"
+     "  vstore_half_rte(x, 0, (half*)&h);\n"
+     "  return h;\n"
+     "}\n"},
+    {"half_from_bits", nullptr,
+     "static float half_from_bits(ushort h) { return vload_half(0, (half*)&h); }\n"},
+};
+
+// Whether the program computes in or converts through double (OpenCL's cl_khr_fp64).
+bool uses_double(const ProgramSpec& spec, const std::set<std::string>& helpers) {
+  if (helpers.count("to_half_d") || helpers.count("to_bf16_d")) return true;
+  return std::any_of(spec.uops.begin(), spec.uops.end(), [](const UOpPtr& u) {
+    return u->dtype().scalar == Scalar::kFloat64 ||
+           std::any_of(u->src().begin(), u->src().end(),
+                       [](const UOpPtr& x) { return x->dtype().scalar == Scalar::kFloat64; });
+  });
+}
 
 std::string Writer::run() {
   CHECK(is_identifier(spec_.name)) << "kernel name '" << spec_.name << "' is not a C identifier";
   analyze();
   for (const UOpPtr& u : spec_.uops) statement(u.get());
+  if (helpers_.count("to_bf16_d")) helpers_.insert("to_bf16");
+  std::string helpers;
+  for (const Helper& h : kHelpers)
+    if (helpers_.count(h.name)) {
+      CHECK(cl_ ? h.cl : h.c) << "C renderer: no " << h.name << " helper in this dialect";
+      helpers += cl_ ? h.cl : h.c;
+    }
+  if (cl_) {
+    std::string out;
+    if (uses_double(spec_, helpers_)) out += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    out += helpers + "\n__kernel void " + spec_.name + "(";
+    int nbufs = gpu_buffer_slots(spec_);
+    std::string params;
+    for (int b = 0; b < nbufs; b++)
+      params +=
+          "__global uchar* buf" + std::to_string(b) + ", ulong off" + std::to_string(b) + ", ";
+    for (size_t i = 0; i < spec_.vars.size(); i++) params += "long varg" + std::to_string(i) + ", ";
+    if (!params.empty()) params.resize(params.size() - 2);
+    return out + params + ") {\n" + body_ + "}\n";
+  }
   std::string out = "#include <stdint.h>\n";
   for (const std::string& t : typedefs_) out += t + "\n";
-  if (need_bf16_) out += kBf16Helper;
+  out += helpers;
   out += "\nvoid " + spec_.name +
          "(void* const* bufs, const int64_t* vars, int64_t core_lo, int64_t core_hi) {\n";
   return out + body_ + "}\n";
@@ -583,6 +837,12 @@ std::string Writer::run() {
 
 }  // namespace
 
-std::string CRenderer::render(const ProgramSpec& spec) const { return Writer(spec).run(); }
+std::string CRenderer::render(const ProgramSpec& spec) const {
+  return Writer(spec, Dialect::kClang).run();
+}
+
+std::string ClRenderer::render(const ProgramSpec& spec) const {
+  return Writer(spec, Dialect::kOpenCl).run();
+}
 
 }  // namespace baregrad::compiler

@@ -1,0 +1,144 @@
+// The OpenCL C dialect of the C renderer (compiler/render/cl_source.h) through ClTarget: the
+// kernel ABI of cl_target.h, the float registers and memory forms of half and bfloat16, names
+// OpenCL reserves, and the limits OpenCL C compilers have. What the text computes is checked by
+// running it: the kernel, tensor and Python suites on DEV=CL.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "compiler/ast.h"
+#include "compiler/codegen/pipeline.h"
+#include "compiler/target/cl_target.h"
+#include "tests/kernels/test_asts.h"
+
+namespace baregrad::compiler {
+namespace {
+
+std::string render(const UOpPtr& ast) {
+  ClTarget target(cl_target_info(256), "test");
+  return target.render(lower_kernel(ast, target.info()));
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// o = cast(a, to) over n elements of `from`.
+UOpPtr cast_ast(DType from, DType to, int64_t n = 64) {
+  auto o = global(0, to), a = global(1, from);
+  auto st = ShapeTracker::contiguous({n});
+  return sink({store(o, st, cast(load(a, st), to))});
+}
+
+TEST(ClRender, KernelTakesEveryBufferWithItsByteOffset) {
+  std::string s = render(testing::add_ast(1000));
+  EXPECT_TRUE(has(s,
+                  "__kernel void E_1000(__global uchar* buf0, ulong off0, __global uchar* buf1, "
+                  "ulong off1, __global uchar* buf2, ulong off2) {"))
+      << s;
+  EXPECT_TRUE(has(s, "__global float* restrict data0 = (__global float*)(buf0 + off0);")) << s;
+  EXPECT_TRUE(has(s, "const __global float* restrict data1")) << s;
+  EXPECT_TRUE(has(s, "get_group_id(0)")) << s;
+  EXPECT_TRUE(has(s, "get_local_id(0)")) << s;
+  EXPECT_FALSE(has(s, "int64_t")) << s;
+  EXPECT_FALSE(has(s, "#pragma OPENCL EXTENSION cl_khr_fp64")) << s;  // no double here
+}
+
+TEST(ClRender, ThreadsPastTheEndAreGuardedByAnIf) {
+  std::string s = render(testing::add_ast(1000));  // 8 work-groups of 128: 24 idle
+  EXPECT_TRUE(has(s, "const long tidx0 = ")) << s;
+  EXPECT_TRUE(has(s, "if (tidx0 < ")) << s;
+  EXPECT_FALSE(has(s, "ridx-")) << s;
+}
+
+TEST(ClRender, HalfLivesInFloatRegistersAndMovesThroughVloadHalf) {
+  std::string s = render(cast_ast(dtypes::kFloat32, dtypes::kFloat16));
+  EXPECT_TRUE(has(s, "__global half* restrict data0")) << s;
+  EXPECT_TRUE(has(s, "to_half((float)")) << s;
+  EXPECT_TRUE(has(s, "vstore_half_rte(")) << s;
+  EXPECT_TRUE(has(s, "static float to_half(float x)")) << s;
+  s = render(cast_ast(dtypes::kFloat16, dtypes::kFloat32));
+  EXPECT_TRUE(has(s, "vload_half(")) << s;
+  EXPECT_FALSE(has(s, "_Float16")) << s;
+}
+
+TEST(ClRender, Bfloat16IsItsUpperHalfOfAFloat) {
+  std::string s = render(cast_ast(dtypes::kFloat32, dtypes::kBFloat16));
+  EXPECT_TRUE(has(s, "__global ushort* restrict data0")) << s;
+  EXPECT_TRUE(has(s, "(ushort)(as_uint(")) << s;
+  EXPECT_TRUE(has(s, "static float to_bf16(float x)")) << s;
+  s = render(cast_ast(dtypes::kBFloat16, dtypes::kFloat32));
+  EXPECT_TRUE(has(s, "as_float((uint)data1[")) << s;
+}
+
+TEST(ClRender, WideIntegersRoundToHalfOnceThroughDouble) {
+  std::string s = render(cast_ast(dtypes::kInt64, dtypes::kFloat16));
+  EXPECT_TRUE(has(s, "to_half_d((double)")) << s;
+  EXPECT_TRUE(has(s, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable")) << s;
+  s = render(cast_ast(dtypes::kFloat64, dtypes::kBFloat16));
+  EXPECT_TRUE(has(s, "to_bf16_d(")) << s;
+  EXPECT_TRUE(has(s, "static float to_bf16(float x)")) << s;  // to_bf16_d calls it
+}
+
+TEST(ClRender, BoolBuffersAreBytes) {
+  std::string s = render(cast_ast(dtypes::kFloat32, dtypes::kBool));
+  EXPECT_TRUE(has(s, "__global uchar* restrict data0")) << s;
+  EXPECT_FALSE(has(s, "_Bool")) << s;
+}
+
+TEST(ClRender, VarsAreParametersWithNamesOpenClDoesNotReserve) {
+  auto o = global(0, dtypes::kFloat32), a = global(1, dtypes::kFloat32);
+  auto st = ShapeTracker::contiguous({16});
+  UOpPtr v = UOp::var("kernel", 0, 100);
+  UOpPtr ast = sink({store(o, st, load(a, st) + cast(v, dtypes::kFloat32))});
+  ClTarget target(cl_target_info(256), "test");
+  ProgramSpec spec = lower_kernel(ast, target.info());
+  ASSERT_EQ(spec.vars.size(), 1u);
+  std::string s = target.render(spec);
+  EXPECT_TRUE(has(s, "ulong off1, long varg0) {")) << s;
+  EXPECT_TRUE(has(s, "const long var_kernel = varg0;")) << s;
+}
+
+// The deepest nesting of parentheses in `s`.
+int paren_depth(const std::string& s) {
+  int d = 0, most = 0;
+  for (char c : s) {
+    d += c == '(' ? 1 : c == ')' ? -1 : 0;
+    most = std::max(most, d);
+  }
+  return most;
+}
+
+TEST(ClRender, DeepChainsStayUnderTheCompilersBracketLimit) {
+  auto o = global(0, dtypes::kFloat32), a = global(1, dtypes::kFloat32);
+  auto st = ShapeTracker::contiguous({16});
+  UOpPtr x = load(a, st);
+  for (int i = 0; i < 400; i++) x = x * const_like(x, 1.001) + const_like(x, 0.5);
+  std::string s = render(sink({store(o, st, x)}));
+  EXPECT_LT(paren_depth(s), 256) << "clang's OpenCL default -fbracket-depth";
+}
+
+TEST(ClRender, VectorsOpenClLacksAreRefusedByName) {
+  ClTarget target(cl_target_info(256), "test");
+  ProgramSpec spec;
+  spec.name = "five";
+  UOpPtr b = UOp::make(Op::DEFINE_GLOBAL, dtypes::kFloat32.as_ptr(), {}, int64_t{0});
+  UOpPtr idx = UOp::make(Op::INDEX, dtypes::kFloat32.as_ptr(), {b, UOp::index_const(0)});
+  UOpPtr v = UOp::make(Op::LOAD, dtypes::kFloat32.vec(5), {idx});
+  spec.uops = {b, UOp::index_const(0), idx, v};
+  spec.bufs = {{0, dtypes::kFloat32, 5, false}};
+  Result<CompiledKernel> k = target.compile(spec);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(has(k.status().message(), "vectors of 5 lanes")) << k.status().to_string();
+}
+
+TEST(ClRender, WorkGroupsFollowTheDevicesLimit) {
+  EXPECT_EQ(cl_target_info(4096).max_block, 128);
+  EXPECT_EQ(cl_target_info(96).max_block, 64);  // a power of two at most the limit
+  EXPECT_EQ(cl_target_info(1).max_block, 1);
+  EXPECT_TRUE(cl_target_info(256).gpu);
+}
+
+}  // namespace
+}  // namespace baregrad::compiler
