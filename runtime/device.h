@@ -2,7 +2,8 @@
 
 // The Device interface the tensor layer programs against: memory, kernels, launches. Every
 // HCQ backend is one HcqDevice (hcq_device.h: a compiler::Target composed with an
-// hcq::Device); DEV=CUDA (cuda/cuda_device.h) is the one adapter over a vendor runtime.
+// hcq::Device); DEV=CUDA (cuda/cuda_device.h) and DEV=CL (cl/cl_device.h) are adapters over
+// vendor runtimes.
 
 #include <cstddef>
 #include <cstdint>
@@ -139,8 +140,9 @@ Status check_launch(const Device& dev,
                     std::span<const Buffer> bufs,
                     std::span<const int64_t> vars);
 
-// Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV", "CUDA"); an empty
-// name means options().dev, then the CPU. NotFound lists the names this build knows.
+// Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV", "CUDA", "CL",
+// "CL:1"); an empty name means options().dev, then the CPU. NotFound lists the names this build
+// knows.
 Result<std::shared_ptr<Device>> open_device(std::string_view name = {});
 // The shared device of that name, opened on first use (the one registry of open devices).
 Result<std::shared_ptr<Device>> get_device(std::string_view name = {});

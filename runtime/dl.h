@@ -22,10 +22,10 @@ Result<void*> dl_symbol(void* lib,
 
 // For an X-macro list of symbols: resolves `sym` into api->sym, or closes `lib` and returns
 // the error. Expects `api`, `lib`, `path` and `what` in scope.
-#define BG_DL_RESOLVE(sym)                                                                      \
+#define BG_DL_RESOLVE(sym)                                                                \
   if (Result<void*> p = ::baregrad::runtime::dl_symbol(lib, path, #sym, what); !p.ok()) { \
-    dlclose(lib);                                                                               \
-    return p.status();                                                                          \
-  } else {                                                                                      \
-    api->sym = reinterpret_cast<decltype(api->sym)>(*p);                                        \
+    dlclose(lib);                                                                         \
+    return p.status();                                                                    \
+  } else {                                                                                \
+    api->sym = reinterpret_cast<decltype(api->sym)>(*p);                                  \
   }

@@ -12,6 +12,7 @@
 #include "drivers/null/device.h"
 #include "drivers/nv/device.h"
 #include "hcq/os.h"
+#include "runtime/cl/cl_device.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
 #include "runtime/hcq_device.h"
@@ -86,6 +87,12 @@ const std::vector<DeviceLine>& device_table() {
       {"CUDA", true,
        [](auto&, int i) -> Opened {
          ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::create(i));
+         return std::shared_ptr<Device>(std::move(d));
+       }},
+      // Any OpenCL platform; CL:<n> counts the devices of every platform in order.
+      {"CL", true,
+       [](auto&, int i) -> Opened {
+         ASSIGN_OR_RETURN(std::unique_ptr<ClDevice> d, ClDevice::create(i));
          return std::shared_ptr<Device>(std::move(d));
        }},
   };

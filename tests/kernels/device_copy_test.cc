@@ -28,8 +28,9 @@ class DeviceCopyTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto dev = runtime::open_device(GetParam());
-    if (!dev.ok() && tests::missing_tool(dev.status()))
-      GTEST_SKIP() << GetParam() << " needs ptxas: " << dev.status().message();
+    if (!dev.ok() && !tests::missing_tool(dev.status()).empty())
+      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(dev.status()) << ": "
+                   << dev.status().message();
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
   }

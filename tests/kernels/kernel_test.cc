@@ -1,5 +1,6 @@
 // Kernel ASTs built with the builder, compiled by each CPU backend (LLVM and C) and run on all
-// cores, and compiled for the GPU and run on MOCK+NV, checked against the float64 reference.
+// cores, and compiled for the GPU and run on MOCK+NV and as OpenCL C on DEV=CL, checked against
+// the float64 reference.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -102,8 +103,9 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     set_option_for_test("SPEC", "1");  // verify the IR between every pass
     auto dev = runtime::open_device(GetParam());
-    if (!dev.ok() && tests::missing_tool(dev.status()))
-      GTEST_SKIP() << GetParam() << " needs ptxas: " << dev.status().message();
+    if (!dev.ok() && !tests::missing_tool(dev.status()).empty())
+      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(dev.status()) << ": "
+                   << dev.status().message();
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
   }
@@ -456,6 +458,11 @@ INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"), [](
 // fake GPU runs each kernel's host twin with the grid, block and constant bank of its QMD.
 INSTANTIATE_TEST_SUITE_P(Nv, KernelTest, ::testing::Values("MOCK+NV"), [](const auto&) {
   return std::string("mock_nv");
+});
+// The GPU lowering as OpenCL C, built and run by the system's OpenCL platform (PoCL in CI):
+// work-groups executed for real.
+INSTANTIATE_TEST_SUITE_P(Cl, KernelTest, ::testing::Values("CL"), [](const auto&) {
+  return std::string("cl");
 });
 // DEV=NV, NV:<n>, CUDA or CUDA:<n> adds that GPU (on a machine that has one; none otherwise).
 std::vector<std::string> gpu_from_env() {

@@ -27,8 +27,9 @@ class SymbolicKernelTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     set_option_for_test("SPEC", "1");
     auto dev = runtime::open_device(GetParam());
-    if (!dev.ok() && tests::missing_tool(dev.status()))
-      GTEST_SKIP() << GetParam() << " needs ptxas: " << dev.status().message();
+    if (!dev.ok() && !tests::missing_tool(dev.status()).empty())
+      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(dev.status()) << ": "
+                   << dev.status().message();
     ASSERT_TRUE(dev.ok()) << dev.status().to_string();
     dev_ = *dev;
   }
@@ -179,11 +180,12 @@ TEST(SymbolicKernel, OptsLeaveSymbolicAxesWhole) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu,
                          SymbolicKernelTest,
-                         ::testing::Values("CPU", "CPU:C", "MOCK+NV"),
+                         ::testing::Values("CPU", "CPU:C", "MOCK+NV", "CL"),
                          [](const auto& info) {
-                           return info.param == "CPU"     ? std::string("llvm")
-                                  : info.param == "CPU:C" ? std::string("clang")
-                                                          : std::string("mock_nv");
+                           return info.param == "CPU"       ? std::string("llvm")
+                                  : info.param == "CPU:C"   ? std::string("clang")
+                                  : info.param == "MOCK+NV" ? std::string("mock_nv")
+                                                            : std::string("cl");
                          });
 
 }  // namespace

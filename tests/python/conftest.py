@@ -14,16 +14,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_collection_modifyitems(config, items):
-  """On a DEV that cannot open for want of ptxas (MOCK+NV without the CUDA toolkit), every test
-  skips, naming the reason, instead of failing."""
+  """On a DEV that cannot open for want of ptxas (MOCK+NV without the CUDA toolkit) or of an
+  OpenCL platform (CL), every test skips, naming the reason, instead of failing."""
   dev = os.environ.get("DEV", "")
   if not dev: return
   import _baregrad
   try:
     _baregrad.device_name(dev)
   except RuntimeError as e:
-    if "ptxas not found" not in str(e): return
-    skip = pytest.mark.skip(reason=f"DEV={dev} needs ptxas: {e}")
+    if "ptxas not found" in str(e): need = "ptxas"
+    elif "cannot load the OpenCL ICD loader" in str(e) or "(this machine has 0" in str(e):
+      need = "an OpenCL platform (Debian: pocl-opencl-icd)"
+    else: return
+    skip = pytest.mark.skip(reason=f"DEV={dev} needs {need}: {e}")
     for item in items: item.add_marker(skip)
 
 
