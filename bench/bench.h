@@ -76,6 +76,8 @@ void register_llm_benches();
 void register_hcq_benches();
 // Defined in bench/bench_gpu.cc (with the kernel benches).
 void register_gpu_benches();
+// DEV=CL beside the CPU device (bench_cl.cc).
+void register_cl_benches();
 
 // Runs fn once as warm-up, then repeatedly until it ran at least min_reps times and for at least
 // min_total_ms in total; returns the median of the timed runs in milliseconds.

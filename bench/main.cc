@@ -196,6 +196,7 @@ int bench_main(int argc, char** argv) {
   register_llm_benches();
   register_hcq_benches();
   register_gpu_benches();
+  register_cl_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);
