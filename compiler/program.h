@@ -15,10 +15,14 @@
 //   ACC_LOAD       src: acc, ...; the register's current value (extra sources only order it).
 //   ACC_STORE      src: acc, value; assigns the register.
 //   INDEX          src: buffer, index (int64)[, valid (bool)]; address of element `index`.
-//   LOAD           src: INDEX. Loads dtype (a vector dtype loads that many consecutive
-//                  elements). When the INDEX has `valid` and it is false, yields 0 and must not
-//                  touch memory.
+//   LOAD           src: INDEX[, BARRIER]. Loads dtype (a vector dtype loads that many
+//                  consecutive elements). When the INDEX has `valid` and it is false, yields 0
+//                  and must not touch memory. A load of shared memory follows its BARRIER.
 //   STORE          src: INDEX (no valid), value; a vector value stores consecutive elements.
+//   DEFINE_LOCAL   arg: elements. Shared memory of one work-group (TargetInfo::has_local
+//                  targets only), indexed like a buffer; dtype: pointer to the element type.
+//   BARRIER        src: shared-memory STOREs. Every thread of the work-group reaches it before
+//                  any goes on; the stores before it are visible to the loads after it.
 //   VECTORIZE      src: one scalar per lane. GEP: arg lane, extracts a scalar.
 //   ALU ops        elementwise on scalars or vectors of equal lane count; CMP* give bool;
 //                  WHERE(cond, a, b); MULACC(a, b, c) = a * b + c, may fuse.

@@ -118,6 +118,16 @@ Status verify_other(const UOp* n) {
       if (!std::holds_alternative<int64_t>(n->arg()) || n->arg_as<int64_t>() < 0)
         return bad(n, "has an arg that is not an int64 slot");
       return {};
+    case Op::DEFINE_LOCAL:
+      if (!n->dtype().ptr) return bad(n, "has a dtype that is not a pointer");
+      if (!std::holds_alternative<int64_t>(n->arg()) || n->arg_as<int64_t>() < 1)
+        return bad(n, "has an arg that is not a positive element count");
+      return {};
+    case Op::BARRIER:
+      for (auto& s : n->src())
+        if (s->op() != Op::STORE || s->src(0)->src(0)->op() != Op::DEFINE_LOCAL)
+          return bad(n, "waits for something other than a shared-memory STORE");
+      return {};
     case Op::IOTA:
       if (!n->dtype().ptr || !dtypes::is_int(n->dtype().base()))
         return bad(n, "has a dtype that is not a pointer to an int type");

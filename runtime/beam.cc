@@ -111,7 +111,8 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view text) {
                                                        {"UNROLL", OptOp::kUnroll},
                                                        {"LOCAL", OptOp::kLocal},
                                                        {"SWAP", OptOp::kSwap},
-                                                       {"SPLIT_REDUCE", OptOp::kSplitReduce}};
+                                                       {"SPLIT_REDUCE", OptOp::kSplitReduce},
+                                                       {"GROUP", OptOp::kGroup}};
   std::vector<Opt> out;
   std::string s(text);
   size_t pos = 0;
@@ -152,6 +153,8 @@ std::vector<Opt> beam_actions(const Kernel& k, const compiler::TargetInfo& targe
       for (int amt : {2, 3, 4, 8, 16})
         if (lanes * amt <= kMaxExpanded) add({OptOp::kUnroll, a, amt});
       for (int amt : {2, 4, 8, 16, 32, 64}) add({OptOp::kSplitReduce, a, amt});
+      if (target.has_local)
+        for (int amt : {16, 32, 64, 128}) add({OptOp::kGroup, a, amt});
     }
     for (int b = a + 1; b < k.ndim(); b++)
       if (k.shape()[a] != k.shape()[b] || k.kinds()[a] != k.kinds()[b]) add({OptOp::kSwap, a, b});

@@ -56,7 +56,7 @@ void estimate(const Kernel& k, Lowered* out) {
   for (int a = 0; a < k.ndim(); a++) {
     if (!hot[a]) all *= k.shape()[a];
     if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll &&
-        k.kinds()[a] != AxisKind::kOuterReduce)
+        k.kinds()[a] != AxisKind::kOuterReduce && k.kinds()[a] != AxisKind::kGroupReduce)
       outer *= k.shape()[a];
   }
   std::vector<const UOp*> topo = k.ast()->toposort();
@@ -99,6 +99,8 @@ class Lowerer {
     return t_.gpu && (kind(axis) == AxisKind::kGlobal || kind(axis) == AxisKind::kLocal);
   }
   UOpPtr gpu_threads(Ctx& top);
+  // GROUP_REDUCE: each thread's `partial` through shared memory, combined with `op`.
+  UOpPtr group_combine(Op op, const UOpPtr& partial);
   int pick_vector_axis() const;
   UOpPtr make_range(int axis, const UOpPtr& parent, int64_t id);
   UOpPtr coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const;
@@ -137,7 +139,8 @@ class Lowerer {
   int width_ = 1;
   int next_ctx_ = 1;
   int64_t next_loop_id_ = 0;
-  UOpPtr guard_;  // GPU targets: the bounds-check RANGE enclosing every loop, or null
+  UOpPtr guard_;         // GPU targets: the bounds-check RANGE enclosing every loop, or null
+  UOpPtr group_thread_;  // a GROUP_REDUCE kernel: the thread's index in its work-group
   std::array<int64_t, 3> grid_{1, 1, 1}, block_{1, 1, 1};
   std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
   std::map<std::pair<const UOp*, int>, Ctx> reduce_ctx_;
@@ -376,11 +379,35 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
     src.insert(src.end(), ranges.begin(), ranges.end());
     acc = UOp::make(Op::REDUCE, acc->dtype(), std::move(src), static_cast<int64_t>(op));
   }
-  if (!vec_reduced) return {acc, vec};
-  std::vector<UOpPtr> lanes;
-  for (int l = 0; l < width_; l++)
-    lanes.push_back(UOp::make(Op::GEP, acc->dtype().base(), {acc}, int64_t{l}));
-  return {combine(op, std::move(lanes)), false};
+  if (vec_reduced) {
+    std::vector<UOpPtr> lanes;
+    for (int l = 0; l < width_; l++)
+      lanes.push_back(UOp::make(Op::GEP, acc->dtype().base(), {acc}, int64_t{l}));
+    acc = combine(op, std::move(lanes));
+    vec = false;
+  }
+  if (group_thread_) {
+    CHECK(!vec) << "lower: a GROUP reduction with vector accumulators";
+    acc = group_combine(op, acc);
+  }
+  return {acc, vec};
+}
+
+// Every thread stores its partial result at its index in a shared array; after a barrier, each
+// thread reduces the whole array (so every thread holds the total and the store after it
+// writes the same value from each: no thread has to be singled out).
+UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
+  int64_t n = k_.shape()[k_.first(AxisKind::kGroupReduce)];
+  DType t = partial->dtype();
+  UOpPtr local = UOp::make(Op::DEFINE_LOCAL, t.as_ptr(), {}, n);
+  UOpPtr put = UOp::make(Op::STORE, dtypes::kVoid,
+                         {UOp::make(Op::INDEX, t.as_ptr(), {local, group_thread_}), partial});
+  UOpPtr barrier = UOp::make(Op::BARRIER, dtypes::kVoid, {put});
+  std::vector<UOpPtr> range_src{UOp::index_const(0), UOp::index_const(n)};
+  if (guard_) range_src.push_back(guard_);
+  UOpPtr r = UOp::make(Op::RANGE, dtypes::kIndex, std::move(range_src), next_loop_id_++);
+  UOpPtr get = UOp::make(Op::LOAD, t, {UOp::make(Op::INDEX, t.as_ptr(), {local, r}), barrier});
+  return UOp::make(Op::REDUCE, t, {get, r}, static_cast<int64_t>(op));
 }
 
 Val Lowerer::lower_one_hot(const UOpPtr& n,
@@ -481,6 +508,9 @@ std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n,
 }
 
 Lowered Lowerer::run() {
+  if (k_.count(AxisKind::kGroupReduce) && (!t_.gpu || !t_.has_local))
+    fail("lower",
+         k_.str() + ": GROUP needs shared memory, which target " + t_.name + " does not have");
   vaxis_ = pick_vector_axis();
   width_ = vaxis_ >= 0 ? static_cast<int>(k_.shape()[vaxis_]) : 1;
   Ctx top;
@@ -541,21 +571,36 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
   int64_t block = std::min<int64_t>(t_.max_block,
                                     static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(n))));
   int64_t grid = std::max<int64_t>(1, (n + block - 1) / block);  // no elements: one idle thread
+  // GROUP_REDUCE: one work-group per output element, its threads along the group axis.
+  int group = k_.first(AxisKind::kGroupReduce);
+  if (group < k_.ndim()) {
+    if (k_.symbolic()) fail("lower", k_.str() + ": GROUP with symbolic sizes is not supported");
+    block = k_.shape()[group];
+    if (block > t_.max_block)
+      fail("lower", k_.str() + ": GROUP of " + std::to_string(block) +
+                        " threads exceeds the work-group limit " + std::to_string(t_.max_block) +
+                        " of target " + t_.name);
+    grid = std::max<int64_t>(1, n);
+    group_thread_ = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
+    top.loops[group] = group_thread_;
+  }
   if (grid > kMaxGridX)
     fail("lower", k_.str() + ": " + std::to_string(n) + " threads need " + std::to_string(grid) +
                       " blocks of " + std::to_string(block) + ", more than the grid limit " +
                       std::to_string(kMaxGridX));
   grid_ = {grid, 1, 1};
   block_ = {block, 1, 1};
-  UOpPtr idx = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"gidx0", 0, grid - 1}) * block +
-               UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
+  UOpPtr idx = UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"gidx0", 0, grid - 1});
+  if (!group_thread_)
+    idx = idx * block + UOp::make(Op::SPECIAL, dtypes::kIndex, {}, VarArg{"lidx0", 0, block - 1});
+  int64_t threads = group_thread_ ? grid : grid * block;  // output elements the launch covers
   UOpPtr guard;
   Sym n_sym = n;  // the thread count as a Sym (symbolic axes: at most its max n)
   if (k_.symbolic()) {
     n_sym = 1;
     for (int a : axes) n_sym = n_sym * k_.sym_shape()[a];
   }
-  if (grid * block > n || !n_sym.is_const()) {
+  if (threads > n || !n_sym.is_const()) {
     UOpPtr end = -maximum(-(idx + 1), -sym_index(n_sym));  // min(idx + 1, n)
     guard = UOp::make(Op::RANGE, dtypes::kIndex, {idx, end}, -1 - next_loop_id_++);
     idx = guard;

@@ -31,10 +31,10 @@ UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass, bool kernel_ast = 
 }  // namespace
 
 std::string kernel_name(const Kernel& k) {
-  std::string s =
-      k.count(AxisKind::kReduce) + k.count(AxisKind::kUnroll) + k.count(AxisKind::kOuterReduce)
-          ? "r"
-          : "E";
+  std::string s = k.count(AxisKind::kReduce) + k.count(AxisKind::kUnroll) +
+                          k.count(AxisKind::kOuterReduce) + k.count(AxisKind::kGroupReduce)
+                      ? "r"
+                      : "E";
   for (int64_t d : k.shape()) s += "_" + std::to_string(d);
   return s;
 }

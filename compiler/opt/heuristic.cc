@@ -39,17 +39,32 @@ int widest_element(const Kernel& k) {
 // blocks of 128, enough to cover the SMs of a large GPU with a few blocks each.
 constexpr int64_t kGpuMinThreads = 32768;
 
-// GPU targets: one thread per output element, except that a reduction reading operands that
-// are broadcast along output axes (a matmul) gets a register tile of up to 4 x 4 outputs per
-// thread: each loaded element then feeds 4 multiply-adds instead of 1. The tile's contiguous
-// axis becomes vector lanes, the other one copies. There are no shared-memory tiles or group
-// reductions yet.
-std::vector<Opt> gpu_optimizations(Kernel k) {
+// A reduction at least this long, in a kernel with fewer outputs than kGpuMinThreads, is
+// split across a work-group (GROUP) on targets with shared memory.
+constexpr int64_t kGroupMinReduce = 256;
+
+// GPU targets: one thread per output element, except that
+// - a kernel with few outputs and a long reduction (a sum over a large axis) on a target with
+//   shared memory gets a work-group per output (GROUP): up to 128 threads each reduce a strided
+//   slice (neighbouring threads read neighbouring elements) and combine through shared memory;
+// - a reduction reading operands that are broadcast along output axes (a matmul) gets a
+//   register tile of up to 4 x 4 outputs per thread: each loaded element then feeds 4
+//   multiply-adds instead of 1. The tile's contiguous axis becomes vector lanes, the other one
+//   copies.
+// There are no shared-memory operand tiles yet.
+std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
   std::vector<Opt> opts;
   if (k.count(AxisKind::kReduce) == 0) return opts;
   int64_t threads = 1;
   for (int a = 0; a < k.ndim(); a++)
     if (k.kinds()[a] == AxisKind::kGlobal) threads *= k.shape()[a];
+  if (target.has_local && threads < kGpuMinThreads)
+    for (int a = k.ndim() - 1; a >= 0; a--) {  // the innermost long reduction
+      if (k.kinds()[a] != AxisKind::kReduce || k.shape()[a] < kGroupMinReduce) continue;
+      for (int amt = std::min(128, target.max_block); amt >= 16; amt /= 2)
+        if (try_apply(k, {OptOp::kGroup, a, amt}, opts)) return opts;
+      break;
+    }
   int tiles = 0;
   for (int a = k.first(AxisKind::kReduce) - 1; a >= 0 && tiles < 2; a--) {  // innermost first
     if (k.kinds()[a] != AxisKind::kGlobal || !has_stride(k, a, 0)) continue;
@@ -68,7 +83,7 @@ std::vector<Opt> hand_coded_optimizations(const Kernel& in, const TargetInfo& ta
   Kernel k = in;
   std::vector<Opt> opts;
   if (k.ndim() == 0) return opts;  // a single element: nothing to choose
-  if (target.gpu) return gpu_optimizations(k);
+  if (target.gpu) return gpu_optimizations(k, target);
   bool reduce = k.count(AxisKind::kReduce) > 0;
   int lanes = std::max(1, target.vector_bytes / widest_element(k));
 

@@ -15,14 +15,19 @@
 namespace baregrad::compiler {
 
 const char* axis_kind_name(AxisKind k) {
-  static const char* kNames[] = {"global", "local", "reduce", "unroll", "upcast", "outer_reduce"};
+  static const char* kNames[] = {"global", "local",        "reduce",      "unroll",
+                                 "upcast", "outer_reduce", "group_reduce"};
   return kNames[static_cast<int>(k)];
 }
 
-int axis_rank(AxisKind k) { return k == AxisKind::kOuterReduce ? 0 : static_cast<int>(k); }
+int axis_rank(AxisKind k) {
+  if (k == AxisKind::kOuterReduce) return 0;
+  if (k == AxisKind::kGroupReduce) return 2;  // after REDUCE (placed after equal ranks)
+  return static_cast<int>(k) + (k >= AxisKind::kUnroll);
+}
 
 std::string Opt::str() const {
-  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP", "SPLIT_REDUCE"};
+  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP", "SPLIT_REDUCE", "GROUP"};
   return std::string(kNames[static_cast<int>(op)]) + "(" + std::to_string(axis) + ", " +
          std::to_string(amt) + ")";
 }
@@ -421,7 +426,7 @@ void Kernel::map_views(const std::function<View(const View&)>& f) {
   std::vector<int> reduce_axes;
   for (int i = 0; i < ndim(); i++)
     if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll ||
-        kinds_[i] == AxisKind::kOuterReduce)
+        kinds_[i] == AxisKind::kOuterReduce || kinds_[i] == AxisKind::kGroupReduce)
       reduce_axes.push_back(i);
   rebuild(
       [&](const UOp* n) {
@@ -501,8 +506,24 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     std::string why_not;
     if (!accumulates_in_output(&why_not)) return no(why_not);
   }
-  AxisKind need =
-      o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce ? AxisKind::kReduce : AxisKind::kGlobal;
+  if (o.op == OptOp::kGroup) {
+    int reduces = 0;
+    for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
+    if (reduces != 1)
+      return no("GROUP needs exactly one reduction in the kernel, it has " +
+                std::to_string(reduces));
+    if (count(AxisKind::kGroupReduce) || count(AxisKind::kLocal) || count(AxisKind::kUpcast) ||
+        count(AxisKind::kOuterReduce))
+      return no("GROUP cannot join GROUP_REDUCE, LOCAL, UPCAST or OUTER_REDUCE axes");
+    if (o.amt < 2 || (o.amt & (o.amt - 1)) != 0 || o.amt > 1024)
+      return no("GROUP needs a power of two from 2 to 1024 threads");
+  }
+  if ((o.op == OptOp::kUpcast || o.op == OptOp::kLocal || o.op == OptOp::kSplitReduce) &&
+      count(AxisKind::kGroupReduce))
+    return no("a kernel with a GROUP_REDUCE axis takes no UPCAST, LOCAL or OUTER_REDUCE axes");
+  AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce || o.op == OptOp::kGroup
+                      ? AxisKind::kReduce
+                      : AxisKind::kGlobal;
   if (k != need)
     return no(std::string("axis is ") + axis_kind_name(k) + ", needs " + axis_kind_name(need));
   if (sym_axis(o.axis)) return no("axis has the symbolic size " + sym_shape_[o.axis].str());
@@ -535,6 +556,7 @@ void Kernel::apply(const Opt& o) {
   AxisKind moved_kind = o.op == OptOp::kUpcast   ? AxisKind::kUpcast
                         : o.op == OptOp::kUnroll ? AxisKind::kUnroll
                         : o.op == OptOp::kLocal  ? AxisKind::kLocal
+                        : o.op == OptOp::kGroup  ? AxisKind::kGroupReduce
                                                  : AxisKind::kOuterReduce;
   shape_[o.axis] /= o.amt;
   shape_.insert(shape_.begin() + o.axis + 1, o.amt);
@@ -590,7 +612,7 @@ std::string Kernel::str() const {
   os << "(";
   for (int i = 0; i < ndim(); i++)
     os << (i ? ", " : "") << (sym_axis(i) ? sym_shape_[i].str() : std::to_string(shape_[i])) << ":"
-       << axis_kind_name(kinds_[i])[0];
+       << (kinds_[i] == AxisKind::kGroupReduce ? 'G' : axis_kind_name(kinds_[i])[0]);
   os << ")";
   return os.str();
 }

@@ -1,10 +1,12 @@
 // A kernel AST at the shape level, and the explicit action space of optimizations on it.
 // Every axis of the full shape has a kind; the axes are always ordered
-//   [GLOBAL / OUTER_REDUCE..., LOCAL..., REDUCE..., UNROLL..., UPCAST...]
+//   [GLOBAL / OUTER_REDUCE..., LOCAL..., REDUCE..., GROUP_REDUCE, UNROLL..., UPCAST...]
 // GLOBAL, OUTER_REDUCE, LOCAL and REDUCE axes become loops (the first axis, always GLOBAL, is
 // split across cores on the CPU, grid dims on GPUs); UNROLL and UPCAST axes are expanded into
 // vector lanes / copies. An OUTER_REDUCE loop runs among the output loops: each of its
-// iterations reduces a slice and accumulates it into the output buffer (K-blocking).
+// iterations reduces a slice and accumulates it into the output buffer (K-blocking). A
+// GROUP_REDUCE axis (GPU targets with shared memory) is the threads of a work-group: each
+// reduces its slice, and the partial results are combined through shared memory.
 #pragma once
 
 #include <functional>
@@ -16,9 +18,18 @@
 
 namespace baregrad::compiler {
 
-enum class AxisKind : uint8_t { kGlobal, kLocal, kReduce, kUnroll, kUpcast, kOuterReduce };
+enum class AxisKind : uint8_t {
+  kGlobal,
+  kLocal,
+  kReduce,
+  kUnroll,
+  kUpcast,
+  kOuterReduce,
+  kGroupReduce
+};
 const char* axis_kind_name(AxisKind k);
-// Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL).
+// Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL, GROUP_REDUCE just after
+// REDUCE).
 int axis_rank(AxisKind k);
 // A loop over output elements or over outer reduce slices (not LOCAL, not REDUCE).
 inline bool is_outer_loop(AxisKind k) {
@@ -33,6 +44,10 @@ enum class OptOp : uint8_t {
   kSplitReduce,  // split a REDUCE axis; the outer part becomes an OUTER_REDUCE loop placed
                  // after the GLOBAL loops (move it with kSwap). Needs every STORE to store a
                  // REDUCE_AXIS directly into a buffer the kernel does not load.
+  kGroup,        // split a REDUCE axis; the inner `amt` (a power of two) becomes the GROUP_REDUCE
+                 // axis: a work-group of `amt` threads per output, thread t reducing elements
+                 // t, t + amt, ...; one reduction in the kernel, no LOCAL or UPCAST axes.
+                 // Lowering needs a target with shared memory (TargetInfo::has_local).
 };
 
 // One action; `axis` indexes the kernel's current shape.

@@ -136,8 +136,8 @@ std::string var_name(const std::string& name, size_t i) {
       "double", "char",  "short",   "long",    "for",     "if",       "else",
       "do",     "while", "return",  "void",    "const",   "restrict", "union"};
   size_t stem = name.find_last_not_of("0123456789") + 1;
-  static const std::set<std::string> kGenerated = {"alu", "val", "acc",  "cast", "tidx",
-                                                   "vec", "gep", "ridx", "data"};
+  static const std::set<std::string> kGenerated = {"alu",  "val", "acc", "cast", "tidx",
+                                                   "temp", "vec", "gep", "ridx", "data"};
   bool generated = stem < name.size() && kGenerated.count(name.substr(0, stem));
   if (!is_identifier(name)) return "var" + std::to_string(i);
   if (generated || kReserved.count(name) || name.rfind("__", 0) == 0) return "var_" + name;
@@ -584,6 +584,10 @@ std::pair<std::string, Expr> cl_place(const std::unordered_map<const UOp*, std::
 }
 
 std::string Writer::cl_access_load(const UOp* index, DType t) {
+  if (index->src(0)->op() == Op::DEFINE_LOCAL) {  // shared memory holds the register form
+    CHECK(t.count == 1) << "OpenCL renderer: a vector load of shared memory";
+    return names_.at(index->src(0).get()) + "[" + operand(index->src(1).get()).text + "]";
+  }
   auto [buf, off] = cl_place(names_, index, [this](const UOp* x) { return operand(x); });
   std::string n = std::to_string(t.count);
   if (t.count == 1) {
@@ -599,6 +603,11 @@ std::string Writer::cl_access_load(const UOp* index, DType t) {
 }
 
 std::string Writer::cl_store(const UOp* index, DType t, const std::string& v) {
+  if (index->src(0)->op() == Op::DEFINE_LOCAL) {
+    CHECK(t.count == 1) << "OpenCL renderer: a vector store to shared memory";
+    return names_.at(index->src(0).get()) + "[" + operand(index->src(1).get()).text + "] = " + v +
+           ";";
+  }
   auto [buf, off] = cl_place(names_, index, [this](const UOp* x) { return operand(x); });
   std::string n = std::to_string(t.count);
   if (t.count == 1) {
@@ -663,6 +672,15 @@ void Writer::statement(const UOp* u) {
       return line(pt + " restrict " + names_[u] + " = (" + pt + ")bufs[" + std::to_string(slot) +
                   "];");
     }
+    case Op::DEFINE_LOCAL: {
+      CHECK(cl_) << "C renderer: shared memory (DEFINE_LOCAL) on a CPU target";
+      names_[u] = fresh("temp");
+      return line("__local " + type(u->dtype().base()) + " " + names_[u] + "[" +
+                  std::to_string(u->arg_as<int64_t>()) + "];");
+    }
+    case Op::BARRIER:
+      CHECK(cl_) << "C renderer: a work-group BARRIER on a CPU target";
+      return line("barrier(CLK_LOCAL_MEM_FENCE);");
     case Op::DEFINE_VAR: {
       auto it = std::find(spec_.vars.begin(), spec_.vars.end(), u->arg_as<VarArg>());
       CHECK(it != spec_.vars.end()) << "DEFINE_VAR " << u->arg_as<VarArg>().name << " not in vars";

@@ -16,6 +16,7 @@ TargetInfo cl_target_info(size_t max_work_group_size) {
   t.registers = 64;
   t.native_transcendentals = false;  // OpenCL's exp2/log2/sin allow several ulp of error
   t.gpu = true;
+  t.has_local = true;  // __local memory and barrier()
   t.max_block = static_cast<int>(std::bit_floor(std::clamp<size_t>(max_work_group_size, 1, 128)));
   return t;
 }

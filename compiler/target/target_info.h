@@ -14,6 +14,7 @@ struct TargetInfo {
   int threads = 1;                      // cores the first GLOBAL axis is split across
   int registers = 32;                   // vector registers
   bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
+  // Shared memory and work-group barriers (DEFINE_LOCAL, BARRIER): GROUP reductions, LOCAL.
   bool has_local = false;
   // GPU lowering: the output elements (GLOBAL and LOCAL axes, flattened) become one thread
   // each, indexed by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)).

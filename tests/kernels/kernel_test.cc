@@ -215,6 +215,36 @@ TEST_P(KernelTest, ElementwiseBroadcast) {
   }
 }
 
+// GROUP: each output's reduction split across a work-group and combined through shared
+// memory, on targets that have it (DEV=CL); the others refuse the opt by name.
+TEST_P(KernelTest, GroupReduction) {
+  for (DType t : {dtypes::kFloat32, dtypes::kInt32, dtypes::kFloat16}) {
+    for (auto [r, c, amt] : {std::tuple<int64_t, int64_t, int>{3, 4096, 128}, {5, 1000, 8}}) {
+      for (Op op : {Op::ADD, Op::MAX}) {
+        SCOPED_TRACE(t.name() + " " + std::to_string(r) + "x" + std::to_string(c) + " GROUP " +
+                     std::to_string(amt) + " " + op_name(op));
+        auto in = global(0, t), out = global(1, t);
+        auto red = reduce_axis(op, {1}, load(in, ShapeTracker::contiguous({r, c})));
+        auto ast = sink({store(out, strided({r, 1}, {1, 0}), red)});
+        std::vector<Opt> opts{{OptOp::kGroup, 1, amt}};
+        if (!dev_->target_info().has_local) {
+          auto prg = dev_->compile(ast, opts);
+          ASSERT_FALSE(prg.ok());
+          EXPECT_NE(prg.status().message().find("GROUP needs shared memory"), std::string::npos)
+              << prg.status().to_string();
+          continue;
+        }
+        check(ast, {{t, random(r * c, t, 9)}, {t, std::vector<double>(r, 0)}},
+              tol(t, static_cast<double>(c)) * (t == dtypes::kFloat16 ? 4 : 1), opts);
+        // With each thread's slice unrolled (copies combined in registers first).
+        opts.push_back({OptOp::kUnroll, 1, c / amt % 4 == 0 ? 4 : 5});
+        check(ast, {{t, random(r * c, t, 10)}, {t, std::vector<double>(r, 0)}},
+              tol(t, static_cast<double>(c)) * (t == dtypes::kFloat16 ? 4 : 1), opts);
+      }
+    }
+  }
+}
+
 // Sum and max over each axis and over both, for contiguous and odd shapes.
 TEST_P(KernelTest, Reductions) {
   for (DType t : {dtypes::kFloat32, dtypes::kFloat64, dtypes::kInt32, dtypes::kFloat16}) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "compiler/ast.h"
 #include "compiler/codegen/pipeline.h"
 #include "compiler/target/cl_target.h"
@@ -116,6 +117,70 @@ TEST(ClRender, DeepChainsStayUnderTheCompilersBracketLimit) {
   for (int i = 0; i < 400; i++) x = x * const_like(x, 1.001) + const_like(x, 0.5);
   std::string s = render(sink({store(o, st, x)}));
   EXPECT_LT(paren_depth(s), 256) << "clang's OpenCL default -fbracket-depth";
+}
+
+// out[i] = sum or max over j of a[i, j].
+UOpPtr row_reduce_ast(Op op, int64_t rows, int64_t cols) {
+  auto in = global(1, dtypes::kFloat32), out = global(0, dtypes::kFloat32);
+  auto red = reduce_axis(op, {1}, load(in, ShapeTracker::contiguous({rows, cols})));
+  return sink({store(out, strided({rows, 1}, {1, 0}), red)});
+}
+
+TEST(ClRender, LongReductionsWithFewOutputsUseAWorkGroupAndSharedMemory) {
+  ClTarget target(cl_target_info(256), "test");
+  ProgramSpec spec = lower_kernel(row_reduce_ast(Op::ADD, 64, 4096), target.info());
+  EXPECT_EQ(spec.local_size[0], 128);  // one work-group of 128 threads per output
+  EXPECT_EQ(spec.global_size[0], 64);
+  std::string s = target.render(spec);
+  EXPECT_TRUE(has(s, "__local float temp0[128];")) << s;
+  EXPECT_TRUE(has(s, "temp0[lidx0] = ")) << s;
+  EXPECT_TRUE(has(s, "barrier(CLK_LOCAL_MEM_FENCE);")) << s;
+  EXPECT_LT(s.find("temp0[lidx0] = "), s.find("barrier(")) << s;
+  // Neighbouring threads read neighbouring elements: the thread index is the inner stride.
+  EXPECT_TRUE(has(s, "(ridx0 * 128)) + lidx0]")) << s;
+  // Many outputs or a short reduction: one thread per output, no shared memory.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{65536, 4096}, {64, 128}})
+    EXPECT_FALSE(
+        has(target.render(lower_kernel(row_reduce_ast(Op::ADD, rows, cols), target.info())),
+            "barrier("))
+        << rows << "x" << cols;
+}
+
+TEST(GroupOpt, SplitsAReduceAxisIntoAWorkGroupAndExcludesWhatCannotJoinIt) {
+  Kernel k(row_reduce_ast(Op::ADD, 64, 4096));
+  ASSERT_EQ(k.str(), "(64:g, 4096:r)");
+  std::string why;
+  EXPECT_FALSE(k.legal({OptOp::kGroup, 0, 16}, &why)) << "a GLOBAL axis";
+  EXPECT_FALSE(k.legal({OptOp::kGroup, 1, 24}, &why)) << "not a power of two";
+  EXPECT_TRUE(has(why, "power of two")) << why;
+  k.apply({OptOp::kGroup, 1, 128});
+  EXPECT_EQ(k.str(), "(64:g, 32:r, 128:G)");
+  EXPECT_FALSE(k.legal({OptOp::kUpcast, 0, 4}, &why));
+  EXPECT_FALSE(k.legal({OptOp::kSplitReduce, 1, 4}, &why));
+  EXPECT_FALSE(k.legal({OptOp::kGroup, 1, 2}, &why)) << "a second GROUP";
+  EXPECT_TRUE(k.legal({OptOp::kUnroll, 1, 4}, &why)) << why;
+  k.apply({OptOp::kUnroll, 1, 4});
+  EXPECT_EQ(k.str(), "(64:g, 8:r, 128:G, 4:u)");
+  // Two reductions in one kernel (a value minus its row max, summed): no GROUP.
+  auto in = global(1, dtypes::kFloat32), out = global(0, dtypes::kFloat32);
+  auto x = load(in, ShapeTracker::contiguous({64, 4096}));
+  auto m = reduce_axis(Op::MAX, {1}, x);
+  auto two =
+      sink({store(out, strided({64, 1}, {1, 0}),
+                  reduce_axis(Op::ADD, {1}, x - load(in, strided({64, 4096}, {4096, 0}))) + m)});
+  Kernel k2(two);
+  EXPECT_FALSE(k2.legal({OptOp::kGroup, 1, 128}, &why));
+  EXPECT_TRUE(has(why, "exactly one reduction")) << why;
+}
+
+TEST(ClRender, GroupIsRefusedWhereThereIsNoSharedMemory) {
+  TargetInfo cpu;  // TargetInfo's defaults: the CPU
+  try {
+    lower_kernel(row_reduce_ast(Op::ADD, 4, 1024), cpu, std::vector<Opt>{{OptOp::kGroup, 1, 64}});
+    FAIL() << "GROUP lowered on a target without shared memory";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "GROUP needs shared memory")) << e.what();
+  }
 }
 
 TEST(ClRender, VectorsOpenClLacksAreRefusedByName) {
