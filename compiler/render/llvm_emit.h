@@ -78,6 +78,7 @@ class LlvmEmitter {
   std::vector<int> buf_slots_;          // DEFINE_GLOBAL slots in parameter order
   std::vector<std::string> var_names_;  // DEFINE_VAR parameters, by spec_.vars position
   std::set<std::string> declares_;
+  std::string globals_;  // module-level definitions (shared memory)
   std::string allocas_, body_, cur_block_ = "entry";
   int next_ = 0;
 };

@@ -93,6 +93,23 @@ void LlvmEmitter::emit(const UOp* u) {
     case Op::DEFINE_GLOBAL:
       def(u, "%b" + std::to_string(u->arg_as<int64_t>()));
       return;
+    case Op::DEFINE_LOCAL: {
+      // NOTE: the host twin runs a block's threads one after another, which shared memory
+      // and barriers need interleaved: only PTX gets them for now (TargetInfo::has_local).
+      CHECK(abi_ == LlvmAbi::kNvptx)
+          << "llvm: shared memory (DEFINE_LOCAL) for " << LlvmIrRenderer(abi_).name();
+      std::string name = llvm_global(spec_.name + "_temp" + std::to_string(next_++));
+      std::string arr = "[" + std::to_string(u->arg_as<int64_t>()) + " x " +
+                        llvm_type(mem_dtype(u->dtype().base()), true) + "]";
+      globals_ += name + " = internal addrspace(3) global " + arr + " undef, align 16\n";
+      def(u, assign("addrspacecast ptr addrspace(3) " + name + " to ptr"));
+      return;
+    }
+    case Op::BARRIER:
+      CHECK(abi_ == LlvmAbi::kNvptx)
+          << "llvm: a work-group BARRIER for " << LlvmIrRenderer(abi_).name();
+      call_intrinsic("void", "nvvm.barrier0", "", {});
+      return;
     case Op::DEFINE_VAR: {
       const auto& vars = spec_.vars;
       auto it = std::find(vars.begin(), vars.end(), u->arg_as<VarArg>());
@@ -439,6 +456,7 @@ std::string LlvmEmitter::module() {
   std::string out = "; baregrad kernel " + spec_.name + "\n\n";
   for (const std::string& d : declares_) out += d + "\n";
   if (!declares_.empty()) out += "\n";
+  if (!globals_.empty()) out += globals_ + "\n";
   out += body + "\n" + entry + "\n";
   // NOTE: vector widths are a host (AVX-512) preference; NVPTX has no use for them.
   std::string attrs = abi_ == LlvmAbi::kNvptx ? "" : std::string(" ") + kVectorAttrs;

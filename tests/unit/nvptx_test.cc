@@ -350,6 +350,50 @@ TEST(Nvptx, LaunchDimsAreOneThreadPerOutputElementInBlocksOfUpTo128) {
   }
 }
 
+// GROUP in PTX: the partials go through a .shared array and bar.sync, and ptxas reports the
+// block's shared memory and barrier. Lowered here for a target with shared memory; NvTarget
+// itself does not declare it yet (TargetInfo::has_local): the fake GPU's host twins run a
+// block's threads one after another, and a barrier needs them interleaved.
+TEST(Nvptx, GroupReductionsUseSharedMemoryAndABarrier) {
+  REQUIRE_PTXAS();
+  ScopedSpec spec;
+  auto red = reduce_axis(Op::ADD, {1}, load(global(1, kF32), ShapeTracker::contiguous({64, 4096})));
+  auto ast = sink({store(global(0, kF32), strided({64, 1}, {1, 0}), red)});
+  for (int sm : kArchs) {
+    SCOPED_TRACE("sm_" + std::to_string(sm));
+    NvTarget& t = nv(sm);
+    TargetInfo info = t.info();
+    EXPECT_FALSE(info.has_local);
+    info.has_local = true;
+    ProgramSpec p = lower_kernel(ast, info, std::vector<Opt>{{OptOp::kGroup, 1, 128}});
+    Result<CompiledKernel> k = t.compile(p);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ(k->binary.grid, (std::array<uint32_t, 3>{64, 1, 1}));
+    EXPECT_EQ(k->binary.block, (std::array<uint32_t, 3>{128, 1, 1}));
+    Result<std::string> ptx = t.listing(*k);
+    ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
+    EXPECT_NE(ptx->find(".shared .align 16 .b8"), std::string::npos) << *ptx;
+    EXPECT_NE(ptx->find("bar.sync \t0;"), std::string::npos) << *ptx;
+    EXPECT_NE(ptx->find("st.shared.f32"), std::string::npos) << *ptx;
+    EXPECT_NE(ptx->find("ld.shared.f32"), std::string::npos) << *ptx;
+    Result<PtxasResult> r = t.ptxas().assemble(*ptx, sm, p.name);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->report.shared_bytes, 128 * 4) << r->log;
+    EXPECT_EQ(r->report.barriers, 1) << r->log;
+  }
+  // The host twin has no form for them: it refuses by name rather than run them wrongly.
+  EXPECT_DEATH(LlvmIrRenderer(LlvmAbi::kHostTwin)
+                   .render(lower_kernel(
+                       ast,
+                       [] {
+                         TargetInfo i = nv_target_info(90);
+                         i.has_local = true;
+                         return i;
+                       }(),
+                       std::vector<Opt>{{OptOp::kGroup, 1, 128}})),
+               "shared memory");
+}
+
 // A matmul large enough to keep 32768 threads busy gets a 4 x 4 register tile per thread (the
 // column tile as vector lanes, the row tile as copies), fp32 and bf16 alike; a small one stays
 // at one thread per output. The tiled cubins match the float64 reference.
