@@ -161,6 +161,11 @@ Result<std::shared_ptr<Program>> HcqDevice::compile(
   });
 }
 
+Result<std::shared_ptr<Program>> HcqDevice::load(compiler::CompiledKernel&& k) {
+  ASSIGN_OR_RETURN(std::unique_ptr<hcq::Program> loaded, hcq_->load_program(k.binary));
+  return std::shared_ptr<Program>(new HcqProgram(*this, std::move(k), std::move(loaded)));
+}
+
 Status HcqDevice::launch(const Program& p,
                          std::span<const Buffer> bufs,
                          std::span<const int64_t> vars) {

@@ -46,6 +46,9 @@ class HcqDevice final : public Device {
       const compiler::UOpPtr& ast,
       const std::optional<std::vector<compiler::Opt>>& opts = std::nullopt) override;
   ProgramCacheStats program_cache_stats() const override { return programs_.stats(); }
+  // Loads a kernel compiled by target() (a test or a capsule may alter its spec first):
+  // hcq().load_program() of its binary; not cached.
+  Result<std::shared_ptr<Program>> load(compiler::CompiledKernel&& k);
   // Asynchronous: returns once submitted (under DEBUG=1 once done, to time it); faults show at
   // the next synchronize() or copy_out().
   Status launch(const Program& prg,

@@ -393,9 +393,9 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
   return {acc, vec};
 }
 
-// Every thread stores its partial result at its index in a shared array; after a barrier, each
-// thread reduces the whole array (so every thread holds the total and the store after it
-// writes the same value from each: no thread has to be singled out).
+// Every thread stores its partial result at its index in a shared array; after a barrier,
+// thread 0 alone reduces the array, and what follows (the store) runs in thread 0 alone: the
+// reduction's loop sits in a bounds check that only thread 0 passes, which encloses the rest.
 UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
   int64_t n = k_.shape()[k_.first(AxisKind::kGroupReduce)];
   DType t = partial->dtype();
@@ -403,8 +403,10 @@ UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
   UOpPtr put = UOp::make(Op::STORE, dtypes::kVoid,
                          {UOp::make(Op::INDEX, t.as_ptr(), {local, group_thread_}), partial});
   UOpPtr barrier = UOp::make(Op::BARRIER, dtypes::kVoid, {put});
-  std::vector<UOpPtr> range_src{UOp::index_const(0), UOp::index_const(n)};
-  if (guard_) range_src.push_back(guard_);
+  std::vector<UOpPtr> first_src{group_thread_, UOp::index_const(1)};  // thread 0 only
+  if (guard_) first_src.push_back(guard_);
+  UOpPtr first = UOp::make(Op::RANGE, dtypes::kIndex, std::move(first_src), -1 - next_loop_id_++);
+  std::vector<UOpPtr> range_src{UOp::index_const(0), UOp::index_const(n), first};
   UOpPtr r = UOp::make(Op::RANGE, dtypes::kIndex, std::move(range_src), next_loop_id_++);
   UOpPtr get = UOp::make(Op::LOAD, t, {UOp::make(Op::INDEX, t.as_ptr(), {local, r}), barrier});
   return UOp::make(Op::REDUCE, t, {get, r}, static_cast<int64_t>(op));

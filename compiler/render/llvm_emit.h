@@ -37,6 +37,7 @@ class LlvmEmitter {
   std::string wrapper_function() const;
   std::string nvptx_kernel();
   std::string twin_function() const;
+  std::string twin_thread_function() const;
   // The body's trailing SPECIAL parameters and the values passed for them.
   std::string special_params() const;
 
@@ -78,7 +79,8 @@ class LlvmEmitter {
   std::vector<int> buf_slots_;          // DEFINE_GLOBAL slots in parameter order
   std::vector<std::string> var_names_;  // DEFINE_VAR parameters, by spec_.vars position
   std::set<std::string> declares_;
-  std::string globals_;  // module-level definitions (shared memory)
+  std::string globals_;    // module-level definitions (shared memory)
+  int64_t smem_used_ = 0;  // kHostTwin: bytes of %smem given to DEFINE_LOCALs so far
   std::string allocas_, body_, cur_block_ = "entry";
   int next_ = 0;
 };

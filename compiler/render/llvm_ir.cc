@@ -18,12 +18,29 @@ DType mem_dtype(DType t) { return t.scalar == Scalar::kBool ? dtypes::kUint8.vec
 
 std::string mem_align(DType t) { return std::to_string(std::max(1, t.scalar_size())); }
 
+// Bytes rounded up to 16: where each DEFINE_LOCAL lies in the twin's shared memory.
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
 // The SPECIALs of GPU programs, in the order the body takes them.
 constexpr const char* kGpuSpecials[] = {"gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2"};
 // The PTX special registers behind them.
 constexpr const char* kGpuSregs[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
 
 }  // namespace
+
+bool twin_is_per_thread(const ProgramSpec& spec) {
+  return std::any_of(spec.uops.begin(), spec.uops.end(), [](const UOpPtr& u) {
+    return u->op() == Op::BARRIER || u->op() == Op::DEFINE_LOCAL;
+  });
+}
+
+int64_t twin_shared_bytes(const ProgramSpec& spec) {
+  int64_t bytes = 0;
+  for (const UOpPtr& u : spec.uops)
+    if (u->op() == Op::DEFINE_LOCAL)
+      bytes += round16(u->arg_as<int64_t>() * std::max(1, mem_dtype(u->dtype().base()).itemsize()));
+  return bytes;
+}
 
 int gpu_buffer_slots(const ProgramSpec& spec) {
   int n = static_cast<int>(spec.bufs.size());
@@ -94,21 +111,26 @@ void LlvmEmitter::emit(const UOp* u) {
       def(u, "%b" + std::to_string(u->arg_as<int64_t>()));
       return;
     case Op::DEFINE_LOCAL: {
-      // NOTE: the host twin runs a block's threads one after another, which shared memory
-      // and barriers need interleaved: only PTX gets them for now (TargetInfo::has_local).
-      CHECK(abi_ == LlvmAbi::kNvptx)
-          << "llvm: shared memory (DEFINE_LOCAL) for " << LlvmIrRenderer(abi_).name();
+      CHECK(abi_ != LlvmAbi::kCpu) << "llvm: shared memory (DEFINE_LOCAL) on the CPU";
+      int64_t elems = u->arg_as<int64_t>();
+      DType md = mem_dtype(u->dtype().base());
+      if (abi_ == LlvmAbi::kHostTwin) {  // the block's memory the caller passes at %smem
+        def(u, assign("getelementptr inbounds i8, ptr %smem, i64 " + std::to_string(smem_used_)));
+        smem_used_ += round16(elems * std::max(1, md.itemsize()));
+        return;
+      }
       std::string name = llvm_global(spec_.name + "_temp" + std::to_string(next_++));
-      std::string arr = "[" + std::to_string(u->arg_as<int64_t>()) + " x " +
-                        llvm_type(mem_dtype(u->dtype().base()), true) + "]";
+      std::string arr = "[" + std::to_string(elems) + " x " + llvm_type(md, true) + "]";
       globals_ += name + " = internal addrspace(3) global " + arr + " undef, align 16\n";
       def(u, assign("addrspacecast ptr addrspace(3) " + name + " to ptr"));
       return;
     }
     case Op::BARRIER:
-      CHECK(abi_ == LlvmAbi::kNvptx)
-          << "llvm: a work-group BARRIER for " << LlvmIrRenderer(abi_).name();
-      call_intrinsic("void", "nvvm.barrier0", "", {});
+      CHECK(abi_ != LlvmAbi::kCpu) << "llvm: a work-group BARRIER on the CPU";
+      if (abi_ == LlvmAbi::kHostTwin)
+        line("call void %barrier(ptr %barrier_ctx)");
+      else
+        call_intrinsic("void", "nvvm.barrier0", "", {});
       return;
     case Op::DEFINE_VAR: {
       const auto& vars = spec_.vars;
@@ -351,6 +373,8 @@ std::string LlvmEmitter::special_params() const {
   if (abi_ == LlvmAbi::kCpu) return "i64 %core_lo, i64 %core_hi";
   std::string out;
   for (const char* n : kGpuSpecials) out += std::string(out.empty() ? "" : ", ") + "i64 %" + n;
+  if (abi_ == LlvmAbi::kHostTwin && twin_is_per_thread(spec_))
+    out += ", ptr %smem, ptr %barrier, ptr %barrier_ctx";
   return out;
 }
 
@@ -406,7 +430,35 @@ std::string LlvmEmitter::nvptx_kernel() {
 
 // Loads the buffers and vars from the parameter area, then loops over blocks (z, y, x) and
 // threads in a block (z, y, x), calling the body once per thread.
+// The one-thread twin of a kernel with barriers: the parameters as twin_function() reads them,
+// the thread's ids, then the body with the block's shared memory and the barrier callback.
+std::string LlvmEmitter::twin_thread_function() const {
+  int nbufs = gpu_buffer_slots(spec_);
+  std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
+                    "(ptr noalias nocapture readonly %params, ptr nocapture readonly %ids, "
+                    "ptr %smem, ptr %barrier, ptr %barrier_ctx) #0 {\nentry:\n";
+  std::string args;
+  auto param = [&](const std::string& name, const char* type, int64_t offset) {
+    out += "  %" + name + ".p = getelementptr inbounds i8, ptr %params, i64 " +
+           std::to_string(offset) + "\n";
+    out += "  %" + name + " = load " + type + ", ptr %" + name + ".p, align 1\n";
+    args += std::string(type) + " %" + name + ", ";
+  };
+  for (int s : buf_slots_) param("b" + std::to_string(s), "ptr", 8 * int64_t{s});
+  for (size_t i = 0; i < spec_.vars.size(); i++)
+    param("var" + std::to_string(i), "i64", 8 * (nbufs + static_cast<int64_t>(i)));
+  for (int d = 0; d < 6; d++) {  // ids[d] is kGpuSpecials[d]
+    std::string v = std::string("%") + kGpuSpecials[d];
+    out += "  " + v + ".p = getelementptr inbounds i32, ptr %ids, i64 " + std::to_string(d) + "\n";
+    out += "  " + v + ".32 = load i32, ptr " + v + ".p, align 4\n";
+    out += "  " + v + " = zext i32 " + v + ".32 to i64\n";
+  }
+  return out + "  call void " + llvm_global(spec_.name + "_body") + "(" + args + special_params() +
+         ")\n  ret void\n}\n";
+}
+
 std::string LlvmEmitter::twin_function() const {
+  if (twin_is_per_thread(spec_)) return twin_thread_function();
   int nbufs = gpu_buffer_slots(spec_);
   std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
                     "(ptr noalias nocapture readonly %params, ptr nocapture readonly %grid, "

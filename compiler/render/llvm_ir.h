@@ -20,11 +20,22 @@ enum class LlvmAbi {
   // `void NAME_twin(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3])`:
   // the kNvptx kernel for the host, running every thread of the grid in order. `params` is the
   // kNvptx parameter area byte for byte (any alignment).
+  // A kernel with shared memory or barriers (twin_is_per_thread) instead defines
+  // `void NAME_twin(const uint8_t* params, const uint32_t ids[6], uint8_t* smem,
+  //                 void (*barrier)(void*), void* ctx)`:
+  // ONE thread (ids: block x, y, z, then thread x, y, z), its block's shared memory at `smem`
+  // (twin_shared_bytes, 16-byte aligned), calling barrier(ctx) at each BARRIER. The caller runs
+  // a block's threads side by side (a thread each), so that they meet at barriers.
   kHostTwin,
 };
 
 // The symbol of the kHostTwin entry point of kernel `name`.
 inline std::string twin_symbol(const std::string& name) { return name + "_twin"; }
+// Whether the kHostTwin form of `spec` is the one-thread entry (it has shared memory or a
+// BARRIER).
+bool twin_is_per_thread(const ProgramSpec& spec);
+// Bytes of shared memory the kHostTwin form of `spec` addresses at `smem`.
+int64_t twin_shared_bytes(const ProgramSpec& spec);
 
 // Buffer parameter slots of a GPU kernel: max(spec.bufs.size(), largest DEFINE_GLOBAL slot + 1).
 int gpu_buffer_slots(const ProgramSpec& spec);

@@ -32,6 +32,7 @@ TargetInfo nv_target_info(int sm) {
   t.registers = 255;
   t.native_transcendentals = false;
   t.gpu = true;
+  t.has_local = true;  // .shared memory and bar.sync
   t.max_block = 128;
   return t;
 }

@@ -11,7 +11,11 @@
 
 #include "base/options.h"
 #include "compiler/ast.h"
+#include "compiler/codegen/pipeline.h"
+#include "compiler/target/cl_target.h"
+#include "runtime/cl/cl_device.h"
 #include "runtime/device.h"
+#include "runtime/hcq_device.h"
 #include "tests/kernels/reference.h"
 #include "tests/missing_tool.h"
 
@@ -244,6 +248,77 @@ TEST_P(KernelTest, GroupReduction) {
     }
   }
 }
+
+// A missing barrier shows on both work-group executors: the fake NVIDIA GPU runs a block's
+// threads one at a time up to each barrier (drivers/mock/nv_device/twin_target.cc), PoCL runs
+// a work-group's work-items in a loop between barriers. With the barrier taken out of the
+// program, thread 0 combines partials no other thread has written yet: NaN on MOCK+NV (its
+// shared memory starts as NaNs), a wrong sum on PoCL.
+class WorkGroupTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
+  auto opened = runtime::open_device(GetParam());
+  if (!opened.ok() && !tests::missing_tool(opened.status()).empty())
+    GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(opened.status());
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  runtime::Device* dev = opened->get();
+  // Compiles and loads `spec` as it is, on either kind of device.
+  auto load_spec = [&](const ProgramSpec& spec) -> Result<std::shared_ptr<runtime::Program>> {
+    if (auto* hcq = dynamic_cast<runtime::HcqDevice*>(dev)) {
+      ASSIGN_OR_RETURN(CompiledKernel k, hcq->target().compile(spec));
+      return hcq->load(std::move(k));
+    }
+    auto* cl = dynamic_cast<runtime::ClDevice*>(dev);
+    if (!cl) return invalid_argument("not an HCQ or CL device: " + dev->name());
+    ASSIGN_OR_RETURN(CompiledKernel k, ClTarget(cl->target_info(), "test").compile(spec));
+    return cl->load(std::move(k));
+  };
+  const int64_t rows = 4, cols = 1024;
+  auto red = reduce_axis(Op::ADD, {1},
+                         load(global(1, dtypes::kFloat32), ShapeTracker::contiguous({rows, cols})));
+  auto ast = sink({store(global(0, dtypes::kFloat32), strided({rows, 1}, {1, 0}), red)});
+  ProgramSpec spec =
+      lower_kernel(ast, dev->target_info(), std::vector<Opt>{{OptOp::kGroup, 1, 32}});
+  std::vector<float> x(rows * cols);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i % 5);
+  Buffer in = *dev->alloc(x.size() * 4), out = *dev->alloc(rows * 4);
+  ASSERT_TRUE(dev->copy_in(in, x.data(), x.size() * 4).ok());
+  auto sums = [&](const ProgramSpec& s) {
+    std::vector<float> got(rows, -1);
+    auto prg = load_spec(s);
+    EXPECT_TRUE(prg.ok()) << prg.status().to_string();
+    if (!prg.ok()) return got;
+    EXPECT_TRUE(dev->launch(**prg, std::vector<Buffer>{out, in}).ok());
+    EXPECT_TRUE(dev->synchronize().ok());
+    EXPECT_TRUE(dev->copy_out(got.data(), out, rows * 4).ok());
+    return got;
+  };
+  ProgramSpec racy = spec;
+  racy.name += "_racy";
+  std::erase_if(racy.uops, [](const UOpPtr& u) { return u->op() == Op::BARRIER; });
+  ASSERT_EQ(racy.uops.size() + 1, spec.uops.size());
+  std::vector<float> good = sums(spec), bad = sums(racy);
+  int wrong = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    double want = 0;
+    for (int64_t c = 0; c < cols; c++) want += x[r * cols + c];
+    EXPECT_EQ(good[r], want) << "row " << r;
+    wrong += !(bad[r] == want);
+    if (GetParam() == "MOCK+NV") {
+      EXPECT_TRUE(std::isnan(bad[r])) << "row " << r << ": " << bad[r];
+    }
+  }
+  EXPECT_EQ(wrong, rows) << "a sum came out right without the barrier";
+  dev->free(in);
+  dev->free(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors,
+                         WorkGroupTest,
+                         ::testing::Values("MOCK+NV", "CL"),
+                         [](const auto& info) {
+                           return info.param == "CL" ? std::string("cl") : std::string("mock_nv");
+                         });
 
 // Sum and max over each axis and over both, for contiguous and odd shapes.
 TEST_P(KernelTest, Reductions) {

@@ -87,10 +87,4 @@ inline Result<NvKernel> compile_nv(const NvTarget& t, const ProgramSpec& spec) {
   return describe_nv(t, std::move(ck));
 }
 
-// The host twin's ABI.
-using TwinFn = void (*)(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3]);
-inline TwinFn as_twin_fn(cpu::KernelFn fn) {
-  return reinterpret_cast<TwinFn>(reinterpret_cast<void (*)()>(fn));
-}
-
 }  // namespace baregrad::compiler

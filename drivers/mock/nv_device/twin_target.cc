@@ -11,26 +11,21 @@
 #include "compiler/target/nv_target.h"
 #include "drivers/cpu/iface_host.h"
 #include "drivers/mock/nv_device/mock_nv.h"
+#include "drivers/mock/nv_device/twin_runner.h"
 #include "drivers/nv/cubin.h"
 
 namespace baregrad::mock {
 namespace {
 
-// The host twin's ABI (LlvmAbi::kHostTwin): every thread of grid x block, in order.
-using TwinFn = void (*)(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3]);
-
-// The twin of `b` as a MOCK+NV kernel: the parameters from the QMD's constant bank 0 (at the
-// program's parameter offset `param_offset`: one 8-byte address per buffer slot, then one
-// 8-byte value per var), each buffer address resolved to the host memory the fake GPU keeps
-// for it. A buffer that is not mapped for the bytes the kernel declares is the launch's fault
-// (the twin never runs).
-MockKernel twin_kernel(TwinFn fn, const Binary& b, size_t param_offset) {
+// `smem_bytes` >= 0: `fn` is the one-thread form of a twin whose blocks use that much shared
+// memory (twin_runner.h), else the grid form.
+MockKernel twin_kernel(void (*fn)(), const Binary& b, size_t param_offset, int64_t smem_bytes) {
   std::vector<size_t> need(static_cast<size_t>(b.num_bufs), 1);
   for (size_t s = 0; s < need.size() && s < b.buf_bytes.size(); s++)
     need[s] = std::max<size_t>(b.buf_bytes[s], 1);
   size_t size = 8 * static_cast<size_t>(b.num_bufs + b.num_vars);
-  return [fn, need, size, param_offset, name = b.entry](const LaunchInfo& li, hcq::Device&,
-                                                        TwinMemory& mem) -> Status {
+  return [fn, need, size, param_offset, smem_bytes, name = b.entry](
+             const LaunchInfo& li, hcq::Device&, TwinMemory& mem) -> Status {
     if (li.cbank0.size() < param_offset + size)
       return invalid_argument("kernel '" + name + "': constant bank 0 holds " +
                               std::to_string(li.cbank0.size()) + " bytes, the parameters end at " +
@@ -50,7 +45,7 @@ MockKernel twin_kernel(TwinFn fn, const Binary& b, size_t param_offset) {
     }
     const uint32_t grid[3] = {li.grid.x, li.grid.y, li.grid.z};
     const uint32_t block[3] = {li.block.x, li.block.y, li.block.z};
-    fn(params.data(), grid, block);
+    run_twin(fn, smem_bytes >= 0, smem_bytes, params.data(), grid, block);
     return Status();
   };
 }
@@ -76,15 +71,16 @@ class TwinNvTarget final : public compiler::NvTarget {
       cache.put(key, object);
     }
     ASSIGN_OR_RETURN(cpu::LoadedKernel loaded, loader_.load(object, symbol));
-    auto twin = reinterpret_cast<TwinFn>(reinterpret_cast<void (*)()>(loaded.fn));
+    auto twin = reinterpret_cast<void (*)()>(loaded.fn);
+    int64_t smem = compiler::twin_is_per_thread(spec) ? compiler::twin_shared_bytes(spec) : -1;
     // Where the parameters start in constant bank 0: the cubin's EIATTR_PARAM_CBANK offset.
     const std::string& code = k.binary.code;
     ASSIGN_OR_RETURN(
         nv::CubinImage img,
         nv::load_cubin({reinterpret_cast<const uint8_t*>(code.data()), code.size()}, spec.name));
-    ASSIGN_OR_RETURN(
-        std::shared_ptr<void> reg,
-        register_mock_binary(dev_, k.binary.id, twin_kernel(twin, k.binary, img.param_offset)));
+    ASSIGN_OR_RETURN(std::shared_ptr<void> reg,
+                     register_mock_binary(dev_, k.binary.id,
+                                          twin_kernel(twin, k.binary, img.param_offset, smem)));
     std::lock_guard lock(mu_);
     registrations_.push_back(std::move(reg));
     twins_.push_back(std::move(loaded.code));
