@@ -78,6 +78,8 @@ void register_hcq_benches();
 void register_gpu_benches();
 // DEV=CL beside the CPU device (bench_cl.cc).
 void register_cl_benches();
+// PTX statistics of GPU kernels for sm_90 (bench_ptx.cc).
+void register_ptx_benches();
 
 // Runs fn once as warm-up, then repeatedly until it ran at least min_reps times and for at least
 // min_total_ms in total; returns the median of the timed runs in milliseconds.

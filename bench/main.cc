@@ -197,6 +197,7 @@ int bench_main(int argc, char** argv) {
   register_hcq_benches();
   register_gpu_benches();
   register_cl_benches();
+  register_ptx_benches();
 #endif
 
   std::optional<Args> args = parse_args(argc, argv);
