@@ -1,5 +1,7 @@
 #include "runtime/device.h"
 
+#include <algorithm>
+
 namespace baregrad::runtime {
 
 Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes) {
@@ -34,6 +36,60 @@ Status check_launch(const Device& dev,
     return invalid_argument(what + ": expected " + std::to_string(spec.vars.size()) +
                             " vars, got " + std::to_string(vars.size()));
   return Status();
+}
+
+Status GraphInputs::check(const Device& dev, std::span<const Buffer> inputs) const {
+  if (inputs.size() != need.size())
+    return invalid_argument("graph replay on " + dev.name() + ": " + std::to_string(inputs.size()) +
+                            " inputs for a graph of " + std::to_string(need.size()));
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (used[i] && (inputs[i].bytes < need[i] || !inputs[i].va))
+      return invalid_argument("graph replay on " + dev.name() + ": input " + std::to_string(i) +
+                              " needs " + std::to_string(need[i]) + " bytes, got " +
+                              std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
+  return Status();
+}
+
+Result<GraphInputs> check_graph(const Device& dev,
+                                const std::vector<GraphLaunch>& launches,
+                                size_t num_inputs) {
+  GraphInputs in{std::vector<size_t>(num_inputs, 0), std::vector<bool>(num_inputs, false)};
+  for (const GraphLaunch& l : launches) {
+    if (!l.prg)
+      return invalid_argument("graph on " + dev.name() + ": launch " +
+                              std::to_string(&l - launches.data()) + " has no program");
+    const compiler::ProgramSpec& spec = l.prg->spec;
+    const std::string what = "graph of " + spec.name + " on " + dev.name();
+    if (l.bufs.size() != spec.bufs.size())
+      return invalid_argument(what + ": " + std::to_string(l.bufs.size()) + " buffers for " +
+                              std::to_string(spec.bufs.size()) + " slots");
+    if (l.input.size() != l.bufs.size())
+      return invalid_argument(what + ": " + std::to_string(l.input.size()) +
+                              " input bindings for " + std::to_string(l.bufs.size()) + " buffers");
+    if (!spec.vars.empty())
+      return invalid_argument(what + ": " + std::to_string(spec.vars.size()) +
+                              " vars (symbolic kernels are not supported)");
+    if (&l.prg->device() != &dev)
+      return invalid_argument(what + ": the program was compiled for " + l.prg->device().name());
+    for (const compiler::BufferArg& b : spec.bufs) {
+      int input = l.input[static_cast<size_t>(b.slot)];
+      if (input >= static_cast<int>(num_inputs))
+        return invalid_argument(what + ": slot " + std::to_string(b.slot) + " binds input " +
+                                std::to_string(input) + " of " + std::to_string(num_inputs));
+      size_t need = static_cast<size_t>(b.size) * b.dtype.itemsize();
+      if (input >= 0) {
+        in.need[static_cast<size_t>(input)] = std::max(in.need[static_cast<size_t>(input)], need);
+        in.used[static_cast<size_t>(input)] = true;
+        continue;
+      }
+      const Buffer& buf = l.bufs[static_cast<size_t>(b.slot)];
+      if (buf.bytes < need || !buf.va)
+        return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" +
+                                b.dtype.name() + ") needs " + std::to_string(need) +
+                                " bytes, got " + std::to_string(buf.bytes));
+    }
+  }
+  return in;
 }
 
 }  // namespace baregrad::runtime

@@ -140,6 +140,22 @@ Status check_launch(const Device& dev,
                     std::span<const Buffer> bufs,
                     std::span<const int64_t> vars);
 
+// The inputs of a graph of launches replayed through a vendor runtime (DEV=CUDA, DEV=CL).
+struct GraphInputs {
+  std::vector<size_t> need;  // per input: the bytes the slots it is bound to need
+  std::vector<bool> used;    // per input: bound to some slot
+  // replay()'s check: InvalidArgument naming the device when `inputs` has another count, or
+  // a bound input is null or smaller than it needs.
+  Status check(const Device& dev, std::span<const Buffer> inputs) const;
+};
+// What make_graph() checks first: InvalidArgument naming the kernel and the device when a
+// launch has no program or one of another device, buffer or binding counts that do not match
+// its program, vars (symbolic kernels are not supported), an input index past `num_inputs`, or
+// a fixed buffer smaller than its slot; else what each input needs.
+Result<GraphInputs> check_graph(const Device& dev,
+                                const std::vector<GraphLaunch>& launches,
+                                size_t num_inputs);
+
 // Opens a device by name ("CPU", "CPU:C", "NULL", "NV", "NV:1", "MOCK+NV", "CUDA", "CL",
 // "CL:1"); an empty name means options().dev, then the CPU. NotFound lists the names this build
 // knows.

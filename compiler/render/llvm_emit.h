@@ -38,6 +38,7 @@ class LlvmEmitter {
   std::string nvptx_kernel();
   std::string twin_function() const;
   std::string twin_thread_function() const;
+  void twin_params(std::string* out, std::string* args) const;
   // The body's trailing SPECIAL parameters and the values passed for them.
   std::string special_params() const;
 

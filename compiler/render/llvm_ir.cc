@@ -428,25 +428,29 @@ std::string LlvmEmitter::nvptx_kernel() {
          ")\n  ret void\n}\n";
 }
 
-// Loads the buffers and vars from the parameter area, then loops over blocks (z, y, x) and
-// threads in a block (z, y, x), calling the body once per thread.
-// The one-thread twin of a kernel with barriers: the parameters as twin_function() reads them,
-// the thread's ids, then the body with the block's shared memory and the barrier callback.
-std::string LlvmEmitter::twin_thread_function() const {
+// The twin's loads of the buffers and vars from the kNvptx parameter area at %params, appended
+// to `out`; `args` gets them as the body's first arguments.
+void LlvmEmitter::twin_params(std::string* out, std::string* args) const {
   int nbufs = gpu_buffer_slots(spec_);
-  std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
-                    "(ptr noalias nocapture readonly %params, ptr nocapture readonly %ids, "
-                    "ptr %smem, ptr %barrier, ptr %barrier_ctx) #0 {\nentry:\n";
-  std::string args;
   auto param = [&](const std::string& name, const char* type, int64_t offset) {
-    out += "  %" + name + ".p = getelementptr inbounds i8, ptr %params, i64 " +
-           std::to_string(offset) + "\n";
-    out += "  %" + name + " = load " + type + ", ptr %" + name + ".p, align 1\n";
-    args += std::string(type) + " %" + name + ", ";
+    *out += "  %" + name + ".p = getelementptr inbounds i8, ptr %params, i64 " +
+            std::to_string(offset) + "\n";
+    *out += "  %" + name + " = load " + type + ", ptr %" + name + ".p, align 1\n";
+    *args += std::string(type) + " %" + name + ", ";
   };
   for (int s : buf_slots_) param("b" + std::to_string(s), "ptr", 8 * int64_t{s});
   for (size_t i = 0; i < spec_.vars.size(); i++)
     param("var" + std::to_string(i), "i64", 8 * (nbufs + static_cast<int64_t>(i)));
+}
+
+// The one-thread twin of a kernel with shared memory or barriers: the parameters, the thread's
+// ids, then the body with the block's shared memory and the barrier callback.
+std::string LlvmEmitter::twin_thread_function() const {
+  std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
+                    "(ptr noalias nocapture readonly %params, ptr nocapture readonly %ids, "
+                    "ptr %smem, ptr %barrier, ptr %barrier_ctx) #0 {\nentry:\n";
+  std::string args;
+  twin_params(&out, &args);
   for (int d = 0; d < 6; d++) {  // ids[d] is kGpuSpecials[d]
     std::string v = std::string("%") + kGpuSpecials[d];
     out += "  " + v + ".p = getelementptr inbounds i32, ptr %ids, i64 " + std::to_string(d) + "\n";
@@ -457,22 +461,15 @@ std::string LlvmEmitter::twin_thread_function() const {
          ")\n  ret void\n}\n";
 }
 
+// Loads the buffers and vars from the parameter area, then loops over blocks (z, y, x) and
+// threads in a block (z, y, x), calling the body once per thread.
 std::string LlvmEmitter::twin_function() const {
   if (twin_is_per_thread(spec_)) return twin_thread_function();
-  int nbufs = gpu_buffer_slots(spec_);
   std::string out = "define void " + llvm_global(twin_symbol(spec_.name)) +
                     "(ptr noalias nocapture readonly %params, ptr nocapture readonly %grid, "
                     "ptr nocapture readonly %block) #0 {\nentry:\n";
   std::string args;
-  auto param = [&](const std::string& name, const char* type, int64_t offset) {
-    out += "  %" + name + ".p = getelementptr inbounds i8, ptr %params, i64 " +
-           std::to_string(offset) + "\n";
-    out += "  %" + name + " = load " + type + ", ptr %" + name + ".p, align 1\n";
-    args += std::string(type) + " %" + name + ", ";
-  };
-  for (int s : buf_slots_) param("b" + std::to_string(s), "ptr", 8 * int64_t{s});
-  for (size_t i = 0; i < spec_.vars.size(); i++)
-    param("var" + std::to_string(i), "i64", 8 * (nbufs + static_cast<int64_t>(i)));
+  twin_params(&out, &args);
   // Loop bounds: grid z, y, x then block z, y, x (outermost first).
   const int order[] = {2, 1, 0, 5, 4, 3};
   for (int d = 0; d < 6; d++) {

@@ -413,7 +413,7 @@ namespace {
 // A runtime::Graph replayed launch by launch through ClDevice::launch, in order.
 class ClGraph : public Graph {
  public:
-  // Checks `launches` as launch() does (input slots at replay; launch() checks again).
+  // Checks `launches` (check_graph); launch() checks each again at replay.
   static Result<std::unique_ptr<Graph>> create(ClDevice& dev,
                                                const std::vector<GraphLaunch>& launches,
                                                size_t num_inputs);
@@ -424,65 +424,20 @@ class ClGraph : public Graph {
   explicit ClGraph(ClDevice& dev) : dev_(dev) {}
   ClDevice& dev_;
   std::vector<GraphLaunch> launches_;
-  std::vector<size_t> need_;  // per input: the bytes its slots need
-  std::vector<bool> used_;    // per input: bound to a slot
+  GraphInputs inputs_;
 };
 
 Result<std::unique_ptr<Graph>> ClGraph::create(ClDevice& dev,
                                                const std::vector<GraphLaunch>& launches,
                                                size_t num_inputs) {
   std::unique_ptr<ClGraph> g(new ClGraph(dev));
-  g->need_.assign(num_inputs, 0);
-  g->used_.assign(num_inputs, false);
-  for (const GraphLaunch& l : launches) {
-    if (!l.prg)
-      return invalid_argument("graph on " + dev.name() + ": launch " +
-                              std::to_string(&l - launches.data()) + " has no program");
-    const auto& spec = l.prg->spec;
-    const std::string what = "graph of " + spec.name + " on " + dev.name();
-    if (l.bufs.size() != spec.bufs.size())
-      return invalid_argument(what + ": " + std::to_string(l.bufs.size()) + " buffers for " +
-                              std::to_string(spec.bufs.size()) + " slots");
-    if (l.input.size() != l.bufs.size())
-      return invalid_argument(what + ": " + std::to_string(l.input.size()) +
-                              " input bindings for " + std::to_string(l.bufs.size()) + " buffers");
-    if (!spec.vars.empty())
-      return invalid_argument(what + ": " + std::to_string(spec.vars.size()) +
-                              " vars (symbolic kernels are not supported)");
-    if (&l.prg->device() != &dev)
-      return invalid_argument(what + ": the program was compiled for " + l.prg->device().name());
-    for (const auto& b : spec.bufs) {
-      int input = l.input[static_cast<size_t>(b.slot)];
-      if (input >= static_cast<int>(num_inputs))
-        return invalid_argument(what + ": slot " + std::to_string(b.slot) + " binds input " +
-                                std::to_string(input) + " of " + std::to_string(num_inputs));
-      size_t need = static_cast<size_t>(b.size) * b.dtype.itemsize();
-      if (input < 0) {
-        const Buffer& buf = l.bufs[static_cast<size_t>(b.slot)];
-        if (buf.bytes < need || !buf.va)
-          return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" +
-                                  b.dtype.name() + ") needs " + std::to_string(need) +
-                                  " bytes, got " + std::to_string(buf.bytes));
-        continue;
-      }
-      g->need_[static_cast<size_t>(input)] = std::max(g->need_[static_cast<size_t>(input)], need);
-      g->used_[static_cast<size_t>(input)] = true;
-    }
-    g->launches_.push_back(l);
-  }
+  ASSIGN_OR_RETURN(g->inputs_, check_graph(dev, launches, num_inputs));
+  g->launches_ = launches;
   return std::unique_ptr<Graph>(std::move(g));
 }
 
 Status ClGraph::replay(std::span<const Buffer> inputs) {
-  if (inputs.size() != need_.size())
-    return invalid_argument("graph replay on " + dev_.name() + ": " +
-                            std::to_string(inputs.size()) + " inputs for a graph of " +
-                            std::to_string(need_.size()));
-  for (size_t i = 0; i < inputs.size(); i++)
-    if (used_[i] && (inputs[i].bytes < need_[i] || !inputs[i].va))
-      return invalid_argument("graph replay on " + dev_.name() + ": input " + std::to_string(i) +
-                              " needs " + std::to_string(need_[i]) + " bytes, got " +
-                              std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
+  RETURN_IF_ERROR(inputs_.check(dev_, inputs));
   std::vector<Buffer> bufs;
   for (const GraphLaunch& l : launches_) {
     bufs = l.bufs;

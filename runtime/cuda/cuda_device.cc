@@ -41,21 +41,7 @@ Result<CudaDeviceInfo> query_device(const CudaApi& api, int ordinal) {
   return d;
 }
 
-size_t slot_bytes(const compiler::BufferArg& b) {
-  return static_cast<size_t>(b.size) * b.dtype.itemsize();
-}
-
 uintptr_t addr(const Buffer& b) { return static_cast<uintptr_t>(b.va); }
-
-// InvalidArgument "<what>: buffer <slot> (<dtype>) needs N bytes, got M" when `buf` is null or
-// smaller than slot `b` of the kernel.
-Status check_buffer(const std::string& what, const compiler::BufferArg& b, const Buffer& buf) {
-  size_t need = slot_bytes(b);
-  if (buf.bytes >= need && buf.va) return Status();
-  return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" + b.dtype.name() +
-                          ") needs " + std::to_string(need) + " bytes, got " +
-                          std::to_string(buf.bytes));
-}
 
 // A CUevent destroyed with its scope.
 struct Event {
@@ -320,9 +306,8 @@ class CudaGraph : public Graph {
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<Node> nodes_;
-  std::vector<size_t> need_;  // per input: the bytes its slots need
-  std::vector<bool> used_;    // per input: bound to a slot
-  std::mutex mu_;             // one replay patches at a time
+  GraphInputs inputs_;
+  std::mutex mu_;  // one replay patches at a time
 };
 
 CUDA_KERNEL_NODE_PARAMS_v2 CudaGraph::params_of(const Node& n,
@@ -347,39 +332,9 @@ Result<std::unique_ptr<Graph>> CudaGraph::create(CudaDevice& dev,
                                                  const std::vector<GraphLaunch>& launches,
                                                  size_t num_inputs) {
   std::unique_ptr<CudaGraph> g(new CudaGraph(dev));
-  g->need_.assign(num_inputs, 0);
-  g->used_.assign(num_inputs, false);
+  ASSIGN_OR_RETURN(g->inputs_, check_graph(dev, launches, num_inputs));
   for (const GraphLaunch& l : launches) {
-    if (!l.prg)
-      return invalid_argument("graph on " + dev.name() + ": launch " +
-                              std::to_string(&l - launches.data()) + " has no program");
-    const auto& spec = l.prg->spec;
-    const std::string what = "graph of " + spec.name + " on " + dev.name();
-    if (l.bufs.size() != spec.bufs.size())
-      return invalid_argument(what + ": " + std::to_string(l.bufs.size()) + " buffers for " +
-                              std::to_string(spec.bufs.size()) + " slots");
-    if (l.input.size() != l.bufs.size())
-      return invalid_argument(what + ": " + std::to_string(l.input.size()) +
-                              " input bindings for " + std::to_string(l.bufs.size()) + " buffers");
-    if (!spec.vars.empty())
-      return invalid_argument(what + ": " + std::to_string(spec.vars.size()) +
-                              " vars (symbolic kernels are not supported)");
-    if (&l.prg->device() != &dev)
-      return invalid_argument(what + ": the program was compiled for " + l.prg->device().name());
-    const auto* kern = static_cast<const CudaProgram*>(l.prg.get());
-    Node n{l.prg, kern, nullptr, l.input, {}};
-    for (const auto& b : spec.bufs) {
-      int input = l.input[b.slot];
-      if (input >= static_cast<int>(num_inputs))
-        return invalid_argument(what + ": slot " + std::to_string(b.slot) + " binds input " +
-                                std::to_string(input) + " of " + std::to_string(num_inputs));
-      if (input < 0) {
-        RETURN_IF_ERROR(check_buffer(what, b, l.bufs[b.slot]));
-      } else {
-        g->need_[input] = std::max(g->need_[input], slot_bytes(b));
-        g->used_[input] = true;
-      }
-    }
+    Node n{l.prg, static_cast<const CudaProgram*>(l.prg.get()), nullptr, l.input, {}};
     // Inputs start at the recorded buffers; replay patches them.
     for (const Buffer& b : l.bufs) n.values.push_back(addr(b));
     g->nodes_.push_back(std::move(n));
@@ -409,15 +364,7 @@ CudaGraph::~CudaGraph() {
 }
 
 Status CudaGraph::replay(std::span<const Buffer> inputs) {
-  if (inputs.size() != need_.size())
-    return invalid_argument("graph replay on " + dev_.name() + ": " +
-                            std::to_string(inputs.size()) + " inputs for a graph of " +
-                            std::to_string(need_.size()));
-  for (size_t i = 0; i < inputs.size(); i++)
-    if (used_[i] && (inputs[i].bytes < need_[i] || !inputs[i].va))
-      return invalid_argument("graph replay on " + dev_.name() + ": input " + std::to_string(i) +
-                              " needs " + std::to_string(need_[i]) + " bytes, got " +
-                              std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
+  RETURN_IF_ERROR(inputs_.check(dev_, inputs));
   RETURN_IF_ERROR(dev_.bind());
   const CudaApi& api = dev_.api();
   std::lock_guard lock(mu_);
