@@ -9,6 +9,7 @@
 
 #include "base/tool_main.h"
 #include "drivers/nv/device.h"
+#include "runtime/cl/cl_device.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/device.h"
 #include "runtime/hcq_device.h"
@@ -65,6 +66,21 @@ bool describe(const std::string& name) {
       describe_nv(*hd, *nvd);
       return true;
     }
+  if (auto* cl = dynamic_cast<runtime::ClDevice*>(dev->get())) {
+    const runtime::ClDeviceInfo& i = cl->info();
+    std::printf("%s: %s (%s)\n", cl->name().c_str(), i.name.c_str(), i.platform.c_str());
+    std::printf("  version        %s, driver %s; platform %s\n", i.version.c_str(),
+                i.driver_version.c_str(), i.platform_version.c_str());
+    std::printf("  compute units  %u; work-groups of at most %zu; %s of local memory\n",
+                i.compute_units, i.max_work_group_size,
+                (std::to_string(i.local_mem >> 10) + " KiB").c_str());
+    std::printf("  memory         %s; fp64 %s; fp32 divide and sqrt %s\n",
+                gib(i.global_mem).c_str(), i.fp64 ? "yes" : "no",
+                i.correctly_rounded_divide_sqrt ? "correctly rounded" : "within OpenCL's ulps");
+    std::printf("  compiler       %s: our OpenCL C, built by the platform (clBuildProgram)\n",
+                cl->target_info().name.c_str());
+    return true;
+  }
   const compiler::TargetInfo& t = (*dev)->target_info();
   std::printf("%s: %s, %d threads%s\n", (*dev)->name().c_str(), t.name.c_str(), t.threads,
               name == "NULL" ? " (compiles; runs nothing)" : "");
@@ -86,11 +102,28 @@ void describe_cuda() {
                 gib(d.total_mem).c_str(), d.cubin_sm);
 }
 
+// Every OpenCL device of every platform (DEV=CL is CL:0).
+void describe_cl() {
+  auto info = runtime::ClDevice::probe();
+  if (!info.ok()) {
+    std::printf("CL: not available: %s\n", info.status().message().c_str());
+    return;
+  }
+  size_t n = 0;
+  for (const runtime::ClPlatformInfo& p : info->platforms) n += p.devices.size();
+  std::printf("CL: %zu platform(s), %zu device(s) (%s)\n", info->platforms.size(), n,
+              info->library.c_str());
+  for (const runtime::ClPlatformInfo& p : info->platforms)
+    for (const runtime::ClDeviceInfo& d : p.devices)
+      std::printf("  CL:%d  %s (%s), %u compute units, %s\n", d.index, d.name.c_str(),
+                  p.name.c_str(), d.compute_units, gib(d.global_mem).c_str());
+}
+
 int usage() {
   std::printf(
       "usage: bare info [DEV...]\n\n"
-      "Without arguments: every device of this build (CPU, CPU:<n>, CPU:C, NULL, NV:<n>, CUDA:<n>) "
-      "and\n"
+      "Without arguments: every device of this build (CPU, CPU:<n>, CPU:C, NULL, NV:<n>, CUDA:<n>, "
+      "CL:<n>)\nand "
       "whether it opens. With names: those devices only (MOCK+NV, the fake NVIDIA GPU, only when "
       "named).\n");
   return 0;
@@ -120,6 +153,7 @@ int info_main(int argc, char** argv) {
     std::printf("NV: not available: %s\n", first.status().message().c_str());
   }
   describe_cuda();
+  describe_cl();
   return 0;
 }
 

@@ -87,6 +87,19 @@ def test_threads_sets_the_cpu_device_threads():
   assert r.returncode == 0 and "1024 threads" in r.stdout, r.stderr
 
 
+def test_info_describes_the_opencl_devices_or_says_why_there_are_none():
+  r = run([os.path.join(BUILD, "tools", "bare_info"), "CL"])
+  listing = run([os.path.join(BUILD, "tools", "bare_info")])
+  assert listing.returncode == 0, listing.stderr
+  if r.returncode != 0:  # no OpenCL platform on this machine: the reason, named
+    assert re.search(r"^CL: not available: .*OpenCL", r.stdout, re.M), r.stdout
+    assert re.search(r"^CL: (not available|0 platform)", listing.stdout, re.M), listing.stdout
+    return
+  assert re.search(r"^CL: .+ \(.+\)$", r.stdout, re.M), r.stdout
+  assert "our OpenCL C, built by the platform (clBuildProgram)" in r.stdout, r.stdout
+  assert re.search(r"^  CL:0  .+, \d+ compute units, ", listing.stdout, re.M), listing.stdout
+
+
 def test_context_refuses_a_bad_thread_count_and_keeps_the_old_one():
   from baregrad.helpers import ContextVar
   before = _baregrad.option_value("THREADS")
