@@ -118,4 +118,8 @@ Status errno_error(std::string_view call, int err, Loc loc) {
   return Status(code_for_errno(err), std::move(text), loc);
 }
 
+Status in_context(const std::string& what, const Status& s) {
+  return s.ok() ? s : Status(s.code(), what + ": " + s.message());
+}
+
 }  // namespace baregrad

@@ -73,6 +73,8 @@ Status failed_precondition(std::string message, Loc loc = Loc::current());
 Status aborted(std::string message, Loc loc = Loc::current());
 // "<call> failed: errno <err> (<strerror text>)", coded by errno (ENOENT -> kNotFound, ...).
 Status errno_error(std::string_view call, int err, Loc loc = Loc::current());
+// `s` with "<what>: " in front of its message, its code kept (OK stays OK).
+Status in_context(const std::string& what, const Status& s);
 
 // Either a T or a non-OK Status.
 template <class T>

@@ -22,11 +22,6 @@ namespace {
 constexpr uint64_t kVaBase = uint64_t{1} << 44;
 constexpr uint64_t kVaGranule = 4096;
 
-// `s` with "<what>: " in front of its message.
-Status in(const std::string& what, const Status& s) {
-  return s.ok() ? s : Status(s.code(), what + ": " + s.message());
-}
-
 std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
@@ -194,7 +189,7 @@ Result<std::unique_ptr<ClDevice>> ClDevice::create(int index, std::string_view l
   RETURN_IF_ERROR(cl_check(err, "clCreateCommandQueue"));
   std::unique_ptr<ClDevice> dev(new ClDevice(std::move(ctx), queue, *info));
   dev->dummy_ = api->clCreateBuffer(dev->ctx_->get(), CL_MEM_READ_WRITE, 64, nullptr, &err);
-  RETURN_IF_ERROR(in(dev->name(), cl_check(err, "clCreateBuffer")));
+  RETURN_IF_ERROR(in_context(dev->name(), cl_check(err, "clCreateBuffer")));
   return dev;
 }
 
@@ -228,8 +223,8 @@ Result<Buffer> ClDevice::alloc(size_t bytes) {
   size_t size = std::max<size_t>(bytes, 1);
   cl_int err = CL_SUCCESS;
   cl_mem mem = api().clCreateBuffer(ctx_->get(), CL_MEM_READ_WRITE, size, nullptr, &err);
-  Status s =
-      in(name() + " alloc of " + std::to_string(bytes) + " bytes", cl_check(err, "clCreateBuffer"));
+  Status s = in_context(name() + " alloc of " + std::to_string(bytes) + " bytes",
+                        cl_check(err, "clCreateBuffer"));
   // CL_INVALID_BUFFER_SIZE: more than CL_DEVICE_MAX_MEM_ALLOC_SIZE.
   if (err == CL_INVALID_BUFFER_SIZE) return Status(StatusCode::kResourceExhausted, s.message());
   RETURN_IF_ERROR(s);
@@ -282,8 +277,9 @@ Status ClDevice::copy_in(Buffer dst, const void* src, size_t bytes) {
                             name());
   if (bytes == 0) return Status();
   ASSIGN_OR_RETURN(Resolved r, resolve(dst.va, bytes, what));
-  return in(what + " on " + name(), BG_CL(api(), clEnqueueWriteBuffer, queue_, r.mem, CL_TRUE,
-                                          r.offset, bytes, src, 0, nullptr, nullptr));
+  return in_context(what + " on " + name(),
+                    BG_CL(api(), clEnqueueWriteBuffer, queue_, r.mem, CL_TRUE, r.offset, bytes, src,
+                          0, nullptr, nullptr));
 }
 
 Status ClDevice::copy_out(void* dst, Buffer src, size_t bytes) {
@@ -293,8 +289,9 @@ Status ClDevice::copy_out(void* dst, Buffer src, size_t bytes) {
                             name());
   if (bytes == 0) return Status();
   ASSIGN_OR_RETURN(Resolved r, resolve(src.va, bytes, what));
-  return in(what + " on " + name(), BG_CL(api(), clEnqueueReadBuffer, queue_, r.mem, CL_TRUE,
-                                          r.offset, bytes, dst, 0, nullptr, nullptr));
+  return in_context(what + " on " + name(),
+                    BG_CL(api(), clEnqueueReadBuffer, queue_, r.mem, CL_TRUE, r.offset, bytes, dst,
+                          0, nullptr, nullptr));
 }
 
 Status ClDevice::copy(Buffer dst, Buffer src, size_t bytes) {
@@ -303,11 +300,11 @@ Status ClDevice::copy(Buffer dst, Buffer src, size_t bytes) {
   const std::string what = "copy of " + std::to_string(bytes) + " bytes";
   ASSIGN_OR_RETURN(Resolved d, resolve(dst.va, bytes, what));
   ASSIGN_OR_RETURN(Resolved s, resolve(src.va, bytes, what));
-  return in(what + " on " + name(), BG_CL(api(), clEnqueueCopyBuffer, queue_, s.mem, d.mem,
-                                          s.offset, d.offset, bytes, 0, nullptr, nullptr));
+  return in_context(what + " on " + name(), BG_CL(api(), clEnqueueCopyBuffer, queue_, s.mem, d.mem,
+                                                  s.offset, d.offset, bytes, 0, nullptr, nullptr));
 }
 
-Status ClDevice::synchronize() { return in(name(), BG_CL(api(), clFinish, queue_)); }
+Status ClDevice::synchronize() { return in_context(name(), BG_CL(api(), clFinish, queue_)); }
 
 Result<std::shared_ptr<Program>> ClDevice::compile(const UOpPtr& ast,
                                                    const std::optional<std::vector<Opt>>& opts) {
@@ -336,7 +333,7 @@ Result<std::shared_ptr<Program>> ClDevice::load(compiler::CompiledKernel&& k) {
   size_t length = source.size();
   cl_int err = CL_SUCCESS;
   prg->program = api().clCreateProgramWithSource(ctx_->get(), 1, &text, &length, &err);
-  RETURN_IF_ERROR(in(what, cl_check(err, "clCreateProgramWithSource")));
+  RETURN_IF_ERROR(in_context(what, cl_check(err, "clCreateProgramWithSource")));
   cl_device_id device = ctx_->device();
   err = api().clBuildProgram(prg->program, 1, &device, build_options_.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
@@ -346,17 +343,17 @@ Result<std::shared_ptr<Program>> ClDevice::load(compiler::CompiledKernel&& k) {
                                              value, size_ret);
         },
         "clGetProgramBuildInfo(CL_PROGRAM_BUILD_LOG)");
-    Status s = in(what, cl_check(err, "clBuildProgram"));
+    Status s = in_context(what, cl_check(err, "clBuildProgram"));
     return internal(s.message() + " (options '" + build_options_ + "')\nbuild log:\n" +
                     (log.ok() ? *log : log.status().message()) + "\n" +
                     compiler::numbered_source(source));
   }
   prg->kernel = api().clCreateKernel(prg->program, entry.c_str(), &err);
-  RETURN_IF_ERROR(in(what, cl_check(err, "clCreateKernel")));
+  RETURN_IF_ERROR(in_context(what, cl_check(err, "clCreateKernel")));
   size_t max_group = 0;
   RETURN_IF_ERROR(
-      in(what, BG_CL(api(), clGetKernelWorkGroupInfo, prg->kernel, device,
-                     CL_KERNEL_WORK_GROUP_SIZE, sizeof(max_group), &max_group, nullptr)));
+      in_context(what, BG_CL(api(), clGetKernelWorkGroupInfo, prg->kernel, device,
+                             CL_KERNEL_WORK_GROUP_SIZE, sizeof(max_group), &max_group, nullptr)));
   size_t group = size_t{prg->block[0]} * prg->block[1] * prg->block[2];
   if (group > max_group)
     return invalid_argument(what + ": work-groups of " + std::to_string(group) +
@@ -393,19 +390,19 @@ Status ClDevice::launch(const Program& p,
     for (Resolved& r : args) {
       cl_ulong offset = r.offset;
       RETURN_IF_ERROR(
-          in(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(cl_mem), &r.mem)));
+          in_context(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(cl_mem), &r.mem)));
       RETURN_IF_ERROR(
-          in(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(offset), &offset)));
+          in_context(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(offset), &offset)));
     }
     for (int64_t v : vars) {
       cl_long value = v;
       RETURN_IF_ERROR(
-          in(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(value), &value)));
+          in_context(what, BG_CL(api, clSetKernelArg, prg.kernel, arg++, sizeof(value), &value)));
     }
-    RETURN_IF_ERROR(in(what, BG_CL(api, clEnqueueNDRangeKernel, queue_, prg.kernel, 3, nullptr,
-                                   global, local, 0, nullptr, nullptr)));
+    RETURN_IF_ERROR(in_context(what, BG_CL(api, clEnqueueNDRangeKernel, queue_, prg.kernel, 3,
+                                           nullptr, global, local, 0, nullptr, nullptr)));
   }
-  return in(what, BG_CL(api, clFlush, queue_));
+  return in_context(what, BG_CL(api, clFlush, queue_));
 }
 
 namespace {

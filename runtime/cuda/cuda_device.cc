@@ -17,11 +17,6 @@ using namespace cuda;  // NOLINT: the driver API's own names
 
 namespace {
 
-// `s` with "<what>: " in front of its message.
-Status in(const std::string& what, const Status& s) {
-  return s.ok() ? s : Status(s.code(), what + ": " + s.message());
-}
-
 Result<CudaDeviceInfo> query_device(const CudaApi& api, int ordinal) {
   CudaDeviceInfo d;
   d.ordinal = ordinal;
@@ -158,8 +153,8 @@ Result<Buffer> CudaDevice::alloc(size_t bytes) {
   RETURN_IF_ERROR(bind());
   CUdeviceptr p = 0;
   // cuMemAlloc refuses 0 bytes; its allocations are aligned to at least 256 bytes.
-  RETURN_IF_ERROR(in(name() + " alloc of " + std::to_string(bytes) + " bytes",
-                     BG_CU(api(), cuMemAlloc_v2, &p, std::max<size_t>(bytes, 1))));
+  RETURN_IF_ERROR(in_context(name() + " alloc of " + std::to_string(bytes) + " bytes",
+                             BG_CU(api(), cuMemAlloc_v2, &p, std::max<size_t>(bytes, 1))));
   return Buffer{static_cast<uint64_t>(p), bytes};
 }
 
@@ -222,7 +217,7 @@ Result<std::shared_ptr<Program>> CudaDevice::compile(const UOpPtr& ast,
 
 Result<std::shared_ptr<Program>> CudaDevice::build(const UOpPtr& ast,
                                                    const std::optional<std::vector<Opt>>& opts) {
-  if (!nv_) return in(name() + " compile", nv_status_);
+  if (!nv_) return in_context(name() + " compile", nv_status_);
   double t0 = now_ms();
   ASSIGN_OR_RETURN(compiler::CompiledKernel k, nv_->compile(ast, opts));
   const std::string fn = k.spec.name;  // a copy: k.spec moves into the program
@@ -232,11 +227,12 @@ Result<std::shared_ptr<Program>> CudaDevice::build(const UOpPtr& ast,
   std::string cubin = std::move(k.binary.code);
   auto prg = std::make_shared<CudaProgram>(*this, std::move(k), ctx_);
   RETURN_IF_ERROR(bind());
-  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuModuleLoadData, &prg->module, cubin.data())));
-  RETURN_IF_ERROR(in("compile " + fn,
-                     BG_CU(api(), cuModuleGetFunction, &prg->function, prg->module, fn.c_str())));
-  RETURN_IF_ERROR(in("compile " + fn, BG_CU(api(), cuFuncGetAttribute, &prg->registers,
-                                            CU_FUNC_ATTRIBUTE_NUM_REGS, prg->function)));
+  RETURN_IF_ERROR(
+      in_context("compile " + fn, BG_CU(api(), cuModuleLoadData, &prg->module, cubin.data())));
+  RETURN_IF_ERROR(in_context(
+      "compile " + fn, BG_CU(api(), cuModuleGetFunction, &prg->function, prg->module, fn.c_str())));
+  RETURN_IF_ERROR(in_context("compile " + fn, BG_CU(api(), cuFuncGetAttribute, &prg->registers,
+                                                    CU_FUNC_ATTRIBUTE_NUM_REGS, prg->function)));
   prg->compile_ms = now_ms() - t0;
   BG_LOG(1) << name() << " compiled " << fn << " in " << prg->compile_ms << " ms, "
             << prg->registers << " registers" << (prg->cache_hit ? " (cached cubin)" : "");
@@ -259,10 +255,10 @@ Status CudaDevice::launch(const Program& p,
   for (uint64_t& v : values) params.push_back(&v);
   RETURN_IF_ERROR(bind());
   auto enqueue = [&] {
-    return in("launch " + spec.name,
-              BG_CU(api(), cuLaunchKernel, kern.function, kern.grid[0], kern.grid[1], kern.grid[2],
-                    kern.block[0], kern.block[1], kern.block[2], 0, stream_,
-                    params.empty() ? nullptr : params.data(), nullptr));
+    return in_context("launch " + spec.name,
+                      BG_CU(api(), cuLaunchKernel, kern.function, kern.grid[0], kern.grid[1],
+                            kern.grid[2], kern.block[0], kern.block[1], kern.block[2], 0, stream_,
+                            params.empty() ? nullptr : params.data(), nullptr));
   };
   // Launches are asynchronous; DEBUG=1 times each on the device and waits for it.
   if (options().debug < 1) return enqueue();
@@ -342,17 +338,18 @@ Result<std::unique_ptr<Graph>> CudaGraph::create(CudaDevice& dev,
   RETURN_IF_ERROR(dev.bind());
   const std::string what = "graph on " + dev.name();
   const CudaApi& api = dev.api();
-  RETURN_IF_ERROR(in(what, BG_CU(api, cuGraphCreate, &g->graph_, 0)));
+  RETURN_IF_ERROR(in_context(what, BG_CU(api, cuGraphCreate, &g->graph_, 0)));
   std::vector<void*> ptrs;
   CUgraphNode prev = nullptr;
   for (Node& n : g->nodes_) {
     CUDA_KERNEL_NODE_PARAMS_v2 p = params_of(n, n.values, ptrs);
-    RETURN_IF_ERROR(in("graph of " + n.prg->spec.name + " on " + dev.name(),
-                       BG_CU(api, cuGraphAddKernelNode_v2, &n.node, g->graph_,
-                             prev ? &prev : nullptr, prev ? 1 : 0, &p)));
+    RETURN_IF_ERROR(in_context("graph of " + n.prg->spec.name + " on " + dev.name(),
+                               BG_CU(api, cuGraphAddKernelNode_v2, &n.node, g->graph_,
+                                     prev ? &prev : nullptr, prev ? 1 : 0, &p)));
     prev = n.node;
   }
-  RETURN_IF_ERROR(in(what, BG_CU(api, cuGraphInstantiateWithFlags, &g->exec_, g->graph_, 0)));
+  RETURN_IF_ERROR(
+      in_context(what, BG_CU(api, cuGraphInstantiateWithFlags, &g->exec_, g->graph_, 0)));
   return std::unique_ptr<Graph>(std::move(g));
 }
 
@@ -377,12 +374,13 @@ Status CudaGraph::replay(std::span<const Buffer> inputs) {
     if (values == n.values) continue;
     // Only later launches of the executable graph see the new parameters.
     CUDA_KERNEL_NODE_PARAMS_v2 p = params_of(n, values, ptrs);
-    RETURN_IF_ERROR(in("graph replay of " + n.prg->spec.name,
-                       BG_CU(api, cuGraphExecKernelNodeSetParams_v2, exec_, n.node, &p)));
+    RETURN_IF_ERROR(in_context("graph replay of " + n.prg->spec.name,
+                               BG_CU(api, cuGraphExecKernelNodeSetParams_v2, exec_, n.node, &p)));
     n.values = values;
   }
   auto enqueue = [&] {
-    return in("graph replay on " + dev_.name(), BG_CU(api, cuGraphLaunch, exec_, dev_.stream()));
+    return in_context("graph replay on " + dev_.name(),
+                      BG_CU(api, cuGraphLaunch, exec_, dev_.stream()));
   };
   // Replays are asynchronous; DEBUG=1 times each on the device and waits for it.
   if (options().debug < 1) return enqueue();
