@@ -39,9 +39,13 @@ std::vector<Row> ptx_rows(const Context&) {
       global(0, kF32), strided({parts, 1}, {1, 0}),
       reduce_axis(Op::ADD, {1},
                   load(global(1, kF32), ShapeTracker::contiguous({parts, n * n / parts}))))});
+  UOpPtr add = sink({store(global(0, kF32), ShapeTracker::contiguous({n, n}),
+                           load(global(1, kF32), ShapeTracker::contiguous({n, n})) +
+                               load(global(2, kF32), ShapeTracker::contiguous({n, n})))});
   std::vector<Row> rows;
   for (auto [what, ast] : {std::pair<std::string, UOpPtr>{"matmul 4096 fp32", matmul},
-                           {"sum 4096x4096 fp32, first of 2 kernels", sum}}) {
+                           {"sum 4096x4096 fp32, first of 2 kernels", sum},
+                           {"add 4096x4096 fp32", add}}) {
     ProgramSpec spec = lower_kernel(ast, (*target)->info());
     auto k = (*target)->compile(spec);
     auto ptx = k.ok() ? (*target)->listing(*k) : Result<std::string>(k.status());
@@ -66,8 +70,9 @@ std::vector<Row> ptx_rows(const Context&) {
     };
     add("registers", report->report.registers, shape);
     add("shared bytes", static_cast<double>(report->report.shared_bytes), "ptxas -v smem");
-    add("v4 global loads", static_cast<double>(count(*ptx, "ld.global.v4")),
-        "ld.global.v4 in the PTX");
+    add("v4 global loads",
+        static_cast<double>(count(*ptx, "ld.global.v4") + count(*ptx, "ld.global.nc.v4")),
+        "ld.global(.nc).v4 in the PTX");
     add("threads per block",
         static_cast<double>(spec.local_size[0] * spec.local_size[1] * spec.local_size[2]), shape);
   }
@@ -77,9 +82,10 @@ std::vector<Row> ptx_rows(const Context&) {
 }  // namespace
 
 void register_ptx_benches() {
-  register_bench("ptx", ptx_rows,
-                 "matmul 4096 and a 4096x4096 sum compiled for sm_90 (needs ptxas): registers, "
-                 "shared bytes, v4 loads, threads per block");
+  register_bench(
+      "ptx", ptx_rows,
+      "matmul 4096, a 4096x4096 sum and add compiled for sm_90 (needs ptxas): registers, "
+      "shared bytes, v4 loads, threads per block");
 }
 
 }  // namespace baregrad::bench

@@ -63,6 +63,9 @@ struct ProgramSpec {
   // GPU targets: the launch grid (blocks) and block (threads). Static: kernel shapes are.
   std::array<int64_t, 3> global_size{1, 1, 1};
   std::array<int64_t, 3> local_size{1, 1, 1};
+  // TargetInfo::buffer_align of the target it was lowered for: what the kernel assumes of
+  // every buffer's base address.
+  int buffer_align = 1;
 };
 
 // Turns a ProgramSpec into source text for one compiler.

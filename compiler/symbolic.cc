@@ -1,6 +1,9 @@
 #include "compiler/symbolic.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <unordered_map>
 #include <vector>
 
 #include "base/log.h"
@@ -163,6 +166,55 @@ UOpPtr simplify(const UOpPtr& u) {
   // when the old subterms stay shared elsewhere; symbolic_simple never adds more than it drops.
   BG_LOG(2) << "simplify: " << before << " -> " << after << " nodes; using symbolic_simple";
   return graph_rewrite(u, symbolic_simple(), opts);
+}
+
+namespace {
+
+constexpr int64_t kMaxDivisor = int64_t{1} << 30;
+
+int64_t divisor_of(const UOp* u, std::unordered_map<const UOp*, int64_t>& memo) {
+  if (auto it = memo.find(u); it != memo.end()) return it->second;
+  auto d = [&](int i) { return divisor_of(u->src(i).get(), memo); };
+  auto const_src = [&](int i) -> const UOp* {
+    const UOp* s = u->src(i).get();
+    return s->is_const() && dtypes::is_int(s->dtype()) ? s : nullptr;
+  };
+  int64_t out = 1;
+  if (!dtypes::is_int(u->dtype()) || u->dtype().count != 1 || u->dtype().ptr) {
+    out = 1;
+  } else if (u->op() == Op::CONST) {
+    uint64_t v = static_cast<uint64_t>(u->const_int());
+    out = v == 0 ? kMaxDivisor : std::min<int64_t>(kMaxDivisor, int64_t{1} << std::countr_zero(v));
+  } else if (u->op() == Op::ADD || u->op() == Op::SUB || u->op() == Op::MAX) {
+    out = std::min(d(0), d(1));
+  } else if (u->op() == Op::WHERE) {
+    out = std::min(d(1), d(2));
+  } else if (u->op() == Op::MUL) {
+    out = std::min<int64_t>(kMaxDivisor, d(0) * d(1));  // both are at most 2^30
+  } else if (u->op() == Op::NEG) {
+    out = d(0);
+  } else if (u->op() == Op::SHL && const_src(1)) {
+    int64_t k = const_src(1)->const_int();
+    out = k >= 0 && k < 31 ? std::min<int64_t>(kMaxDivisor, d(0) << k) : 1;
+  } else if (u->op() == Op::MOD) {  // x - trunc(x / m) * m: both terms are multiples
+    out = std::min(d(0), d(1));
+  } else if (u->op() == Op::IDIV && const_src(1)) {  // exact: x / c == x >> log2(c)
+    int64_t c = const_src(1)->const_int(), x = d(0);
+    out = c > 0 && std::has_single_bit(static_cast<uint64_t>(c)) && x % c == 0 ? x / c : 1;
+  } else if (u->op() == Op::AND) {  // a result bit is set only where both operands have it
+    out = std::max(d(0), d(1));
+  } else if (u->op() == Op::CAST && dtypes::is_int(u->src(0)->dtype())) {
+    out = d(0);  // truncation to 32 bits keeps divisors up to 2^30
+  }
+  memo.emplace(u, out);
+  return out;
+}
+
+}  // namespace
+
+int64_t known_divisor(const UOp* u) {
+  std::unordered_map<const UOp*, int64_t> memo;
+  return divisor_of(u, memo);
 }
 
 }  // namespace baregrad::compiler

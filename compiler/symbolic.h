@@ -26,4 +26,11 @@ const PatternMatcher& symbolic();
 // every input inside the variables' bounds and never has more nodes than `u`.
 UOpPtr simplify(const UOpPtr& u);
 
+// The largest power of two, at most 2^30, known to divide every value integer `u` takes
+// (1 when nothing is known; 2^30 for the constant 0). From constants through ADD, SUB, MUL,
+// SHL, NEG, MAX, WHERE, MOD and exact IDIV by powers of two, AND and CAST between ints: a
+// vector access at index `u` is aligned to that many elements (renderers use it to prove the
+// alignment of 16-byte loads and stores).
+int64_t known_divisor(const UOp* u);
+
 }  // namespace baregrad::compiler

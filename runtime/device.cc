@@ -1,6 +1,7 @@
 #include "runtime/device.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace baregrad::runtime {
 
@@ -12,6 +13,20 @@ Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes) {
                           std::to_string(src.bytes) + " into a buffer of " +
                           std::to_string(dst.bytes) + " on " + dev.name() + why);
 }
+
+namespace {
+
+// InvalidArgument "<what> at 0x... is not aligned to N bytes ..." unless `buf` is aligned to
+// `align` (a kernel's ProgramSpec::buffer_align).
+Status check_align(const std::string& what, const Buffer& buf, int align) {
+  if (align <= 1 || buf.va % static_cast<uint64_t>(align) == 0) return Status();
+  char va[32];
+  std::snprintf(va, sizeof va, "0x%llx", static_cast<unsigned long long>(buf.va));
+  return invalid_argument(what + " at " + va + " is not aligned to " + std::to_string(align) +
+                          " bytes, which the kernel's vector accesses assume (alloc() gives 64)");
+}
+
+}  // namespace
 
 Status check_launch(const Device& dev,
                     const Program& prg,
@@ -31,6 +46,8 @@ Status check_launch(const Device& dev,
       return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" + b.dtype.name() +
                               ") needs " + std::to_string(need) + " bytes, got " +
                               std::to_string(buf.bytes));
+    RETURN_IF_ERROR(
+        check_align(what + ": buffer " + std::to_string(b.slot), buf, spec.buffer_align));
   }
   if (vars.size() != spec.vars.size())
     return invalid_argument(what + ": expected " + std::to_string(spec.vars.size()) +
@@ -42,18 +59,23 @@ Status GraphInputs::check(const Device& dev, std::span<const Buffer> inputs) con
   if (inputs.size() != need.size())
     return invalid_argument("graph replay on " + dev.name() + ": " + std::to_string(inputs.size()) +
                             " inputs for a graph of " + std::to_string(need.size()));
-  for (size_t i = 0; i < inputs.size(); i++)
+  for (size_t i = 0; i < inputs.size(); i++) {
     if (used[i] && (inputs[i].bytes < need[i] || !inputs[i].va))
       return invalid_argument("graph replay on " + dev.name() + ": input " + std::to_string(i) +
                               " needs " + std::to_string(need[i]) + " bytes, got " +
                               std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
+    if (used[i])
+      RETURN_IF_ERROR(check_align("graph replay on " + dev.name() + ": input " + std::to_string(i),
+                                  inputs[i], align[i]));
+  }
   return Status();
 }
 
 Result<GraphInputs> check_graph(const Device& dev,
                                 const std::vector<GraphLaunch>& launches,
                                 size_t num_inputs) {
-  GraphInputs in{std::vector<size_t>(num_inputs, 0), std::vector<bool>(num_inputs, false)};
+  GraphInputs in{std::vector<size_t>(num_inputs, 0), std::vector<bool>(num_inputs, false),
+                 std::vector<int>(num_inputs, 1)};
   for (const GraphLaunch& l : launches) {
     if (!l.prg)
       return invalid_argument("graph on " + dev.name() + ": launch " +
@@ -80,6 +102,8 @@ Result<GraphInputs> check_graph(const Device& dev,
       if (input >= 0) {
         in.need[static_cast<size_t>(input)] = std::max(in.need[static_cast<size_t>(input)], need);
         in.used[static_cast<size_t>(input)] = true;
+        in.align[static_cast<size_t>(input)] =
+            std::max(in.align[static_cast<size_t>(input)], spec.buffer_align);
         continue;
       }
       const Buffer& buf = l.bufs[static_cast<size_t>(b.slot)];
@@ -87,6 +111,8 @@ Result<GraphInputs> check_graph(const Device& dev,
         return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" +
                                 b.dtype.name() + ") needs " + std::to_string(need) +
                                 " bytes, got " + std::to_string(buf.bytes));
+      RETURN_IF_ERROR(
+          check_align(what + ": buffer " + std::to_string(b.slot), buf, spec.buffer_align));
     }
   }
   return in;

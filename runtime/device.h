@@ -134,24 +134,27 @@ class Device {
 Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes);
 // What Device::launch checks first: InvalidArgument naming the kernel and the device when
 // `prg` belongs to another device, or the buffer count, a buffer's size (what the kernel
-// declares for its slot) or the var count does not match.
+// declares for its slot), a buffer's base alignment (ProgramSpec::buffer_align: what the
+// kernel's vector accesses assume) or the var count does not match.
 Status check_launch(const Device& dev,
                     const Program& prg,
                     std::span<const Buffer> bufs,
                     std::span<const int64_t> vars);
 
-// The inputs of a graph of launches replayed through a vendor runtime (DEV=CUDA, DEV=CL).
+// The inputs of a graph of launches, as every Graph::replay checks them.
 struct GraphInputs {
   std::vector<size_t> need;  // per input: the bytes the slots it is bound to need
   std::vector<bool> used;    // per input: bound to some slot
+  std::vector<int> align;    // per input: the base alignment its kernels assume (bytes)
   // replay()'s check: InvalidArgument naming the device when `inputs` has another count, or
-  // a bound input is null or smaller than it needs.
+  // a bound input is null, smaller than it needs or not aligned as its kernels assume.
   Status check(const Device& dev, std::span<const Buffer> inputs) const;
 };
 // What make_graph() checks first: InvalidArgument naming the kernel and the device when a
 // launch has no program or one of another device, buffer or binding counts that do not match
 // its program, vars (symbolic kernels are not supported), an input index past `num_inputs`, or
-// a fixed buffer smaller than its slot; else what each input needs.
+// a fixed buffer smaller than its slot or not aligned as its kernel assumes; else what each
+// input needs.
 Result<GraphInputs> check_graph(const Device& dev,
                                 const std::vector<GraphLaunch>& launches,
                                 size_t num_inputs);

@@ -29,9 +29,13 @@ class HcqProgram final : public Program {
 // An hcq::Graph behind the runtime interface; inputs are the graph's first variables.
 class HcqGraph final : public Graph {
  public:
-  HcqGraph(std::unique_ptr<hcq::Graph> g, std::vector<std::shared_ptr<Program>> keep)
-      : graph_(std::move(g)), keep_(std::move(keep)) {}
+  HcqGraph(const Device& dev,
+           GraphInputs inputs,
+           std::unique_ptr<hcq::Graph> g,
+           std::vector<std::shared_ptr<Program>> keep)
+      : dev_(dev), inputs_(std::move(inputs)), graph_(std::move(g)), keep_(std::move(keep)) {}
   Status replay(std::span<const Buffer> inputs) override {
+    RETURN_IF_ERROR(inputs_.check(dev_, inputs));
     vars_.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); i++) vars_[i] = static_cast<int64_t>(inputs[i].va);
     return graph_->replay(vars_);
@@ -39,6 +43,8 @@ class HcqGraph final : public Graph {
   size_t size() const override { return graph_->size(); }
 
  private:
+  const Device& dev_;
+  GraphInputs inputs_;
   std::unique_ptr<hcq::Graph> graph_;
   std::vector<std::shared_ptr<Program>> keep_;  // the programs the graph's execs point to
   std::vector<int64_t> vars_;
@@ -205,18 +211,10 @@ Status HcqDevice::launch(const Program& p,
 
 Result<std::unique_ptr<Graph>> HcqDevice::make_graph(const std::vector<GraphLaunch>& launches,
                                                      size_t num_inputs) {
+  ASSIGN_OR_RETURN(GraphInputs inputs, check_graph(*this, launches, num_inputs));
   std::vector<hcq::GraphItem> items;
   std::vector<std::shared_ptr<Program>> keep;
   for (const GraphLaunch& l : launches) {
-    const auto& spec = l.prg->spec;
-    if (&l.prg->device() != this)
-      return invalid_argument("graph of " + spec.name + " on " + name() +
-                              ": the program was compiled for " + l.prg->device().name());
-    if (l.bufs.size() != spec.bufs.size() || l.input.size() != l.bufs.size() || !spec.vars.empty())
-      return invalid_argument("graph of " + spec.name + " on " + name() + ": " +
-                              std::to_string(l.bufs.size()) + " buffers for " +
-                              std::to_string(spec.bufs.size()) + " slots" +
-                              (spec.vars.empty() ? "" : " (symbolic kernels are not supported)"));
     const auto& prg = static_cast<const HcqProgram&>(*l.prg);
     hcq::GraphItem it;
     it.prg = prg.loaded.get();
@@ -233,7 +231,8 @@ Result<std::unique_ptr<Graph>> HcqDevice::make_graph(const std::vector<GraphLaun
   }
   ASSIGN_OR_RETURN(std::unique_ptr<hcq::Graph> g,
                    hcq::Graph::create(*hcq_, std::move(items), static_cast<int>(num_inputs)));
-  return std::unique_ptr<Graph>(new HcqGraph(std::move(g), std::move(keep)));
+  return std::unique_ptr<Graph>(
+      new HcqGraph(*this, std::move(inputs), std::move(g), std::move(keep)));
 }
 
 }  // namespace baregrad::runtime

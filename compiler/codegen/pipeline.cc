@@ -1,5 +1,7 @@
 #include "compiler/codegen/pipeline.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "base/options.h"
@@ -79,6 +81,7 @@ ProgramSpec lower_kernel(const UOpPtr& ast,
   spec.thread_extent = low.thread_extent;
   spec.global_size = low.global_size;
   spec.local_size = low.local_size;
+  spec.buffer_align = std::max(1, target.buffer_align);
   spec.flops = low.flops;
   spec.bytes = low.bytes;
   for (auto& u : spec.uops)

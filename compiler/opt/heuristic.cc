@@ -51,13 +51,24 @@ constexpr int64_t kGroupMinReduce = 256;
 //   register tile of up to 4 x 4 outputs per thread: each loaded element then feeds 4
 //   multiply-adds instead of 1. The tile's contiguous axis becomes vector lanes, the other one
 //   copies.
+// - an elementwise kernel with enough elements gets vector lanes along an axis that every
+//   load and store walks contiguously (or not at all): 16 bytes per thread, which a target with
+//   aligned buffers (TargetInfo::buffer_align) loads and stores in one instruction.
 // There are no shared-memory operand tiles yet.
 std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
   std::vector<Opt> opts;
-  if (k.count(AxisKind::kReduce) == 0) return opts;
   int64_t threads = 1;
   for (int a = 0; a < k.ndim(); a++)
     if (k.kinds()[a] == AxisKind::kGlobal) threads *= k.shape()[a];
+  if (k.count(AxisKind::kReduce) == 0) {
+    int lanes = std::max(1, target.vector_bytes / widest_element(k));
+    if (lanes < 2 || threads / lanes < kGpuMinThreads) return opts;
+    for (int a = k.ndim() - 1; a >= 0; a--)  // the innermost such axis
+      if (k.kinds()[a] == AxisKind::kGlobal && k.vector_axis(a, false) &&
+          try_apply(k, {OptOp::kUpcast, a, lanes}, opts))
+        break;
+    return opts;
+  }
   if (target.has_local && threads < kGpuMinThreads)
     for (int a = k.ndim() - 1; a >= 0; a--) {  // the innermost long reduction
       if (k.kinds()[a] != AxisKind::kReduce || k.shape()[a] < kGroupMinReduce) continue;

@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "compiler/render/llvm_emit.h"
 #include "compiler/render/llvm_types.h"
+#include "compiler/symbolic.h"
 
 namespace baregrad::compiler {
 namespace {
@@ -16,7 +17,18 @@ constexpr const char* kVectorAttrs =
 // The in-memory element type: bool is stored as one byte.
 DType mem_dtype(DType t) { return t.scalar == Scalar::kBool ? dtypes::kUint8.vec(t.count) : t; }
 
-std::string mem_align(DType t) { return std::to_string(std::max(1, t.scalar_size())); }
+// The alignment in bytes of an access of type `t` at `index` (an INDEX): the element's own,
+// or more where the buffer's base is aligned (ProgramSpec::buffer_align; 16 for shared memory)
+// and the index a known multiple of elements, so that NVPTX emits ld.global.v4 / st.v4.
+std::string access_align(const ProgramSpec& spec, const UOp* index, DType t) {
+  int64_t elem = std::max(1, t.scalar_size());
+  const UOp* buf = index->src(0).get();
+  int64_t base = buf->op() == Op::DEFINE_LOCAL ? 16 : spec.buffer_align;
+  if (t.count == 1 || base <= elem || index->src(1)->dtype().count != 1)
+    return std::to_string(elem);
+  int64_t proven = std::min(base, known_divisor(index->src(1).get()) * elem);
+  return std::to_string(std::max(elem, proven));
+}
 
 // Bytes rounded up to 16: where each DEFINE_LOCAL lies in the twin's shared memory.
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -271,7 +283,7 @@ void LlvmEmitter::emit_load(const UOp* u) {
   const UOp* idx = u->src(0).get();
   CHECK(idx->op() == Op::INDEX) << "llvm: LOAD from " << op_name(idx->op());
   DType d = u->dtype(), md = mem_dtype(d);
-  std::string mt = llvm_type(md, true), align = mem_align(d);
+  std::string mt = llvm_type(md, true), align = access_align(spec_, idx, d);
   bool gather = idx->src(1)->dtype().count > 1;
   const UOp* valid = idx->src().size() > 2 ? idx->src(2).get() : nullptr;
   bool masked = gather || (valid && valid->dtype().count > 1);
@@ -306,7 +318,7 @@ void LlvmEmitter::emit_store(const UOp* u) {
   const UOp* idx = u->src(0).get();
   CHECK(idx->op() == Op::INDEX) << "llvm: STORE to " << op_name(idx->op());
   DType d = u->src(1)->dtype(), md = mem_dtype(d);
-  std::string mt = llvm_type(md, true), align = mem_align(d);
+  std::string mt = llvm_type(md, true), align = access_align(spec_, idx, d);
   std::string v = convert(val(u->src(1)), d, md);
   bool gather = idx->src(1)->dtype().count > 1;
   const UOp* valid = idx->src().size() > 2 ? idx->src(2).get() : nullptr;

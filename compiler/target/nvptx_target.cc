@@ -34,6 +34,9 @@ TargetInfo nv_target_info(int sm) {
   t.gpu = true;
   t.has_local = true;  // .shared memory and bar.sync
   t.max_block = 128;
+  // Allocations are 64-byte aligned (Device::alloc) and the tensor layer shifts bases by
+  // multiples of 64 bytes: 16 admits ld.global.v4 / st.global.v4 of 32-bit elements.
+  t.buffer_align = 16;
   return t;
 }
 

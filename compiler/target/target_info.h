@@ -20,6 +20,11 @@ struct TargetInfo {
   // each, indexed by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)).
   bool gpu = false;
   int max_block = 128;  // a power of two
+  // Bytes every buffer's base address is aligned to at launch (a power of two; 1: only the
+  // element's own alignment). Renderers may align vector loads and stores to it where the
+  // index is a proven multiple (known_divisor), and Device::launch refuses a buffer that is not
+  // aligned to it.
+  int buffer_align = 1;
 };
 
 }  // namespace baregrad::compiler

@@ -219,6 +219,65 @@ TEST_P(KernelTest, ElementwiseBroadcast) {
   }
 }
 
+// Elementwise kernels large enough for vector lanes per thread (16-byte accesses on GPU
+// targets where the index is a proven multiple of the lanes), for 4-, 8- and 2-byte elements,
+// and with an operand read from one element on (no alignment proof: lane by lane).
+TEST_P(KernelTest, LargeElementwiseKernelsWithAndWithoutAlignedOperands) {
+  for (DType t : {dtypes::kFloat32, dtypes::kFloat64, dtypes::kInt16})
+    for (int64_t offset : {0, 1}) {
+      SCOPED_TRACE(t.name() + " operand offset " + std::to_string(offset));
+      const int64_t n = int64_t{1} << 17;
+      auto la = load(global(0, t), strided({n}, {1}, offset)),
+           lb = load(global(1, t), ShapeTracker::contiguous({n}));
+      auto ast = sink({store(global(2, t), ShapeTracker::contiguous({n}), la * lb + la)});
+      check(ast, {{t, random(n + 1, t, 7)}, {t, random(n, t, 8)}, {t, std::vector<double>(n, 0)}},
+            tol(t, 2));
+    }
+}
+
+// A kernel that assumes aligned buffer bases (ProgramSpec::buffer_align, 16 on NVIDIA) refuses
+// a buffer that is not, at launch and at graph replay, naming the buffer and the alignment;
+// a kernel that assumes only element alignment runs on such a buffer and is right.
+TEST_P(KernelTest, LaunchChecksBufferAlignment) {
+  const int64_t n = int64_t{1} << 17;
+  auto ast = sink({store(global(1, dtypes::kFloat32), ShapeTracker::contiguous({n}),
+                         load(global(0, dtypes::kFloat32), ShapeTracker::contiguous({n})) +
+                             UOp::cnst(dtypes::kFloat32, 1))});
+  auto prg = dev_->compile(ast);
+  ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+  const int align = (*prg)->spec.buffer_align;
+  EXPECT_EQ(align, dev_->target_info().buffer_align);
+  Buffer in = *dev_->alloc(n * 4 + 64), out = *dev_->alloc(n * 4 + 64);
+  std::vector<float> host(n + 16);
+  for (size_t i = 0; i < host.size(); i++) host[i] = static_cast<float>(i % 1000);
+  ASSERT_TRUE(dev_->copy_in(in, host.data(), host.size() * 4).ok());
+  Buffer in4{in.va + 4, in.bytes - 4};  // element-aligned, not 16-byte aligned
+  Status s = dev_->launch(**prg, std::vector<Buffer>{in4, out});
+  if (align > 4) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("buffer 0 at 0x"), std::string::npos) << s.to_string();
+    EXPECT_NE(s.message().find("is not aligned to " + std::to_string(align) + " bytes"),
+              std::string::npos)
+        << s.to_string();
+    auto g = dev_->make_graph({{*prg, {in, out}, {0, -1}}}, 1);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    s = (*g)->replay(std::vector<Buffer>{in4});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("input 0 at 0x"), std::string::npos) << s.to_string();
+    ASSERT_TRUE((*g)->replay(std::vector<Buffer>{in}).ok());
+    ASSERT_TRUE(dev_->synchronize().ok());
+  } else {
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_TRUE(dev_->synchronize().ok());
+    std::vector<float> got(n);
+    ASSERT_TRUE(dev_->copy_out(got.data(), out, n * 4).ok());
+    for (int64_t i = 0; i < n; i++) ASSERT_EQ(got[i], host[i + 1] + 1) << "element " << i;
+  }
+  dev_->free(in);
+  dev_->free(out);
+}
+
 // GROUP: each output's reduction split across a work-group and combined through shared
 // memory, on targets that have it (DEV=CL); the others refuse the opt by name.
 TEST_P(KernelTest, GroupReduction) {

@@ -422,6 +422,53 @@ TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
   }
 }
 
+// An elementwise kernel with enough elements gets 4 fp32 lanes per thread, and where the index
+// is a proven multiple of 4 elements (buffers are 16-byte aligned: TargetInfo::buffer_align)
+// the lanes move as one 16-byte access: ld.global(.nc).v4 / st.global.v4 on every arch. An operand
+// read from one element further on has no such proof and is read lane by lane. Both cubins'
+// twins match the float64 reference.
+TEST(Nvptx, ElementwiseKernelsUseSixteenByteAccessesWhereAlignmentIsProven) {
+  REQUIRE_PTXAS();
+  ScopedSpec spec;
+  constexpr int64_t n = int64_t{1} << 18;  // 65536 threads of 4 lanes
+  auto add = [&](int64_t a_offset) {
+    auto la = load(global(0, kF32), strided({n}, {1}, a_offset)),
+         lb = load(global(1, kF32), ShapeTracker::contiguous({n}));
+    return sink({store(global(2, kF32), ShapeTracker::contiguous({n}), la * lb + la)});
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
+    return c;
+  };
+  EXPECT_EQ(nv_target_info(90).buffer_align, 16);
+  for (int64_t offset : {0, 1}) {
+    SCOPED_TRACE("operand 0 at element offset " + std::to_string(offset));
+    Case c = make("vector_add", add(offset), {kF32, kF32, kF32},
+                  {random(n + 1, kF32, 40), random(n, kF32, 41), std::vector<double>(n)}, 1e-6);
+    std::vector<Opt> want_opts{{OptOp::kUpcast, 0, 4}};
+    EXPECT_EQ(hand_coded_optimizations(Kernel(c.ast), nv_target_info(90)), want_opts);
+    for (int sm : kArchs) {
+      SCOPED_TRACE("sm_" + std::to_string(sm));
+      Result<NvKernel> k = compile_nv(nv(sm), c.ast);
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      EXPECT_EQ(k->spec.buffer_align, 16);
+      EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{512, 1, 1}));  // n / 4 / 128
+      const std::string& ptx = k->ptx;
+      // Inputs the kernel only reads take the read-only path (ld.global.nc).
+      auto loads = [&](const std::string& type) {
+        return count(ptx, "ld.global." + type) + count(ptx, "ld.global.nc." + type);
+      };
+      EXPECT_EQ(loads("v4.f32"), offset == 0 ? 2 : 1) << ptx;
+      EXPECT_EQ(count(ptx, "st.global.v4.f32"), 1) << ptx;
+      if (offset == 1) {
+        EXPECT_EQ(loads("f32"), 4) << ptx;
+      }
+      if (sm == 90) expect_close(run_twin(*k, c, k->grid), reference(c), c.rtol, k->spec.name);
+    }
+  }
+}
+
 // Threads past the last element do nothing: a grid one block too large leaves memory past the
 // output untouched and the output right.
 TEST(Nvptx, ThreadsPastTheEndAreMaskedOff) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -263,6 +264,85 @@ TEST(Symbolic, RandomExpressionsKeepValuesAndNeverGrow) {
   // The rules do real work, and the whole-graph fallback of simplify() stays rare.
   EXPECT_LT(after * 10, before * 6);
   EXPECT_LT(fallbacks, kExprs / 1000);
+}
+
+}  // namespace
+}  // namespace baregrad::compiler
+
+namespace baregrad::compiler {
+namespace {
+
+// known_divisor: targeted cases (what vector accesses need proven), then random index
+// expressions checked exhaustively over their variables' ranges by the interpreter: every value
+// is a multiple of the claimed divisor.
+TEST(KnownDivisor, TargetedCases) {
+  auto x = UOp::var("x", 0, 100), y = UOp::var("y", 0, 127);
+  auto c = [](int64_t v) { return UOp::index_const(v); };
+  EXPECT_EQ(known_divisor((x * 128 + y).get()), 1);
+  EXPECT_EQ(known_divisor(((x * 128 + y) * 4).get()), 4);
+  EXPECT_EQ(known_divisor((x * 512 + y * 4).get()), 4);
+  EXPECT_EQ(known_divisor((x * 512 + y * 4 + c(1)).get()), 1);
+  EXPECT_EQ(known_divisor((x * 512 + c(64)).get()), 64);
+  EXPECT_EQ(known_divisor(c(0).get()), int64_t{1} << 30);
+  EXPECT_EQ(known_divisor(c(-24).get()), 8);
+  EXPECT_EQ(known_divisor(((x * 8) / c(2)).get()), 4);
+  EXPECT_EQ(known_divisor(((x * 8) / c(16)).get()), 1);
+  EXPECT_EQ(known_divisor(((x * 8) % c(12)).get()), 4);
+  EXPECT_EQ(known_divisor(UOp::alu(Op::SHL, {x, c(3)}).get()), 8);
+  EXPECT_EQ(known_divisor(where(lt(x, y), x * 16, y * 4).get()), 4);
+  EXPECT_EQ(known_divisor(cast(x * 16, dtypes::kInt32).get()), 16);
+  EXPECT_EQ(known_divisor(cast(x * 16, dtypes::kFloat32).get()), 1);  // not an int
+}
+
+TEST(KnownDivisor, NeverClaimsMoreThanEveryValueHas) {
+  std::mt19937_64 rng(11);
+  auto x = UOp::var("x", 0, 20), y = UOp::var("y", -7, 9);
+  auto leaf = [&]() -> UOpPtr {
+    switch (rng() % 4) {
+      case 0:
+        return x;
+      case 1:
+        return y;
+      default: {
+        int64_t odd = static_cast<int64_t>(rng() % 7) * 2 + 1;
+        return UOp::index_const((rng() % 5 == 0 ? 0 : odd) << (rng() % 5));
+      }
+    }
+  };
+  std::function<UOpPtr(int)> gen = [&](int depth) -> UOpPtr {
+    if (depth == 0) return leaf();
+    UOpPtr a = gen(depth - 1), b = gen(depth - 1);
+    auto pow2 = [&] { return UOp::index_const(int64_t{1} << (1 + rng() % 3)); };
+    switch (rng() % 9) {
+      case 0:
+        return a + b;
+      case 1:
+        return a - b;
+      case 2:
+        return a * b;
+      case 3:
+        return UOp::alu(Op::SHL, {a, UOp::index_const(static_cast<int64_t>(rng() % 4))});
+      case 4:
+        return a % UOp::index_const(static_cast<int64_t>(rng() % 12) + 1);
+      case 5:
+        return a / pow2();
+      case 6:
+        return where(lt(a, b), a, b * pow2());
+      case 7:
+        return maximum(a, b);
+      default:
+        return -a;
+    }
+  };
+  for (int trial = 0; trial < 400; trial++) {
+    UOpPtr e = gen(1 + static_cast<int>(rng() % 3));
+    int64_t d = known_divisor(e.get());
+    for (int64_t xv = 0; xv <= 20; xv++)
+      for (int64_t yv = -7; yv <= 9; yv++) {
+        int64_t v = eval_int(e, {{"x", xv}, {"y", yv}});
+        ASSERT_EQ(v % d, 0) << e->str() << " at x=" << xv << " y=" << yv << " claims " << d;
+      }
+  }
 }
 
 }  // namespace
