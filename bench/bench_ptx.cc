@@ -1,7 +1,8 @@
-// The GPU shape of our kernels without a GPU: matmul 4096 and the first kernel of a 4096x4096
-// full sum (16M floats into 256 partial sums; the second kernel sums those) compiled for sm_90
-// as NvTarget does for DEV=NV, with what ptxas and the PTX say about them: registers, shared
-// memory, 16-byte vector loads, threads per block. No rows without ptxas.
+// The GPU shape of our kernels without a GPU: matmul 4096, the first kernel of a 4096x4096
+// full sum (16M floats into 256 partial sums; the second kernel sums those) and a 4096x4096 add,
+// compiled for sm_90 as NvTarget does for DEV=NV, with what ptxas and the PTX say about them:
+// registers, shared memory, 16-byte vector loads, threads per block. No rows without ptxas.
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -56,8 +57,14 @@ std::vector<Row> ptx_rows(const Context&) {
                    report.status().to_string().c_str());
       continue;
     }
-    std::string shape = spec.name + ": " + std::to_string(spec.global_size[0]) + " blocks of " +
-                        std::to_string(spec.local_size[0]);
+    auto dims = [](const std::array<int64_t, 3>& d) {
+      std::string out = std::to_string(d[0]);
+      if (d[1] > 1 || d[2] > 1) out += "x" + std::to_string(d[1]);
+      if (d[2] > 1) out += "x" + std::to_string(d[2]);
+      return out;
+    };
+    std::string shape =
+        spec.name + ": " + dims(spec.global_size) + " blocks of " + dims(spec.local_size);
     auto add = [&](const std::string& metric, double value, const std::string& note) {
       Row r;
       r.name = "ptx sm_90 " + what + ": " + metric;

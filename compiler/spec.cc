@@ -35,6 +35,10 @@ std::pair<size_t, size_t> variadic_arity(Op op) {
       return {2, 3};
     case Op::LOAD:
       return {1, 2};
+    case Op::STORE:
+      return {2, 3};
+    case Op::DEFINE_LOCAL:
+      return {0, 1};
     case Op::RANGE:
       return {2, 3};
     case Op::SINK:
@@ -122,11 +126,18 @@ Status verify_other(const UOp* n) {
       if (!n->dtype().ptr) return bad(n, "has a dtype that is not a pointer");
       if (!std::holds_alternative<int64_t>(n->arg()) || n->arg_as<int64_t>() < 1)
         return bad(n, "has an arg that is not a positive element count");
+      if (n->src().size() == 1 && !src_is(0, Op::CONST))
+        return bad(n, "is told apart by something other than a CONST");
       return {};
     case Op::BARRIER:
       for (auto& s : n->src())
-        if (s->op() != Op::STORE || s->src(0)->src(0)->op() != Op::DEFINE_LOCAL)
-          return bad(n, "waits for something other than a shared-memory STORE");
+        if (s->op() != Op::RANGE &&
+            (s->op() != Op::STORE || s->src(0)->src(0)->op() != Op::DEFINE_LOCAL))
+          return bad(n, "waits for something other than a shared-memory STORE or a RANGE");
+      return {};
+    case Op::STORE:
+      if (n->src().size() == 3 && !src_is(2, Op::BARRIER))
+        return bad(n, "runs after something other than a BARRIER");
       return {};
     case Op::IOTA:
       if (!n->dtype().ptr || !dtypes::is_int(n->dtype().base()))
@@ -258,8 +269,10 @@ Status verify_kernel_ast(const UOpPtr& sink) {
   if (sink->op() != Op::SINK) return bad(sink.get(), "is not a SINK");
   if (sink->src().empty()) return bad(sink.get(), "has no STOREs");
   RETURN_IF_ERROR(verify_expr(sink));
-  for (auto& s : sink->src())
+  for (auto& s : sink->src()) {
     if (s->op() != Op::STORE) return bad(sink.get(), "has a source that is not a STORE");
+    if (s->src().size() != 2) return bad(s.get(), "runs after a BARRIER in a kernel AST");
+  }
   const UOp* first = sink->src(0)->src(0).get();
   if (first->op() != Op::VIEW) return bad(sink->src(0).get(), "does not go through a VIEW");
   std::vector<int64_t> shape = first->arg_as<ShapeTracker>().shape();

@@ -112,7 +112,8 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view text) {
                                                        {"LOCAL", OptOp::kLocal},
                                                        {"SWAP", OptOp::kSwap},
                                                        {"SPLIT_REDUCE", OptOp::kSplitReduce},
-                                                       {"GROUP", OptOp::kGroup}};
+                                                       {"GROUP", OptOp::kGroup},
+                                                       {"STAGE", OptOp::kStage}};
   std::vector<Opt> out;
   std::string s(text);
   size_t pos = 0;
@@ -141,13 +142,17 @@ std::vector<Opt> beam_actions(const Kernel& k, const compiler::TargetInfo& targe
     if (k.legal(o)) out.push_back(o);
   };
   int64_t lanes = expanded(k);
+  int64_t group = 1;  // threads of the work-group the LOCAL axes make on GPU targets
+  for (int a = 0; a < k.ndim(); a++)
+    if (k.kinds()[a] == AxisKind::kLocal) group *= k.shape()[a];
   for (int a = 0; a < k.ndim(); a++) {
     AxisKind kind = k.kinds()[a];
     if (kind == AxisKind::kGlobal) {
       for (int amt : {2, 3, 4, 5, 7, 8, 16})
         if (lanes * amt <= kMaxExpanded) add({OptOp::kUpcast, a, amt});
-      if (target.has_local)
-        for (int amt : {2, 4, 8, 16, 32}) add({OptOp::kLocal, a, amt});
+      if (target.has_local && k.count(AxisKind::kLocal) < 3)
+        for (int amt : {2, 4, 8, 16, 32})
+          if (group * amt <= target.max_block) add({OptOp::kLocal, a, amt});
     }
     if (kind == AxisKind::kReduce) {
       for (int amt : {2, 3, 4, 8, 16})
@@ -155,6 +160,8 @@ std::vector<Opt> beam_actions(const Kernel& k, const compiler::TargetInfo& targe
       for (int amt : {2, 4, 8, 16, 32, 64}) add({OptOp::kSplitReduce, a, amt});
       if (target.has_local)
         for (int amt : {16, 32, 64, 128}) add({OptOp::kGroup, a, amt});
+      if (target.has_local)
+        for (int amt : {8, 16, 32}) add({OptOp::kStage, a, amt});
     }
     for (int b = a + 1; b < k.ndim(); b++)
       if (k.shape()[a] != k.shape()[b] || k.kinds()[a] != k.kinds()[b]) add({OptOp::kSwap, a, b});

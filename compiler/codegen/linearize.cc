@@ -52,7 +52,12 @@ class Linearizer {
       const UOp* x = n->src(i).get();
       // ACC_LOAD's non-RANGE sources only order it; they do not pull it into their loops.
       if (n->op() == Op::ACC_LOAD && i > 0 && x->op() != Op::RANGE) continue;
-      s = deeper(s, scope_.at(x), n);
+      const UOp* sx = scope_.at(x);
+      // A BARRIER waits for shared-memory STOREs outside the bounds checks (RANGEs of at most
+      // one iteration, negative ids) that enclose them: every thread must reach it.
+      if (n->op() == Op::BARRIER)
+        while (sx && sx->arg_as<int64_t>() < 0) sx = parent(sx);
+      s = deeper(s, sx, n);
     }
     return s;
   }

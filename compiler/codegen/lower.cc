@@ -24,7 +24,16 @@ struct Ctx {
   std::vector<UOpPtr> loops;
   UOpPtr gate;  // and-ed into the validity of every load (a one-hot index in range), or null
   bool vector_active = false;
+  // UNROLL / UPCAST axes take their coordinate from `loops` (a work-group's copy of an
+  // operand tile, where each thread copies elements at computed coordinates).
+  bool expand_from_loops = false;
+  UOpPtr staged;  // inside a STAGED reduction: the BARRIER after the tiles' copies
   int id = 0;
+};
+
+// An operand tile in shared memory: what a staged LOAD reads instead of its buffer.
+struct Tile {
+  UOpPtr view;  // VIEW of the DEFINE_LOCAL over the kernel shape (stride 0 off the tile's axes)
 };
 
 // The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
@@ -56,7 +65,8 @@ void estimate(const Kernel& k, Lowered* out) {
   for (int a = 0; a < k.ndim(); a++) {
     if (!hot[a]) all *= k.shape()[a];
     if (k.kinds()[a] != AxisKind::kReduce && k.kinds()[a] != AxisKind::kUnroll &&
-        k.kinds()[a] != AxisKind::kOuterReduce && k.kinds()[a] != AxisKind::kGroupReduce)
+        k.kinds()[a] != AxisKind::kOuterReduce && k.kinds()[a] != AxisKind::kGroupReduce &&
+        k.kinds()[a] != AxisKind::kStaged)
       outer *= k.shape()[a];
   }
   std::vector<const UOp*> topo = k.ast()->toposort();
@@ -99,6 +109,7 @@ class Lowerer {
     return t_.gpu && (kind(axis) == AxisKind::kGlobal || kind(axis) == AxisKind::kLocal);
   }
   UOpPtr gpu_threads(Ctx& top);
+  UOpPtr work_groups(Ctx& top);
   // GROUP_REDUCE: each thread's `partial` through shared memory, combined with `op`.
   UOpPtr group_combine(Op op, const UOpPtr& partial);
   int pick_vector_axis() const;
@@ -116,11 +127,20 @@ class Lowerer {
                         int lane,
                         const std::function<void(UOpPtr)>& add_valid) const;
   Val lower(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
-  // `gate`, when given, is and-ed into the validity of every element loaded.
+  // `gate`, when given, is and-ed into the validity of every element loaded; `after`, when
+  // given, is the BARRIER a shared-memory load runs after.
   Val lower_load(const UOpPtr& n,
                  const Ctx& ctx,
                  const std::vector<int64_t>& c,
-                 const UOpPtr& gate = nullptr);
+                 const UOpPtr& gate = nullptr,
+                 const UOpPtr& after = nullptr);
+  // STAGED: the work-group's copies of every staged load's tile for the reduction context
+  // `inner` (its loops made), into shared memory; returns the BARRIER after them.
+  UOpPtr stage_tiles(const Ctx& inner);
+  // A new shared-memory array of `elems` elements of `t` (distinct from every other one).
+  UOpPtr define_local(DType t, int64_t elems) {
+    return UOp::make(Op::DEFINE_LOCAL, t.as_ptr(), {UOp::index_const(next_local_++)}, elems);
+  }
   Val lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int64_t>& c);
   // The body of reduction `n` at its one-hot axes' indices (0 where one is out of range).
   Val lower_one_hot(const UOpPtr& n,
@@ -139,8 +159,10 @@ class Lowerer {
   int width_ = 1;
   int next_ctx_ = 1;
   int64_t next_loop_id_ = 0;
+  int64_t next_local_ = 0;
   UOpPtr guard_;         // GPU targets: the bounds-check RANGE enclosing every loop, or null
   UOpPtr group_thread_;  // a GROUP_REDUCE kernel: the thread's index in its work-group
+  std::map<const UOp*, Tile> tiles_;  // STAGED: the staged LOADs' tiles
   std::array<int64_t, 3> grid_{1, 1, 1}, block_{1, 1, 1};
   std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
   std::map<std::pair<const UOp*, int>, Ctx> reduce_ctx_;
@@ -186,7 +208,7 @@ UOpPtr Lowerer::make_range(int axis, const UOpPtr& parent, int64_t id) {
 }
 
 UOpPtr Lowerer::coord(const Ctx& ctx, const std::vector<int64_t>& c, int axis, int lane) const {
-  if (!is_expand(axis)) return ctx.loops[axis];
+  if (!is_expand(axis) || (ctx.expand_from_loops && ctx.loops[axis])) return ctx.loops[axis];
   if (axis == vaxis_ && ctx.vector_active) return UOp::index_const(lane);
   return UOp::index_const(c[axis]);
 }
@@ -284,7 +306,11 @@ UOpPtr Lowerer::combine(Op op, std::vector<UOpPtr> vals) const {
 Val Lowerer::lower_load(const UOpPtr& n,
                         const Ctx& ctx,
                         const std::vector<int64_t>& c,
-                        const UOpPtr& gate) {
+                        const UOpPtr& gate,
+                        const UOpPtr& after) {
+  if (auto t = tiles_.find(n.get()); t != tiles_.end() && ctx.staged)  // read from the tile
+    return lower_load(UOp::make(Op::LOAD, n->dtype(), {t->second.view}), ctx, c, nullptr,
+                      ctx.staged);
   const UOpPtr& view = n->src(0);
   const auto& st = view->arg_as<ShapeTracker>();
   const UOpPtr& buf = view->src(0);
@@ -309,6 +335,7 @@ Val Lowerer::lower_load(const UOpPtr& n,
     std::vector<UOpPtr> src{buf, idx};
     if (valid) src.push_back(valid);
     UOpPtr ix = UOp::make(Op::INDEX, buf->dtype(), std::move(src));
+    if (after) return UOp::make(Op::LOAD, dt.vec(lanes), {ix, after});
     return UOp::make(Op::LOAD, dt.vec(lanes), {ix});
   };
   if (s == 0) return {load_at(0, 1), false};
@@ -342,14 +369,16 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
       if ((is_outer_loop(kind(a)) || kind(a) == AxisKind::kLocal) && !is_thread_axis(a))
         parent = ctx.loops[a];
     for (int a = 0; a < k_.ndim(); a++) {
-      if (kind(a) != AxisKind::kReduce || is_hot(a)) continue;
+      if ((kind(a) != AxisKind::kReduce && kind(a) != AxisKind::kStaged) || is_hot(a)) continue;
       parent = make_range(a, parent, next_loop_id_++);
       inner.loops[a] = parent;
     }
+    if (k_.count(AxisKind::kStaged)) inner.staged = stage_tiles(inner);
   }
   std::vector<UOpPtr> ranges;
   for (int a = 0; a < k_.ndim(); a++)
-    if (kind(a) == AxisKind::kReduce && !is_hot(a)) ranges.push_back(inner.loops[a]);
+    if ((kind(a) == AxisKind::kReduce || kind(a) == AxisKind::kStaged) && !is_hot(a))
+      ranges.push_back(inner.loops[a]);
   // Every combination of the (non-vector) UNROLL axes, combined in registers.
   std::vector<int> unroll;
   for (int a = 0; a < k_.ndim(); a++)
@@ -399,7 +428,7 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
 UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
   int64_t n = k_.shape()[k_.first(AxisKind::kGroupReduce)];
   DType t = partial->dtype();
-  UOpPtr local = UOp::make(Op::DEFINE_LOCAL, t.as_ptr(), {}, n);
+  UOpPtr local = define_local(t, n);
   UOpPtr put = UOp::make(Op::STORE, dtypes::kVoid,
                          {UOp::make(Op::INDEX, t.as_ptr(), {local, group_thread_}), partial});
   UOpPtr barrier = UOp::make(Op::BARRIER, dtypes::kVoid, {put});
@@ -410,6 +439,104 @@ UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
   UOpPtr r = UOp::make(Op::RANGE, dtypes::kIndex, std::move(range_src), next_loop_id_++);
   UOpPtr get = UOp::make(Op::LOAD, t, {UOp::make(Op::INDEX, t.as_ptr(), {local, r}), barrier});
   return UOp::make(Op::REDUCE, t, {get, r}, static_cast<int64_t>(op));
+}
+
+// Every thread of the work-group (tid = its linear index over the LOCAL axes, T threads)
+// copies elements tid, tid + T, ... (those below the tile's size) of each tile: the staged load's
+// elements over the axes it walks among LOCAL, STAGED, UNROLL and UPCAST, at the work-group's
+// GLOBAL and this iteration's REDUCE coordinates. The tile is laid out with its axes ordered by
+// decreasing stride in the buffer, so neighbouring threads copy neighbouring elements. A barrier at
+// the top of each iteration keeps the copies from overwriting a tile that slower threads still
+// read.
+UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
+  constexpr int64_t kMaxSharedBytes = 48 * 1024;
+  int staged_axis = k_.first(AxisKind::kStaged);
+  if (!t_.gpu || !t_.has_local)
+    fail("lower",
+         k_.str() + ": STAGE needs shared memory, which target " + t_.name + " does not have");
+  UOpPtr tid = UOp::index_const(0);
+  int64_t threads = 1;
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kLocal) {
+      tid = tid * k_.shape()[a] + inner.loops[a];
+      threads *= k_.shape()[a];
+    }
+  std::vector<UOpPtr> outer_loops;  // the loops over tiles (one iteration: no barrier needed)
+  for (int a = 0; a < k_.ndim(); a++)
+    if (kind(a) == AxisKind::kReduce && k_.shape()[a] > 1) outer_loops.push_back(inner.loops[a]);
+  UOpPtr top = outer_loops.empty() ? nullptr : UOp::make(Op::BARRIER, dtypes::kVoid, outer_loops);
+  std::vector<UOpPtr> copies;
+  int64_t bytes = 0;
+  for (const UOp* load : k_.staged_loads(staged_axis)) {
+    const auto& st = load->src(0)->arg_as<ShapeTracker>();
+    std::vector<int> axes;  // the tile's axes, outermost first
+    for (int a = 0; a < k_.ndim(); a++)
+      if ((kind(a) == AxisKind::kLocal || kind(a) == AxisKind::kStaged || is_expand(a)) &&
+          k_.shape()[a] > 1 && Kernel::stride(st, a) != 0)
+        axes.push_back(a);
+    auto key = [&](int a) {  // non-affine (-1) sorts first
+      int64_t s = Kernel::stride(st, a);
+      return s < 0 ? INT64_MAX : std::abs(s);
+    };
+    std::stable_sort(axes.begin(), axes.end(), [&](int x, int y) { return key(x) > key(y); });
+    int64_t elems = 1;
+    for (int a : axes) elems *= k_.shape()[a];
+    DType t = load->dtype();
+    bytes += elems * std::max(1, t.itemsize());
+    if (bytes > kMaxSharedBytes)
+      fail("lower", k_.str() + ": staged tiles of " + std::to_string(bytes) + " bytes exceed the " +
+                        std::to_string(kMaxSharedBytes) +
+                        " bytes of shared memory a work-group may use");
+    UOpPtr local = define_local(t, elems);
+    std::vector<int64_t> strides(k_.ndim(), 0);
+    int64_t inner_size = 1;
+    for (size_t i = axes.size(); i-- > 0;) {
+      strides[axes[i]] = inner_size;
+      inner_size *= k_.shape()[axes[i]];
+    }
+    tiles_[load].view = UOp::make(Op::VIEW, t, {local}, strided(k_.shape(), std::move(strides)));
+    // Each thread copies `w` neighbours at once (a 16-byte access where aligned) when the
+    // tile's innermost axis is contiguous in the buffer and the shares come out even.
+    int64_t w = 1;
+    if (!axes.empty() && Kernel::stride(st, axes.back()) == 1 && !dtypes::is_bool(t))
+      for (int64_t x = 16 / std::max(1, t.itemsize()); x >= 2 && w == 1; x /= 2)
+        if (k_.shape()[axes.back()] % x == 0 && elems % (threads * x) == 0) w = x;
+    std::vector<int64_t> c(k_.ndim(), 0);
+    for (int64_t j = 0; j * threads * w < elems; j++) {
+      UOpPtr e = j == 0 ? tid : tid + j * threads;
+      if (w > 1) e = e * w;
+      if ((j + 1) * threads * w > elems) {  // the threads past the tile's end copy nothing
+        std::vector<UOpPtr> src{e, -maximum(-(e + 1), -UOp::index_const(elems))};
+        if (!outer_loops.empty()) src.push_back(outer_loops.back());
+        e = UOp::make(Op::RANGE, dtypes::kIndex, std::move(src), -1 - next_loop_id_++);
+      }
+      Ctx at = inner;
+      at.id = next_ctx_++;
+      at.vector_active = false;
+      at.expand_from_loops = true;
+      at.staged = nullptr;
+      int64_t below = 1;
+      for (size_t i = axes.size(); i-- > 0;) {
+        int64_t size = k_.shape()[axes[i]];
+        UOpPtr x = below == 1 ? e : e / below;
+        at.loops[axes[i]] = i == 0 ? x : x % size;
+        below *= size;
+      }
+      UOpPtr v;
+      if (w == 1) {
+        v = lower_load(load->self(), at, c).u;
+      } else {  // one view, unmasked: no valid
+        const UOpPtr& buf = load->src(0)->src(0);
+        UOpPtr idx = index(st, at, c, 0).first;
+        v = UOp::make(Op::LOAD, t.vec(static_cast<int>(w)),
+                      {UOp::make(Op::INDEX, buf->dtype(), {buf, idx})});
+      }
+      UOpPtr ix = UOp::make(Op::INDEX, local->dtype(), {local, e});
+      copies.push_back(top ? UOp::make(Op::STORE, dtypes::kVoid, {ix, v, top})
+                           : UOp::make(Op::STORE, dtypes::kVoid, {ix, v}));
+    }
+  }
+  return UOp::make(Op::BARRIER, dtypes::kVoid, std::move(copies));
 }
 
 Val Lowerer::lower_one_hot(const UOpPtr& n,
@@ -510,6 +637,8 @@ std::vector<UOpPtr> Lowerer::lower_store(const UOpPtr& n,
 }
 
 Lowered Lowerer::run() {
+  if (k_.count(AxisKind::kStaged) && !k_.count(AxisKind::kLocal))
+    fail("lower", k_.str() + ": a STAGED axis needs LOCAL axes (a work-group)");
   if (k_.count(AxisKind::kGroupReduce) && (!t_.gpu || !t_.has_local))
     fail("lower",
          k_.str() + ": GROUP needs shared memory, which target " + t_.name + " does not have");
@@ -570,6 +699,7 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
     }
   CHECK(t_.max_block > 0 && std::has_single_bit(static_cast<unsigned>(t_.max_block)))
       << "TargetInfo::max_block " << t_.max_block << " is not a power of two";
+  if (k_.count(AxisKind::kLocal)) return work_groups(top);
   int64_t block = std::min<int64_t>(t_.max_block,
                                     static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(n))));
   int64_t grid = std::max<int64_t>(1, (n + block - 1) / block);  // no elements: one idle thread
@@ -622,6 +752,65 @@ UOpPtr Lowerer::gpu_threads(Ctx& top) {
     inner *= size;
   }
   return guard;
+}
+
+// LOCAL axes: the work-group is exactly the LOCAL axes (the innermost is dimension x of the
+// block, the next y, then z), the grid exactly the GLOBAL axes (the innermost is x, the next y,
+// the rest flattened into z; all of them into x where y or z would pass 65535). No thread is
+// past the end, so there is no bounds check: every thread reaches every barrier.
+UOpPtr Lowerer::work_groups(Ctx& top) {
+  constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1, kMaxGridYz = 65535;
+  std::vector<int> locals, globals;
+  for (int a = 0; a < k_.ndim(); a++) (kind(a) == AxisKind::kLocal ? locals : globals).push_back(a);
+  std::erase_if(globals, [&](int a) { return kind(a) != AxisKind::kGlobal; });
+  if (k_.symbolic())
+    fail("lower", k_.str() + ": LOCAL work-groups with symbolic sizes are not supported");
+  if (locals.size() > 3)
+    fail("lower", k_.str() + ": " + std::to_string(locals.size()) +
+                      " LOCAL axes; a work-group has at most 3 dimensions");
+  int64_t threads = 1;
+  for (int a : locals) threads *= k_.shape()[a];
+  if (threads > t_.max_block)
+    fail("lower", k_.str() + ": a work-group of " + std::to_string(threads) +
+                      " threads (the LOCAL axes) exceeds the limit " +
+                      std::to_string(t_.max_block) + " of target " + t_.name);
+  for (size_t i = 0; i < locals.size(); i++) {
+    int d = static_cast<int>(locals.size() - 1 - i);
+    block_[d] = k_.shape()[locals[i]];
+    top.loops[locals[i]] = UOp::make(Op::SPECIAL, dtypes::kIndex, {},
+                                     VarArg{"lidx" + std::to_string(d), 0, block_[d] - 1});
+  }
+  // dims[d]: the GLOBAL axes of grid dimension d, outermost first.
+  std::array<std::vector<int>, 3> dims;
+  for (size_t i = 0; i < globals.size(); i++) {
+    size_t from_end = globals.size() - 1 - i;
+    dims[std::min<size_t>(from_end, 2)].insert(dims[std::min<size_t>(from_end, 2)].begin(),
+                                               globals[i]);
+  }
+  auto size_of = [&](const std::vector<int>& axes) {
+    int64_t n = 1;
+    for (int a : axes) n *= k_.shape()[a];
+    return n;
+  };
+  if (size_of(dims[1]) > kMaxGridYz || size_of(dims[2]) > kMaxGridYz) {
+    dims = {globals, {}, {}};
+  }
+  if (size_of(dims[0]) > kMaxGridX)
+    fail("lower", k_.str() + ": " + std::to_string(size_of(dims[0])) +
+                      " work-groups, more than the grid limit " + std::to_string(kMaxGridX));
+  for (int d = 0; d < 3; d++) {
+    grid_[d] = size_of(dims[d]);
+    UOpPtr id = UOp::make(Op::SPECIAL, dtypes::kIndex, {},
+                          VarArg{"gidx" + std::to_string(d), 0, grid_[d] - 1});
+    int64_t inner = 1;
+    for (size_t i = dims[d].size(); i-- > 0;) {
+      int64_t size = k_.shape()[dims[d][i]];
+      UOpPtr c = inner == 1 ? id : id / inner;
+      top.loops[dims[d][i]] = i == 0 ? c : c % size;
+      inner *= size;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace

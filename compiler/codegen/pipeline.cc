@@ -34,7 +34,8 @@ UOpPtr run_pass(const char* name, const UOpPtr& in, F&& pass, bool kernel_ast = 
 
 std::string kernel_name(const Kernel& k) {
   std::string s = k.count(AxisKind::kReduce) + k.count(AxisKind::kUnroll) +
-                          k.count(AxisKind::kOuterReduce) + k.count(AxisKind::kGroupReduce)
+                          k.count(AxisKind::kOuterReduce) + k.count(AxisKind::kGroupReduce) +
+                          k.count(AxisKind::kStaged)
                       ? "r"
                       : "E";
   for (int64_t d : k.shape()) s += "_" + std::to_string(d);

@@ -54,7 +54,8 @@ constexpr int64_t kGroupMinReduce = 256;
 // - an elementwise kernel with enough elements gets vector lanes along an axis that every
 //   load and store walks contiguously (or not at all): 16 bytes per thread, which a target with
 //   aligned buffers (TargetInfo::buffer_align) loads and stores in one instruction.
-// There are no shared-memory operand tiles yet.
+// - that register-tiled reduction gets shared-memory operand tiles where the target has shared
+//   memory: LOCAL work-groups of 16 x 8 threads and a STAGE of the reduction.
 std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
   std::vector<Opt> opts;
   int64_t threads = 1;
@@ -77,13 +78,32 @@ std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
       break;
     }
   int tiles = 0;
+  std::vector<int> tiled;  // the register-tiled axes, innermost first
   for (int a = k.first(AxisKind::kReduce) - 1; a >= 0 && tiles < 2; a--) {  // innermost first
     if (k.kinds()[a] != AxisKind::kGlobal || !has_stride(k, a, 0)) continue;
     if (threads / 4 < kGpuMinThreads) break;
     if (try_apply(k, {OptOp::kUpcast, a, 4}, opts)) {
       threads /= 4;
       tiles++;
+      tiled.push_back(a);
     }
+  }
+  // Shared-memory operand tiles: a work-group of 16 x 8 threads over the two register-tiled
+  // axes (a 64 x 32 block of outputs), whose operands are copied into shared memory 16 (or 8)
+  // reduction steps at a time (STAGE): each element is then read from global memory once per
+  // work-group instead of once per thread row or column. All or nothing.
+  if (target.has_local && tiles == 2) {
+    Kernel trial = k;
+    std::vector<Opt> more;
+    // The outer axis first: the inner one becomes the innermost LOCAL axis, dimension x of the
+    // work-group, so neighbouring threads store neighbouring outputs.
+    if (try_apply(trial, {OptOp::kLocal, tiled[1], 8}, more) &&
+        try_apply(trial, {OptOp::kLocal, tiled[0], 16}, more))
+      for (int amt : {16, 8})
+        if (try_apply(trial, {OptOp::kStage, trial.first(AxisKind::kReduce), amt}, more)) {
+          opts.insert(opts.end(), more.begin(), more.end());
+          break;
+        }
   }
   return opts;
 }

@@ -15,19 +15,21 @@
 namespace baregrad::compiler {
 
 const char* axis_kind_name(AxisKind k) {
-  static const char* kNames[] = {"global", "local",        "reduce",      "unroll",
-                                 "upcast", "outer_reduce", "group_reduce"};
+  static const char* kNames[] = {"global", "local",        "reduce",       "unroll",
+                                 "upcast", "outer_reduce", "group_reduce", "staged"};
   return kNames[static_cast<int>(k)];
 }
 
 int axis_rank(AxisKind k) {
   if (k == AxisKind::kOuterReduce) return 0;
-  if (k == AxisKind::kGroupReduce) return 2;  // after REDUCE (placed after equal ranks)
+  // After REDUCE (a moved axis goes after those of equal rank).
+  if (k == AxisKind::kGroupReduce || k == AxisKind::kStaged) return 2;
   return static_cast<int>(k) + (k >= AxisKind::kUnroll);
 }
 
 std::string Opt::str() const {
-  static const char* kNames[] = {"UPCAST", "UNROLL", "LOCAL", "SWAP", "SPLIT_REDUCE", "GROUP"};
+  static const char* kNames[] = {"UPCAST",       "UNROLL", "LOCAL", "SWAP",
+                                 "SPLIT_REDUCE", "GROUP",  "STAGE"};
   return std::string(kNames[static_cast<int>(op)]) + "(" + std::to_string(axis) + ", " +
          std::to_string(amt) + ")";
 }
@@ -426,7 +428,8 @@ void Kernel::map_views(const std::function<View(const View&)>& f) {
   std::vector<int> reduce_axes;
   for (int i = 0; i < ndim(); i++)
     if (kinds_[i] == AxisKind::kReduce || kinds_[i] == AxisKind::kUnroll ||
-        kinds_[i] == AxisKind::kOuterReduce || kinds_[i] == AxisKind::kGroupReduce)
+        kinds_[i] == AxisKind::kOuterReduce || kinds_[i] == AxisKind::kGroupReduce ||
+        kinds_[i] == AxisKind::kStaged)
       reduce_axes.push_back(i);
   rebuild(
       [&](const UOp* n) {
@@ -518,10 +521,27 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     if (o.amt < 2 || (o.amt & (o.amt - 1)) != 0 || o.amt > 1024)
       return no("GROUP needs a power of two from 2 to 1024 threads");
   }
+  if (o.op == OptOp::kStage) {
+    int reduces = 0;
+    for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
+    if (reduces != 1 || count(AxisKind::kReduce) != 1)
+      return no("STAGE needs one reduction over one REDUCE axis, the kernel has " +
+                std::to_string(reduces) + " reductions over " +
+                std::to_string(count(AxisKind::kReduce)) + " REDUCE axes");
+    if (!count(AxisKind::kLocal)) return no("STAGE needs a LOCAL axis (a work-group)");
+    if (count(AxisKind::kGroupReduce) || count(AxisKind::kOuterReduce) || count(AxisKind::kStaged))
+      return no("STAGE cannot join GROUP_REDUCE, OUTER_REDUCE or STAGED axes");
+    if (!one_hot_axes().empty()) return no("STAGE cannot join a one-hot sum");
+    if (k == AxisKind::kReduce && staged_loads(o.axis).empty())
+      return no("no load of the reduction walks the axis and is shared along a LOCAL axis");
+  }
   if ((o.op == OptOp::kUpcast || o.op == OptOp::kLocal || o.op == OptOp::kSplitReduce) &&
       count(AxisKind::kGroupReduce))
     return no("a kernel with a GROUP_REDUCE axis takes no UPCAST, LOCAL or OUTER_REDUCE axes");
-  AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce || o.op == OptOp::kGroup
+  if (o.op == OptOp::kSplitReduce && count(AxisKind::kStaged))
+    return no("a kernel with a STAGED axis takes no OUTER_REDUCE axis");
+  AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce || o.op == OptOp::kGroup ||
+                          o.op == OptOp::kStage
                       ? AxisKind::kReduce
                       : AxisKind::kGlobal;
   if (k != need)
@@ -557,6 +577,7 @@ void Kernel::apply(const Opt& o) {
                         : o.op == OptOp::kUnroll ? AxisKind::kUnroll
                         : o.op == OptOp::kLocal  ? AxisKind::kLocal
                         : o.op == OptOp::kGroup  ? AxisKind::kGroupReduce
+                        : o.op == OptOp::kStage  ? AxisKind::kStaged
                                                  : AxisKind::kOuterReduce;
   shape_[o.axis] /= o.amt;
   shape_.insert(shape_.begin() + o.axis + 1, o.amt);
@@ -588,6 +609,24 @@ void Kernel::apply(const Opt& o) {
   map_views([&](const View& v) { return split_view(v, o.axis, o.amt); });
   permute(order);
   applied_.push_back(o);
+}
+
+std::vector<const UOp*> Kernel::staged_loads(int axis) const {
+  std::vector<const UOp*> out;
+  std::unordered_set<const UOp*> reduced;
+  for (const UOp* n : ast_->toposort())
+    if (n->op() == Op::REDUCE_AXIS)
+      for (const UOp* m : n->toposort()) reduced.insert(m);
+  for (const UOp* n : ast_->toposort()) {
+    if (n->op() != Op::LOAD || !reduced.contains(n) || n->src(0)->src(0)->op() != Op::DEFINE_GLOBAL)
+      continue;
+    const ShapeTracker& st = n->src(0)->arg_as<ShapeTracker>();
+    if (st.views.size() != 1 || st.views[0].mask || st.views[0].sym) continue;  // affine only
+    bool shared = false;
+    for (int a = 0; a < ndim(); a++) shared |= kinds_[a] == AxisKind::kLocal && stride(st, a) == 0;
+    if (shared && stride(st, axis) != 0) out.push_back(n);
+  }
+  return out;
 }
 
 bool Kernel::accumulates_in_output(std::string* why) const {

@@ -1,12 +1,15 @@
 // A kernel AST at the shape level, and the explicit action space of optimizations on it.
 // Every axis of the full shape has a kind; the axes are always ordered
-//   [GLOBAL / OUTER_REDUCE..., LOCAL..., REDUCE..., GROUP_REDUCE, UNROLL..., UPCAST...]
+//   [GLOBAL / OUTER_REDUCE..., LOCAL..., REDUCE..., GROUP_REDUCE / STAGED, UNROLL..., UPCAST...]
 // GLOBAL, OUTER_REDUCE, LOCAL and REDUCE axes become loops (the first axis, always GLOBAL, is
 // split across cores on the CPU, grid dims on GPUs); UNROLL and UPCAST axes are expanded into
 // vector lanes / copies. An OUTER_REDUCE loop runs among the output loops: each of its
 // iterations reduces a slice and accumulates it into the output buffer (K-blocking). A
 // GROUP_REDUCE axis (GPU targets with shared memory) is the threads of a work-group: each
-// reduces its slice, and the partial results are combined through shared memory.
+// reduces its slice, and the partial results are combined through shared memory. A STAGED axis
+// (GPU targets) is the inner loop of a reduction whose operand tiles the work-group first
+// copies into shared memory (matmul-like kernels: each element is loaded from global memory
+// once per work-group instead of once per thread that uses it).
 #pragma once
 
 #include <functional>
@@ -25,11 +28,12 @@ enum class AxisKind : uint8_t {
   kUnroll,
   kUpcast,
   kOuterReduce,
-  kGroupReduce
+  kGroupReduce,
+  kStaged
 };
 const char* axis_kind_name(AxisKind k);
-// Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL, GROUP_REDUCE just after
-// REDUCE).
+// Position of a kind in the axis order (OUTER_REDUCE ranks with GLOBAL, GROUP_REDUCE and STAGED
+// just after REDUCE).
 int axis_rank(AxisKind k);
 // A loop over output elements or over outer reduce slices (not LOCAL, not REDUCE).
 inline bool is_outer_loop(AxisKind k) {
@@ -39,7 +43,9 @@ inline bool is_outer_loop(AxisKind k) {
 enum class OptOp : uint8_t {
   kUpcast,       // split a GLOBAL axis; the inner `amt` becomes an UPCAST axis
   kUnroll,       // split a REDUCE axis; the inner `amt` becomes an UNROLL axis
-  kLocal,        // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis (GPU workgroup dim)
+  kLocal,        // split a GLOBAL axis; the inner `amt` becomes a LOCAL axis. On GPU targets
+                 // the LOCAL axes are the work-group (at most 3, innermost = x; at most
+                 // TargetInfo::max_block threads) and the GLOBAL axes the grid; elsewhere loops.
   kSwap,         // exchange loop axes `axis` and `amt` (same kind), changing the loop order
   kSplitReduce,  // split a REDUCE axis; the outer part becomes an OUTER_REDUCE loop placed
                  // after the GLOBAL loops (move it with kSwap). Needs every STORE to store a
@@ -48,6 +54,12 @@ enum class OptOp : uint8_t {
                  // axis: a work-group of `amt` threads per output, thread t reducing elements
                  // t, t + amt, ...; one reduction in the kernel, no LOCAL or UPCAST axes.
                  // Lowering needs a target with shared memory (TargetInfo::has_local).
+  kStage,        // split a REDUCE axis; the inner `amt` becomes the STAGED axis: each iteration
+                 // of the outer part, the work-group copies the tiles of the staged loads
+                 // (staged_loads) into shared memory, each thread a share; after a barrier the
+                 // STAGED loop reads them there. One reduction over one REDUCE axis, at least
+                 // one LOCAL axis, no GROUP_REDUCE, OUTER_REDUCE or one-hot axes; needs
+                 // TargetInfo::has_local.
 };
 
 // One action; `axis` indexes the kernel's current shape.
@@ -108,6 +120,10 @@ class Kernel {
   // loop, so moving lanes one by one costs little there (a convolution whose lanes are output
   // channels, strided in NCHW, with a fused epilogue such as a ReLU's backward).
   bool vector_axis(int axis, bool scatter) const;
+  // The LOADs a STAGE of reduce axis `axis` copies into shared memory: of a buffer through one
+  // unmasked view, inside the reduction, walking `axis` and broadcast along some LOCAL axis (so
+  // that several threads of a work-group read each element). In AST order.
+  std::vector<const UOp*> staged_loads(int axis) const;
   // True when partial reductions can accumulate in the output buffers (SPLIT_REDUCE).
   bool accumulates_in_output(std::string* why) const;
 

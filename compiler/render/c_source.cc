@@ -486,8 +486,11 @@ std::pair<std::string, Expr> Writer::cl_place(const UOp* index) {
 
 std::string Writer::cl_access_load(const UOp* index, DType t) {
   if (index->src(0)->op() == Op::DEFINE_LOCAL) {  // shared memory holds the register form
-    CHECK(t.count == 1) << "OpenCL renderer: a vector load of shared memory";
-    return names_.at(index->src(0).get()) + "[" + operand(index->src(1).get()).text + "]";
+    const std::string& local = names_.at(index->src(0).get());
+    Expr off = operand(index->src(1).get());
+    if (t.count == 1) return local + "[" + off.text + "]";
+    CHECK(!is_bool(t)) << "OpenCL renderer: a bool vector load of shared memory";
+    return "vload" + std::to_string(t.count) + "(0, " + local + " + " + wrap(off) + ")";
   }
   auto [buf, off] = cl_place(index);
   std::string n = std::to_string(t.count);
@@ -504,10 +507,13 @@ std::string Writer::cl_access_load(const UOp* index, DType t) {
 }
 
 std::string Writer::cl_store(const UOp* index, DType t, const std::string& v) {
-  if (index->src(0)->op() == Op::DEFINE_LOCAL) {
-    CHECK(t.count == 1) << "OpenCL renderer: a vector store to shared memory";
-    return names_.at(index->src(0).get()) + "[" + operand(index->src(1).get()).text + "] = " + v +
-           ";";
+  if (index->src(0)->op() == Op::DEFINE_LOCAL) {  // the register form, as loads expect
+    const std::string& local = names_.at(index->src(0).get());
+    Expr off = operand(index->src(1).get());
+    if (t.count == 1) return local + "[" + off.text + "] = " + v + ";";
+    CHECK(!is_bool(t)) << "OpenCL renderer: a bool vector store to shared memory";
+    return "vstore" + std::to_string(t.count) + "(" + v + ", 0, " + local + " + " + wrap(off) +
+           ");";
   }
   auto [buf, off] = cl_place(index);
   std::string n = std::to_string(t.count);

@@ -16,8 +16,9 @@ struct TargetInfo {
   bool native_transcendentals = false;  // EXP2/LOG2/SIN/POW reach the renderer as-is
   // Shared memory and work-group barriers (DEFINE_LOCAL, BARRIER): GROUP reductions, LOCAL.
   bool has_local = false;
-  // GPU lowering: the output elements (GLOBAL and LOCAL axes, flattened) become one thread
-  // each, indexed by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)).
+  // GPU lowering: the output elements (GLOBAL axes, flattened) become one thread each, indexed
+  // by SPECIAL gidx0 * block + lidx0 with block = min(max_block, bit_ceil(N)); with LOCAL axes,
+  // the block is the LOCAL axes and the grid the GLOBAL axes (up to 3 dimensions each).
   bool gpu = false;
   int max_block = 128;  // a power of two
   // Bytes every buffer's base address is aligned to at launch (a power of two; 1: only the

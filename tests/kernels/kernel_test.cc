@@ -313,16 +313,18 @@ TEST_P(KernelTest, GroupReduction) {
 // a work-group's work-items in a loop between barriers. With the barrier taken out of the
 // program, thread 0 combines partials no other thread has written yet: NaN on MOCK+NV (its
 // shared memory starts as NaNs), a wrong sum on PoCL.
-class WorkGroupTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
-  auto opened = runtime::open_device(GetParam());
-  if (!opened.ok() && !tests::missing_tool(opened.status()).empty())
-    GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(opened.status());
-  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
-  runtime::Device* dev = opened->get();
+class WorkGroupTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto opened = runtime::open_device(GetParam());
+    if (!opened.ok() && !tests::missing_tool(opened.status()).empty())
+      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(opened.status());
+    ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+    opened_ = *opened;
+  }
   // Compiles and loads `spec` as it is, on either kind of device.
-  auto load_spec = [&](const ProgramSpec& spec) -> Result<std::shared_ptr<runtime::Program>> {
+  Result<std::shared_ptr<runtime::Program>> load_spec(const ProgramSpec& spec) {
+    runtime::Device* dev = opened_.get();
     if (auto* hcq = dynamic_cast<runtime::HcqDevice*>(dev)) {
       ASSIGN_OR_RETURN(CompiledKernel k, hcq->target().compile(spec));
       return hcq->load(std::move(k));
@@ -331,7 +333,13 @@ TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
     if (!cl) return invalid_argument("not an HCQ or CL device: " + dev->name());
     ASSIGN_OR_RETURN(CompiledKernel k, ClTarget(cl->target_info(), "test").compile(spec));
     return cl->load(std::move(k));
-  };
+  }
+  std::shared_ptr<runtime::Device> opened_;
+};
+
+TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
+  runtime::Device* dev = opened_.get();
+  auto load_spec = [&](const ProgramSpec& spec) { return this->load_spec(spec); };
   const int64_t rows = 4, cols = 1024;
   auto red = reduce_axis(Op::ADD, {1},
                          load(global(1, dtypes::kFloat32), ShapeTracker::contiguous({rows, cols})));
@@ -370,6 +378,56 @@ TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
   EXPECT_EQ(wrong, rows) << "a sum came out right without the barrier";
   dev->free(in);
   dev->free(out);
+}
+
+// A staged matmul (4 tiles along the reduction) without the barrier after its tile copies:
+// threads read tiles that others have not written yet, or have overwritten already.
+TEST_P(WorkGroupTest, AStagedMatmulWithoutItsBarriersIsWrong) {
+  runtime::Device* dev = opened_.get();
+  const int64_t m = 32, n = 32, k = 64;
+  auto la = load(global(0, dtypes::kFloat32), strided({m, n, k}, {k, 0, 1}));
+  auto lb = load(global(1, dtypes::kFloat32), strided({m, n, k}, {0, 1, n}));
+  auto ast = sink({store(global(2, dtypes::kFloat32), strided({m, n, 1}, {n, 1, 0}),
+                         reduce_axis(Op::ADD, {2}, la * lb))});
+  ProgramSpec spec = lower_kernel(
+      ast, dev->target_info(),
+      std::vector<Opt>{{OptOp::kLocal, 1, 8}, {OptOp::kLocal, 0, 8}, {OptOp::kStage, 4, 16}});
+  ASSERT_EQ(std::count_if(spec.uops.begin(), spec.uops.end(),
+                          [](const UOpPtr& u) { return u->op() == Op::BARRIER; }),
+            2);
+  std::vector<float> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); i++) a[i] = static_cast<float>(i % 7) - 3;
+  for (size_t i = 0; i < b.size(); i++) b[i] = static_cast<float>(i % 5) - 2;
+  Buffer da = *dev->alloc(a.size() * 4), db = *dev->alloc(b.size() * 4),
+         dc = *dev->alloc(m * n * 4);
+  ASSERT_TRUE(dev->copy_in(da, a.data(), a.size() * 4).ok());
+  ASSERT_TRUE(dev->copy_in(db, b.data(), b.size() * 4).ok());
+  auto product = [&](const ProgramSpec& s) {
+    std::vector<float> got(m * n, -1);
+    auto prg = load_spec(s);
+    EXPECT_TRUE(prg.ok()) << prg.status().to_string();
+    if (!prg.ok()) return got;
+    EXPECT_TRUE(dev->launch(**prg, std::vector<Buffer>{da, db, dc}).ok());
+    EXPECT_TRUE(dev->synchronize().ok());
+    EXPECT_TRUE(dev->copy_out(got.data(), dc, got.size() * 4).ok());
+    return got;
+  };
+  ProgramSpec racy = spec;
+  racy.name += "_racy";
+  std::erase_if(racy.uops, [](const UOpPtr& u) { return u->op() == Op::BARRIER; });
+  std::vector<float> good = product(spec), bad = product(racy);
+  int wrong = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double want = 0;  // small integers: exact in float32
+      for (int64_t r = 0; r < k; r++) want += a[i * k + r] * b[r * n + j];
+      EXPECT_EQ(good[i * n + j], want) << i << ", " << j;
+      wrong += !(bad[i * n + j] == want);
+    }
+  EXPECT_GT(wrong, m * n / 2) << "the product came out mostly right without the barriers";
+  dev->free(da);
+  dev->free(db);
+  dev->free(dc);
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors,
@@ -467,6 +525,95 @@ TEST_P(KernelTest, MatmulExplicitOpts) {
 
 // K-blocking: the reduce axis is split and its outer part loops among the output loops,
 // accumulating partial sums (or maxima) in the output buffer.
+// LOCAL axes: on GPU targets the work-group's dimensions (the grid is the GLOBAL axes, up to 3
+// dimensions each); elsewhere loops. With register tiles and an unrolled reduction, and a 3-axis
+// elementwise kernel with a LOCAL axis on each of its axes.
+TEST_P(KernelTest, LocalWorkGroups) {
+  DType t = dtypes::kFloat32;
+  auto ast = matmul_ast(64, 96, 24, t);
+  std::vector<Buf> bufs = {
+      {t, random(64 * 24, t, 1)}, {t, random(24 * 96, t, 2)}, {t, std::vector<double>(64 * 96, 0)}};
+  check(ast, bufs, tol(t, 24), std::vector<Opt>{{OptOp::kLocal, 0, 8}, {OptOp::kLocal, 1, 4}});
+  check(ast, bufs, tol(t, 24),
+        std::vector<Opt>{{OptOp::kUpcast, 1, 4},
+                         {OptOp::kUpcast, 0, 2},
+                         {OptOp::kLocal, 0, 4},
+                         {OptOp::kLocal, 1, 8},
+                         {OptOp::kUnroll, 4, 4}});
+  auto e3 = sink({store(global(1, t), ShapeTracker::contiguous({6, 10, 12}),
+                        load(global(0, t), strided({6, 10, 12}, {1, 6, 60})) * UOp::cnst(t, 3))});
+  check(e3, {{t, random(720, t, 3)}, {t, std::vector<double>(720, 0)}}, tol(t),
+        std::vector<Opt>{{OptOp::kLocal, 0, 2}, {OptOp::kLocal, 1, 5}, {OptOp::kLocal, 2, 4}});
+  if (dev_->target_info().gpu) {  // the launch: blocks of the LOCAL axes, a grid of the rest
+    auto prg = dev_->compile(
+        e3, std::vector<Opt>{{OptOp::kLocal, 0, 2}, {OptOp::kLocal, 1, 5}, {OptOp::kLocal, 2, 4}});
+    ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+    EXPECT_EQ((*prg)->spec.local_size, (std::array<int64_t, 3>{4, 5, 2}));
+    EXPECT_EQ((*prg)->spec.global_size, (std::array<int64_t, 3>{3, 2, 3}));
+    auto big = dev_->compile(ast, std::vector<Opt>{{OptOp::kLocal, 0, 16}, {OptOp::kLocal, 1, 16}});
+    ASSERT_FALSE(big.ok());
+    EXPECT_NE(big.status().message().find("a work-group of 256 threads"), std::string::npos)
+        << big.status().to_string();
+  }
+}
+
+// STAGE: operand tiles copied into shared memory by the work-group, then read there by the
+// staged loop; with register tiles (vector lanes read from shared memory), one or several
+// tiles along the reduction, bf16 operands and a single tile. Targets without shared memory
+// refuse it by name.
+TEST_P(KernelTest, StagedMatmul) {
+  struct Run {
+    DType t;
+    int64_t m, n, k;
+    std::vector<Opt> opts;
+  };
+  std::vector<Run> runs = {
+      {dtypes::kFloat32,
+       64,
+       128,
+       32,
+       {{OptOp::kUpcast, 1, 4},
+        {OptOp::kUpcast, 0, 4},
+        {OptOp::kLocal, 1, 8},
+        {OptOp::kLocal, 0, 4},
+        {OptOp::kStage, 4, 8}}},
+      {dtypes::kFloat32,
+       32,
+       48,
+       40,
+       {{OptOp::kLocal, 1, 16}, {OptOp::kLocal, 0, 4}, {OptOp::kStage, 4, 8}}},
+      {dtypes::kFloat32,
+       16,
+       16,
+       24,
+       {{OptOp::kLocal, 1, 4}, {OptOp::kLocal, 0, 4}, {OptOp::kStage, 4, 24}}},
+      {dtypes::kBFloat16,
+       32,
+       64,
+       64,
+       {{OptOp::kUpcast, 1, 4},
+        {OptOp::kLocal, 1, 16},
+        {OptOp::kLocal, 0, 8},
+        {OptOp::kStage, 4, 16}}},
+  };
+  for (const Run& r : runs) {
+    SCOPED_TRACE(r.t.name() + " " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" +
+                 std::to_string(r.k));
+    auto ast = matmul_ast(r.m, r.n, r.k, r.t);
+    std::vector<Buf> bufs = {{r.t, random(r.m * r.k, r.t, 1)},
+                             {r.t, random(r.k * r.n, r.t, 2)},
+                             {r.t, std::vector<double>(r.m * r.n, 0)}};
+    if (!dev_->target_info().has_local) {
+      auto prg = dev_->compile(ast, r.opts);
+      ASSERT_FALSE(prg.ok());
+      EXPECT_NE(prg.status().message().find("STAGE needs shared memory"), std::string::npos)
+          << prg.status().to_string();
+      continue;
+    }
+    check(ast, bufs, tol(r.t, static_cast<double>(r.k)), r.opts);
+  }
+}
+
 TEST_P(KernelTest, SplitReduceAccumulatesInOutput) {
   DType t = dtypes::kFloat32;
   std::vector<Buf> bufs = {{t, random(32 * 16, t, 1)},

@@ -391,9 +391,13 @@ TEST(Nvptx, GroupReductionsUseSharedMemoryAndABarrier) {
 }
 
 // A matmul large enough to keep 32768 threads busy gets a 4 x 4 register tile per thread (the
-// column tile as vector lanes, the row tile as copies), fp32 and bf16 alike; a small one stays
-// at one thread per output. The tiled cubins match the float64 reference.
-TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
+// column tile as vector lanes, the row tile as copies) and shared-memory operand tiles: work-
+// groups of 16 x 8 threads (a 64 x 32 block of outputs) that copy 8 reduction steps of both
+// operands into shared memory per iteration, behind barriers; fp32 and bf16 alike. A small
+// one stays at one thread per output. In the PTX: .shared arrays of both tiles, bar.sync, the
+// copies as 16-byte loads and stores, the column tile read from shared memory as 16-byte
+// vectors. The cubins match float64.
+TEST(Nvptx, LargeMatmulsGetRegisterTilesAndSharedMemoryOperandTiles) {
   REQUIRE_PTXAS();
   ScopedSpec spec;
   auto matmul = [](DType in, int64_t m, int64_t n, int64_t k) {
@@ -404,6 +408,11 @@ TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
   };
   EXPECT_TRUE(
       hand_coded_optimizations(Kernel(matmul(kF32, 64, 64, 48)), nv_target_info(90)).empty());
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
+    return c;
+  };
   for (DType in : {kF32, kBF16}) {
     SCOPED_TRACE(in.name());
     Case c = make(
@@ -411,13 +420,26 @@ TEST(Nvptx, LargeMatmulsGetAFourByFourRegisterTilePerThread) {
         {decode(in, encode(in, random(1024 * 24, kF32, 30))),
          decode(in, encode(in, random(24 * 512, kF32, 31))), std::vector<double>(1024 * 512, 3)},
         1e-5);
-    std::vector<Opt> want_opts{{OptOp::kUpcast, 1, 4}, {OptOp::kUpcast, 0, 4}};
+    std::vector<Opt> want_opts{{OptOp::kUpcast, 1, 4},
+                               {OptOp::kUpcast, 0, 4},
+                               {OptOp::kLocal, 0, 8},
+                               {OptOp::kLocal, 1, 16},
+                               {OptOp::kStage, 4, 8}};
     EXPECT_EQ(hand_coded_optimizations(Kernel(c.ast), nv_target_info(90)), want_opts);
     Result<NvKernel> k = compile_nv(nv(90), c.ast);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
-    EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{256, 1, 1}));  // 1024 * 512 / 16 / 128
-    EXPECT_EQ(k->block, (std::array<uint32_t, 3>{128, 1, 1}));
+    EXPECT_EQ(k->grid, (std::array<uint32_t, 3>{8, 32, 1}));  // 512 / 64, 1024 / 32
+    EXPECT_EQ(k->block, (std::array<uint32_t, 3>{16, 8, 1}));
     EXPECT_EQ(k->ptxas.spill_store_bytes, 0) << k->ptxas_log;
+    // A: 32 rows x 8 steps; B: 8 steps x 64 columns.
+    EXPECT_EQ(k->ptxas.shared_bytes, (32 * 8 + 8 * 64) * in.itemsize()) << k->ptxas_log;
+    EXPECT_EQ(k->ptxas.barriers, 1) << k->ptxas_log;  // barrier 0, used twice
+    EXPECT_EQ(count(k->ptx, "bar.sync"), 2) << k->ptx;
+    if (in == kF32) {  // the copies move 16 bytes per access, the B tile is read as vectors
+      EXPECT_GE(count(k->ptx, "ld.global.nc.v4.f32"), 1) << k->ptx;
+      EXPECT_GE(count(k->ptx, "st.shared.v4.f32"), 1) << k->ptx;
+      EXPECT_GE(count(k->ptx, "ld.shared.v4.f32"), 1) << k->ptx;
+    }
     expect_close(run_twin(*k, c, k->grid), reference(c), c.rtol, k->spec.name);
   }
 }
