@@ -113,6 +113,7 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view text) {
                                                        {"SWAP", OptOp::kSwap},
                                                        {"SPLIT_REDUCE", OptOp::kSplitReduce},
                                                        {"GROUP", OptOp::kGroup},
+                                                       {"GROUPTOP", OptOp::kGroupTop},
                                                        {"STAGE", OptOp::kStage}};
   std::vector<Opt> out;
   std::string s(text);
@@ -159,7 +160,10 @@ std::vector<Opt> beam_actions(const Kernel& k, const compiler::TargetInfo& targe
         if (lanes * amt <= kMaxExpanded) add({OptOp::kUnroll, a, amt});
       for (int amt : {2, 4, 8, 16, 32, 64}) add({OptOp::kSplitReduce, a, amt});
       if (target.has_local)
-        for (int amt : {16, 32, 64, 128}) add({OptOp::kGroup, a, amt});
+        for (int amt : {16, 32, 64, 128}) {
+          add({OptOp::kGroup, a, amt});
+          add({OptOp::kGroupTop, a, amt});
+        }
       if (target.has_local)
         for (int amt : {8, 16, 32}) add({OptOp::kStage, a, amt});
     }

@@ -28,8 +28,8 @@ int axis_rank(AxisKind k) {
 }
 
 std::string Opt::str() const {
-  static const char* kNames[] = {"UPCAST",       "UNROLL", "LOCAL", "SWAP",
-                                 "SPLIT_REDUCE", "GROUP",  "STAGE"};
+  static const char* kNames[] = {"UPCAST",       "UNROLL", "LOCAL",    "SWAP",
+                                 "SPLIT_REDUCE", "GROUP",  "GROUPTOP", "STAGE"};
   return std::string(kNames[static_cast<int>(op)]) + "(" + std::to_string(axis) + ", " +
          std::to_string(amt) + ")";
 }
@@ -509,7 +509,7 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     std::string why_not;
     if (!accumulates_in_output(&why_not)) return no(why_not);
   }
-  if (o.op == OptOp::kGroup) {
+  if (o.op == OptOp::kGroup || o.op == OptOp::kGroupTop) {
     int reduces = 0;
     for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
     if (reduces != 1)
@@ -541,7 +541,7 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
   if (o.op == OptOp::kSplitReduce && count(AxisKind::kStaged))
     return no("a kernel with a STAGED axis takes no OUTER_REDUCE axis");
   AxisKind need = o.op == OptOp::kUnroll || o.op == OptOp::kSplitReduce || o.op == OptOp::kGroup ||
-                          o.op == OptOp::kStage
+                          o.op == OptOp::kGroupTop || o.op == OptOp::kStage
                       ? AxisKind::kReduce
                       : AxisKind::kGlobal;
   if (k != need)
@@ -572,18 +572,20 @@ void Kernel::apply(const Opt& o) {
   }
   // Split in place into (outer, inner); one part takes a new kind and moves to the end of
   // that kind's block: the inner part for UPCAST / UNROLL / LOCAL, the outer for SPLIT_REDUCE.
-  bool outer_moves = o.op == OptOp::kSplitReduce;
-  AxisKind moved_kind = o.op == OptOp::kUpcast   ? AxisKind::kUpcast
-                        : o.op == OptOp::kUnroll ? AxisKind::kUnroll
-                        : o.op == OptOp::kLocal  ? AxisKind::kLocal
-                        : o.op == OptOp::kGroup  ? AxisKind::kGroupReduce
-                        : o.op == OptOp::kStage  ? AxisKind::kStaged
-                                                 : AxisKind::kOuterReduce;
-  shape_[o.axis] /= o.amt;
-  shape_.insert(shape_.begin() + o.axis + 1, o.amt);
+  bool outer_moves = o.op == OptOp::kSplitReduce || o.op == OptOp::kGroupTop;
+  // The inner part's size: `amt`, except for GROUPTOP, whose outer part is `amt`.
+  const int64_t split = o.op == OptOp::kGroupTop ? shape_[o.axis] / o.amt : o.amt;
+  AxisKind moved_kind = o.op == OptOp::kUpcast                              ? AxisKind::kUpcast
+                        : o.op == OptOp::kUnroll                            ? AxisKind::kUnroll
+                        : o.op == OptOp::kLocal                             ? AxisKind::kLocal
+                        : o.op == OptOp::kGroup || o.op == OptOp::kGroupTop ? AxisKind::kGroupReduce
+                        : o.op == OptOp::kStage                             ? AxisKind::kStaged
+                                                : AxisKind::kOuterReduce;
+  shape_[o.axis] /= split;
+  shape_.insert(shape_.begin() + o.axis + 1, split);
   if (symbolic_) {
     sym_shape_[o.axis] = shape_[o.axis];
-    sym_shape_.insert(sym_shape_.begin() + o.axis + 1, Sym(o.amt));
+    sym_shape_.insert(sym_shape_.begin() + o.axis + 1, Sym(split));
   }
   kinds_.insert(kinds_.begin() + o.axis + 1, kinds_[o.axis]);
   int moved = outer_moves ? o.axis : o.axis + 1;
@@ -606,7 +608,7 @@ void Kernel::apply(const Opt& o) {
   shape_ = new_shape;
   sym_shape_ = new_sym;
   kinds_ = new_kinds;
-  map_views([&](const View& v) { return split_view(v, o.axis, o.amt); });
+  map_views([&](const View& v) { return split_view(v, o.axis, split); });
   permute(order);
   applied_.push_back(o);
 }

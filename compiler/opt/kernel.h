@@ -54,6 +54,8 @@ enum class OptOp : uint8_t {
                  // axis: a work-group of `amt` threads per output, thread t reducing elements
                  // t, t + amt, ...; one reduction in the kernel, no LOCAL or UPCAST axes.
                  // Lowering needs a target with shared memory (TargetInfo::has_local).
+  kGroupTop,     // GROUP with the outer `amt` as the GROUP_REDUCE axis: thread t reduces the
+                 // contiguous slice [t * n / amt, (t + 1) * n / amt) of the n elements.
   kStage,        // split a REDUCE axis; the inner `amt` becomes the STAGED axis: each iteration
                  // of the outer part, the work-group copies the tiles of the staged loads
                  // (staged_loads) into shared memory, each thread a share; after a barrier the

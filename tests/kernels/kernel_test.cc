@@ -303,6 +303,10 @@ TEST_P(KernelTest, GroupReduction) {
         opts.push_back({OptOp::kUnroll, 1, c / amt % 4 == 0 ? 4 : 5});
         check(ast, {{t, random(r * c, t, 10)}, {t, std::vector<double>(r, 0)}},
               tol(t, static_cast<double>(c)) * (t == dtypes::kFloat16 ? 4 : 1), opts);
+        // GROUPTOP: each thread reduces a contiguous slice.
+        check(ast, {{t, random(r * c, t, 11)}, {t, std::vector<double>(r, 0)}},
+              tol(t, static_cast<double>(c)) * (t == dtypes::kFloat16 ? 4 : 1),
+              std::vector<Opt>{{OptOp::kGroupTop, 1, amt}});
       }
     }
   }

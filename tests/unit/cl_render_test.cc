@@ -173,6 +173,63 @@ TEST(GroupOpt, SplitsAReduceAxisIntoAWorkGroupAndExcludesWhatCannotJoinIt) {
   EXPECT_TRUE(has(why, "exactly one reduction")) << why;
 }
 
+// GROUPTOP: the outer part of the split is the work-group, so thread t reduces the contiguous
+// elements [32 t, 32 t + 32).
+TEST(GroupOpt, GroupTopGivesEachThreadAContiguousSlice) {
+  Kernel k(row_reduce_ast(Op::ADD, 64, 4096));
+  k.apply({OptOp::kGroupTop, 1, 128});
+  EXPECT_EQ(k.str(), "(64:g, 32:r, 128:G)");
+  EXPECT_EQ(Kernel::stride(k.load_views()[0], 1), 1);
+  EXPECT_EQ(Kernel::stride(k.load_views()[0], 2), 32);
+  std::string why;
+  EXPECT_FALSE(k.legal({OptOp::kGroupTop, 1, 2}, &why)) << "a second GROUP";
+  ClTarget target(cl_target_info(256), "test");
+  std::string src = target.render(lower_kernel(row_reduce_ast(Op::ADD, 64, 4096), target.info(),
+                                               std::vector<Opt>{{OptOp::kGroupTop, 1, 128}}));
+  EXPECT_TRUE(has(src, "= lidx0 * 32;")) << src;
+}
+
+// out = a @ b with a (m, k) and b (k, n), as the kernel AST sees it.
+UOpPtr matmul_ast(int64_t m, int64_t n, int64_t k) {
+  auto la = load(global(0, dtypes::kFloat32), strided({m, n, k}, {k, 0, 1}));
+  auto lb = load(global(1, dtypes::kFloat32), strided({m, n, k}, {0, 1, n}));
+  return sink({store(global(2, dtypes::kFloat32), strided({m, n, 1}, {n, 1, 0}),
+                     reduce_axis(Op::ADD, {2}, la * lb))});
+}
+
+// STAGE: both operands of a matmul are shared along a LOCAL axis, so both are staged; the
+// OpenCL C copies them into two __local tiles (16-byte vloads from the buffers, vstores into
+// the tiles), with a barrier at the top of each tile step and one after the copies, and reads
+// the column tile with vload4.
+TEST(StageOpt, StagesTheOperandsSharedAcrossTheWorkGroup) {
+  Kernel k(matmul_ast(64, 128, 32));
+  std::string why;
+  EXPECT_FALSE(k.legal({OptOp::kStage, 2, 8}, &why));
+  EXPECT_TRUE(has(why, "needs a LOCAL axis")) << why;
+  std::vector<Opt> opts{
+      {OptOp::kUpcast, 1, 4}, {OptOp::kUpcast, 0, 4}, {OptOp::kLocal, 0, 4}, {OptOp::kLocal, 1, 8}};
+  for (const Opt& o : opts) k.apply(o);
+  EXPECT_EQ(k.staged_loads(4).size(), 2u);
+  k.apply({OptOp::kStage, 4, 8});
+  opts.push_back({OptOp::kStage, 4, 8});
+  EXPECT_EQ(k.str(), "(4:g, 4:g, 4:l, 8:l, 4:r, 8:s, 4:u, 4:u)");
+  EXPECT_FALSE(k.legal({OptOp::kStage, 4, 2}, &why)) << "a second STAGE";
+  EXPECT_FALSE(k.legal({OptOp::kSplitReduce, 4, 2}, &why));
+  ClTarget target(cl_target_info(256), "test");
+  ProgramSpec spec = lower_kernel(matmul_ast(64, 128, 32), target.info(), opts);
+  EXPECT_EQ(spec.local_size, (std::array<int64_t, 3>{8, 4, 1}));
+  EXPECT_EQ(spec.global_size, (std::array<int64_t, 3>{4, 4, 1}));
+  std::string s = target.render(spec);
+  EXPECT_TRUE(has(s, "__local float temp0[128];")) << s;  // A: 16 rows x 8 steps
+  EXPECT_TRUE(has(s, "__local float temp1[256];")) << s;  // B: 8 steps x 32 columns
+  size_t first = s.find("barrier("), second = s.find("barrier(", first + 1);
+  ASSERT_NE(second, std::string::npos) << s;
+  EXPECT_EQ(s.find("barrier(", second + 1), std::string::npos) << s;
+  EXPECT_TRUE(has(s, "vstore4(")) << s;
+  EXPECT_TRUE(has(s, "vload4(0, temp1 + ")) << s;
+  EXPECT_LT(s.find("for (long ridx0"), first) << s;  // both inside the tile loop
+}
+
 TEST(ClRender, GroupIsRefusedWhereThereIsNoSharedMemory) {
   TargetInfo cpu;  // TargetInfo's defaults: the CPU
   try {
