@@ -135,6 +135,15 @@ Status verify_other(const UOp* n) {
             (s->op() != Op::STORE || s->src(0)->src(0)->op() != Op::DEFINE_LOCAL))
           return bad(n, "waits for something other than a shared-memory STORE or a RANGE");
       return {};
+    case Op::SHFL_XOR: {
+      DType t = n->dtype();
+      if (t != n->src(0)->dtype() || t.ptr || t.count != 1 || t.itemsize() != 4)
+        return bad(n, "exchanges something other than a 32-bit scalar " + dtype_list(n));
+      if (!std::holds_alternative<int64_t>(n->arg()) || n->arg_as<int64_t>() < 1 ||
+          n->arg_as<int64_t>() > 16)
+        return bad(n, "has a lane mask outside 1..16");
+      return {};
+    }
     case Op::STORE:
       if (n->src().size() == 3 && !src_is(2, Op::BARRIER))
         return bad(n, "runs after something other than a BARRIER");

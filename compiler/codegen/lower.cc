@@ -425,12 +425,24 @@ Val Lowerer::lower_reduce(const UOpPtr& n, const Ctx& ctx, const std::vector<int
 // Every thread stores its partial result at its index in a shared array; after a barrier,
 // thread 0 alone reduces the array, and what follows (the store) runs in thread 0 alone: the
 // reduction's loop sits in a bounds check that only thread 0 passes, which encloses the rest.
+// On a target with warps (TargetInfo::warp_size), 32-bit partials are first combined across
+// each warp by butterfly exchanges (SHFL_XOR), after which every lane holds its warp's total:
+// the shared array then holds one entry per warp.
 UOpPtr Lowerer::group_combine(Op op, const UOpPtr& partial) {
   int64_t n = k_.shape()[k_.first(AxisKind::kGroupReduce)];
   DType t = partial->dtype();
+  UOpPtr value = partial, slot = group_thread_;
+  int64_t warp = t_.warp_size;
+  if (warp > 1 && t.count == 1 && !t.ptr && t.itemsize() == 4) {
+    int64_t lanes = std::min(n, warp);
+    for (int64_t mask = lanes / 2; mask >= 1; mask /= 2)
+      value = UOp::alu(op, {value, UOp::make(Op::SHFL_XOR, t, {value}, mask)});
+    n = std::max<int64_t>(1, n / warp);
+    slot = n == 1 ? UOp::index_const(0) : group_thread_ / warp;  // same value from every lane
+  }
   UOpPtr local = define_local(t, n);
-  UOpPtr put = UOp::make(Op::STORE, dtypes::kVoid,
-                         {UOp::make(Op::INDEX, t.as_ptr(), {local, group_thread_}), partial});
+  UOpPtr put =
+      UOp::make(Op::STORE, dtypes::kVoid, {UOp::make(Op::INDEX, t.as_ptr(), {local, slot}), value});
   UOpPtr barrier = UOp::make(Op::BARRIER, dtypes::kVoid, {put});
   std::vector<UOpPtr> first_src{group_thread_, UOp::index_const(1)};  // thread 0 only
   if (guard_) first_src.push_back(guard_);

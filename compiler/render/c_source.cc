@@ -585,6 +585,9 @@ void Writer::statement(const UOp* u) {
       return line("__local " + type(u->dtype().base()) + " " + names_[u] + "[" +
                   std::to_string(u->arg_as<int64_t>()) + "];");
     }
+    case Op::SHFL_XOR:  // OpenCL C 1.2 has no sub-group exchange; the target has no warps
+      CHECK(false) << "C renderer: a warp exchange (SHFL_XOR); the target's warp_size is 0";
+      return;
     case Op::BARRIER:
       CHECK(cl_) << "C renderer: a work-group BARRIER on a CPU target";
       return line("barrier(CLK_LOCAL_MEM_FENCE);");

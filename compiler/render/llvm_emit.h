@@ -40,6 +40,7 @@ class LlvmEmitter {
   std::string twin_thread_function() const;
   void twin_params(std::string* out, std::string* args) const;
   // The body's trailing SPECIAL parameters and the values passed for them.
+  void emit_shfl_xor(const UOp* u);
   std::string special_params() const;
 
   // ALU ops (llvm_alu.cc).

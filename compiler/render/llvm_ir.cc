@@ -42,15 +42,29 @@ constexpr const char* kGpuSregs[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "
 
 bool twin_is_per_thread(const ProgramSpec& spec) {
   return std::any_of(spec.uops.begin(), spec.uops.end(), [](const UOpPtr& u) {
-    return u->op() == Op::BARRIER || u->op() == Op::DEFINE_LOCAL;
+    return u->op() == Op::BARRIER || u->op() == Op::DEFINE_LOCAL || u->op() == Op::SHFL_XOR;
   });
 }
 
-int64_t twin_shared_bytes(const ProgramSpec& spec) {
+namespace {
+
+// The twin's shared memory for the DEFINE_LOCALs, in program order.
+int64_t twin_local_bytes(const ProgramSpec& spec) {
   int64_t bytes = 0;
   for (const UOpPtr& u : spec.uops)
     if (u->op() == Op::DEFINE_LOCAL)
       bytes += round16(u->arg_as<int64_t>() * std::max(1, mem_dtype(u->dtype().base()).itemsize()));
+  return bytes;
+}
+
+}  // namespace
+
+int64_t twin_shared_bytes(const ProgramSpec& spec) {
+  int64_t bytes = twin_local_bytes(spec);
+  // SHFL_XOR: a 4-byte exchange slot per thread of the block after them.
+  if (std::any_of(spec.uops.begin(), spec.uops.end(),
+                  [](const UOpPtr& u) { return u->op() == Op::SHFL_XOR; }))
+    bytes += round16(4 * spec.local_size[0] * spec.local_size[1] * spec.local_size[2]);
   return bytes;
 }
 
@@ -137,6 +151,8 @@ void LlvmEmitter::emit(const UOp* u) {
       def(u, assign("addrspacecast ptr addrspace(3) " + name + " to ptr"));
       return;
     }
+    case Op::SHFL_XOR:
+      return emit_shfl_xor(u);
     case Op::BARRIER:
       CHECK(abi_ != LlvmAbi::kCpu) << "llvm: a work-group BARRIER on the CPU";
       if (abi_ == LlvmAbi::kHostTwin)
@@ -365,6 +381,39 @@ void LlvmEmitter::emit_vectorize(const UOp* u) {
                std::to_string(i));
   }
   def(u, v);
+}
+
+// NVPTX: shfl.sync.bfly over the warp's lanes. The host twin: every thread writes its value to its
+// exchange slot (after the DEFINE_LOCALs in %smem), waits for the block, reads its partner's
+// slot, and waits again before any slot is reused.
+void LlvmEmitter::emit_shfl_xor(const UOp* u) {
+  CHECK(abi_ != LlvmAbi::kCpu) << "llvm: a warp exchange (SHFL_XOR) on the CPU";
+  DType t = u->dtype();
+  std::string ty = llvm_type(t), v = val(u->src(0)), mask = std::to_string(u->arg_as<int64_t>());
+  const auto& b = spec_.local_size;
+  if (abi_ == LlvmAbi::kNvptx) {
+    // The lanes that take part: all 32, or a block smaller than a warp (lanes 0..n-1).
+    int64_t threads = b[0] * b[1] * b[2];
+    std::string members =
+        threads >= 32 ? "-1" : std::to_string(static_cast<int32_t>((int64_t{1} << threads) - 1));
+    std::string suffix = dtypes::is_float(t) ? "f32" : "i32";
+    def(u, call_intrinsic(ty, "nvvm.shfl.sync.bfly." + suffix, "",
+                          {"i32 " + members, ty + " " + v, "i32 " + mask, "i32 31"}));
+    return;
+  }
+  std::string tid = assign("mul i64 %lidx2, " + std::to_string(b[0] * b[1]));
+  tid = assign("add i64 " + tid + ", " + assign("mul i64 %lidx1, " + std::to_string(b[0])));
+  tid = assign("add i64 " + tid + ", %lidx0");
+  std::string base = assign("getelementptr inbounds i8, ptr %smem, i64 " +
+                            std::to_string(twin_local_bytes(spec_)));
+  std::string mine = assign("getelementptr inbounds " + ty + ", ptr " + base + ", i64 " + tid);
+  line("store " + ty + " " + v + ", ptr " + mine + ", align 4");
+  line("call void %barrier(ptr %barrier_ctx)");
+  std::string partner = assign("xor i64 " + tid + ", " + mask);
+  std::string theirs =
+      assign("getelementptr inbounds " + ty + ", ptr " + base + ", i64 " + partner);
+  def(u, assign("load " + ty + ", ptr " + theirs + ", align 4"));
+  line("call void %barrier(ptr %barrier_ctx)");
 }
 
 std::string LlvmEmitter::body_function() {

@@ -37,6 +37,7 @@ TargetInfo nv_target_info(int sm) {
   // Allocations are 64-byte aligned (Device::alloc) and the tensor layer shifts bases by
   // multiples of 64 bytes: 16 admits ld.global.v4 / st.global.v4 of 32-bit elements.
   t.buffer_align = 16;
+  t.warp_size = 32;  // shfl.sync.bfly
   return t;
 }
 

@@ -26,6 +26,9 @@ struct TargetInfo {
   // index is a proven multiple (known_divisor), and Device::launch refuses a buffer that is not
   // aligned to it.
   int buffer_align = 1;
+  // Threads of a warp that exchange registers (SHFL_XOR): GROUP reductions combine within a
+  // warp that way before shared memory. 0: no such exchange.
+  int warp_size = 0;
 };
 
 }  // namespace baregrad::compiler

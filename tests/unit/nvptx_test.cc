@@ -359,35 +359,60 @@ TEST(Nvptx, LaunchDimsAreOneThreadPerOutputElementInBlocksOfUpTo128) {
   }
 }
 
-// GROUP in PTX: the partials go through a .shared array and bar.sync, and ptxas reports the
-// block's shared memory and barrier. (The kernel suite runs the same programs' host twins on
-// MOCK+NV, with work-group semantics, against the float64 reference.)
-TEST(Nvptx, GroupReductionsUseSharedMemoryAndABarrier) {
+// GROUP in PTX: each warp first combines its 32 partials by butterfly exchanges (shfl.sync.bfly
+// with lane masks 16, 8, 4, 2, 1), then the warps' totals go through a .shared array (one entry
+// per warp) and bar.sync; ptxas reports that shared memory and the barrier. A GROUP of 32 is
+// one warp: exchanges only, one shared entry; a GROUP of 8 names its 8 lanes (mask 255) in the
+// exchanges. fp16 partials (not 32 bits) skip the exchanges.
+// (The kernel suite runs the same programs' host twins on MOCK+NV, with work-group semantics
+// and the exchanges emulated, against the float64 reference.)
+TEST(Nvptx, GroupReductionsUseWarpExchangesSharedMemoryAndABarrier) {
   REQUIRE_PTXAS();
   ScopedSpec spec;
-  auto red = reduce_axis(Op::ADD, {1}, load(global(1, kF32), ShapeTracker::contiguous({64, 4096})));
-  auto ast = sink({store(global(0, kF32), strided({64, 1}, {1, 0}), red)});
-  for (int sm : kArchs) {
-    SCOPED_TRACE("sm_" + std::to_string(sm));
-    NvTarget& t = nv(sm);
-    TargetInfo info = t.info();
-    EXPECT_TRUE(info.has_local);
-    ProgramSpec p = lower_kernel(ast, info, std::vector<Opt>{{OptOp::kGroup, 1, 128}});
-    Result<CompiledKernel> k = t.compile(p);
-    ASSERT_TRUE(k.ok()) << k.status().to_string();
-    EXPECT_EQ(k->binary.grid, (std::array<uint32_t, 3>{64, 1, 1}));
-    EXPECT_EQ(k->binary.block, (std::array<uint32_t, 3>{128, 1, 1}));
-    Result<std::string> ptx = t.listing(*k);
-    ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
-    EXPECT_NE(ptx->find(".shared .align 16 .b8"), std::string::npos) << *ptx;
-    EXPECT_NE(ptx->find("bar.sync \t0;"), std::string::npos) << *ptx;
-    EXPECT_NE(ptx->find("st.shared.f32"), std::string::npos) << *ptx;
-    EXPECT_NE(ptx->find("ld.shared.f32"), std::string::npos) << *ptx;
-    Result<PtxasResult> r = t.ptxas().assemble(*ptx, sm, p.name);
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    EXPECT_EQ(r->report.shared_bytes, 128 * 4) << r->log;
-    EXPECT_EQ(r->report.barriers, 1) << r->log;
-  }
+  auto row_sum = [](DType t) {
+    auto red = reduce_axis(Op::ADD, {1}, load(global(1, t), ShapeTracker::contiguous({64, 4096})));
+    return sink({store(global(0, t), strided({64, 1}, {1, 0}), red)});
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
+    return c;
+  };
+  struct Want {
+    DType t;
+    int group, exchanges, shared_bytes;
+    std::string members;  // the lanes named: the whole warp, or a block smaller than one
+  };
+  for (Want w : {Want{kF32, 128, 5, 4 * 4, ", -1;"}, Want{kI32, 32, 5, 4, ", -1;"},
+                 Want{kF32, 8, 3, 4, ", 255;"}, Want{dtypes::kFloat16, 64, 0, 64 * 2, ""}})
+    for (int sm : kArchs) {
+      SCOPED_TRACE("sm_" + std::to_string(sm) + " " + w.t.name() + " GROUP " +
+                   std::to_string(w.group));
+      NvTarget& t = nv(sm);
+      TargetInfo info = t.info();
+      EXPECT_TRUE(info.has_local);
+      EXPECT_EQ(info.warp_size, 32);
+      ProgramSpec p =
+          lower_kernel(row_sum(w.t), info, std::vector<Opt>{{OptOp::kGroup, 1, w.group}});
+      Result<CompiledKernel> k = t.compile(p);
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      EXPECT_EQ(k->binary.grid, (std::array<uint32_t, 3>{64, 1, 1}));
+      EXPECT_EQ(k->binary.block, (std::array<uint32_t, 3>{static_cast<uint32_t>(w.group), 1, 1}));
+      Result<std::string> ptx = t.listing(*k);
+      ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
+      EXPECT_EQ(count(*ptx, "shfl.sync.bfly.b32"), w.exchanges) << *ptx;
+      if (w.exchanges) {
+        size_t at = ptx->find("shfl.sync.bfly.b32");
+        EXPECT_EQ(ptx->substr(ptx->find('\n', at) - w.members.size(), w.members.size()), w.members)
+            << *ptx;
+      }
+      EXPECT_NE(ptx->find(".shared .align 16 ."), std::string::npos) << *ptx;
+      EXPECT_NE(ptx->find("bar.sync \t0;"), std::string::npos) << *ptx;
+      Result<PtxasResult> r = t.ptxas().assemble(*ptx, sm, p.name);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      EXPECT_EQ(r->report.shared_bytes, w.shared_bytes) << r->log;
+      EXPECT_EQ(r->report.barriers, 1) << r->log;
+    }
 }
 
 // A matmul large enough to keep 32768 threads busy gets a 4 x 4 register tile per thread (the
