@@ -473,7 +473,9 @@ UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
       tid = tid * k_.shape()[a] + inner.loops[a];
       threads *= k_.shape()[a];
     }
-  std::vector<UOpPtr> outer_loops;  // the loops over tiles (one iteration: no barrier needed)
+  // The loops over tiles (none with more than one iteration: no barrier needed). The barrier's
+  // scope is the innermost: it runs at the top of every tile step.
+  std::vector<UOpPtr> outer_loops;
   for (int a = 0; a < k_.ndim(); a++)
     if (kind(a) == AxisKind::kReduce && k_.shape()[a] > 1) outer_loops.push_back(inner.loops[a]);
   UOpPtr top = outer_loops.empty() ? nullptr : UOp::make(Op::BARRIER, dtypes::kVoid, outer_loops);
@@ -484,7 +486,7 @@ UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
     std::vector<int> axes;  // the tile's axes, outermost first
     for (int a = 0; a < k_.ndim(); a++)
       if ((kind(a) == AxisKind::kLocal || kind(a) == AxisKind::kStaged || is_expand(a)) &&
-          k_.shape()[a] > 1 && Kernel::stride(st, a) != 0)
+          Kernel::depends_on(st, a))
         axes.push_back(a);
     auto key = [&](int a) {  // non-affine (-1) sorts first
       int64_t s = Kernel::stride(st, a);
@@ -510,7 +512,8 @@ UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
     // Each thread copies `w` neighbours at once (a 16-byte access where aligned) when the
     // tile's innermost axis is contiguous in the buffer and the shares come out even.
     int64_t w = 1;
-    if (!axes.empty() && Kernel::stride(st, axes.back()) == 1 && !dtypes::is_bool(t))
+    bool plain = st.views.size() == 1 && !st.views[0].mask && !st.views[0].sym;
+    if (plain && !axes.empty() && Kernel::stride(st, axes.back()) == 1 && !dtypes::is_bool(t))
       for (int64_t x = 16 / std::max(1, t.itemsize()); x >= 2 && w == 1; x /= 2)
         if (k_.shape()[axes.back()] % x == 0 && elems % (threads * x) == 0) w = x;
     std::vector<int64_t> c(k_.ndim(), 0);
@@ -537,7 +540,7 @@ UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
       UOpPtr v;
       if (w == 1) {
         v = lower_load(load->self(), at, c).u;
-      } else {  // one view, unmasked: no valid
+      } else {  // one view, unmasked (`plain`): no valid
         const UOpPtr& buf = load->src(0)->src(0);
         UOpPtr idx = index(st, at, c, 0).first;
         v = UOp::make(Op::LOAD, t.vec(static_cast<int>(w)),

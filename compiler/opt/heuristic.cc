@@ -55,7 +55,8 @@ constexpr int64_t kGroupMinReduce = 256;
 //   load and store walks contiguously (or not at all): 16 bytes per thread, which a target with
 //   aligned buffers (TargetInfo::buffer_align) loads and stores in one instruction.
 // - that register-tiled reduction gets shared-memory operand tiles where the target has shared
-//   memory: LOCAL work-groups of 16 x 8 threads and a STAGE of the reduction.
+//   memory: a LOCAL work-group over the two tiled axes (8 x 16 threads where the sizes allow)
+//   and a STAGE of its longest reduce axis.
 std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
   std::vector<Opt> opts;
   int64_t threads = 1;
@@ -88,22 +89,44 @@ std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
       tiled.push_back(a);
     }
   }
-  // Shared-memory operand tiles: a work-group of 16 x 8 threads over the two register-tiled
-  // axes (a 64 x 32 block of outputs), whose operands are copied into shared memory 16 (or 8)
-  // reduction steps at a time (STAGE): each element is then read from global memory once per
-  // work-group instead of once per thread row or column. All or nothing.
-  if (target.has_local && tiles == 2) {
-    Kernel trial = k;
-    std::vector<Opt> more;
-    // The outer axis first: the inner one becomes the innermost LOCAL axis, dimension x of the
-    // work-group, so neighbouring threads store neighbouring outputs.
-    if (try_apply(trial, {OptOp::kLocal, tiled[1], 8}, more) &&
-        try_apply(trial, {OptOp::kLocal, tiled[0], 16}, more))
-      for (int amt : {16, 8})
-        if (try_apply(trial, {OptOp::kStage, trial.first(AxisKind::kReduce), amt}, more)) {
-          opts.insert(opts.end(), more.begin(), more.end());
-          break;
-        }
+  // Shared-memory operand tiles: a work-group over the two register-tiled axes (a matmul's
+  // rows and columns, each operand broadcast along one of them), whose operands are copied
+  // into shared memory 16 (or 8, or 4) reduction steps at a time (STAGE): each element is then
+  // read from global memory once per work-group instead of once per thread row or column. The
+  // first choice that is legal wins; all or nothing. Convolutions (whose register tile is over
+  // the output's rows and columns, along which the input is not broadcast) are left to the
+  // search until their staged shapes have been timed on a GPU.
+  if (target.has_local && threads >= kGpuMinThreads) {
+    std::vector<std::pair<int, int>> pairs;  // (outer, inner) axes
+    if (tiles == 2) pairs.push_back({tiled[1], tiled[0]});
+    // The work-group: 8 x 16 (x along the inner axis, so neighbouring threads store
+    // neighbouring outputs), then smaller.
+    const std::pair<int, int> sizes[] = {{8, 16}, {16, 8}, {8, 8}, {4, 16}, {4, 8}, {8, 4}};
+    bool done = false;
+    for (auto [a, b] : pairs) {
+      for (auto [x, y] : sizes) {
+        if (x * y > target.max_block) continue;
+        Kernel trial = k;
+        std::vector<Opt> more;
+        // The outer axis first: the inner one becomes the innermost LOCAL axis (dimension x).
+        if (!try_apply(trial, {OptOp::kLocal, a, x}, more) ||
+            !try_apply(trial, {OptOp::kLocal, b, y}, more))
+          continue;
+        int r = -1;  // the longest REDUCE axis
+        for (int i = trial.first(AxisKind::kReduce); i < trial.ndim(); i++)
+          if (trial.kinds()[i] == AxisKind::kReduce &&
+              (r < 0 || trial.shape()[i] > trial.shape()[r]))
+            r = i;
+        for (int amt : {16, 8, 4})
+          if (r >= 0 && try_apply(trial, {OptOp::kStage, r, amt}, more)) {
+            opts.insert(opts.end(), more.begin(), more.end());
+            done = true;
+            break;
+          }
+        if (done) break;
+      }
+      if (done) break;
+    }
   }
   return opts;
 }

@@ -416,6 +416,14 @@ int64_t Kernel::stride(const ShapeTracker& st, int axis) {
   return st.views[0].shape[axis] == 1 ? 0 : st.views[0].strides[axis];
 }
 
+bool Kernel::depends_on(const ShapeTracker& st, int axis) {
+  const View& v = st.views.back();
+  if (v.sym) return true;
+  if (v.shape[axis] == 1) return false;
+  if (v.strides[axis] != 0) return true;
+  return v.mask && ((*v.mask)[axis].first > 0 || (*v.mask)[axis].second < v.shape[axis]);
+}
+
 bool Kernel::unmasked(int axis) const {
   for (const auto& st : views())
     if (!full_mask(st.views.back(), axis)) return false;
@@ -524,10 +532,8 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
   if (o.op == OptOp::kStage) {
     int reduces = 0;
     for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
-    if (reduces != 1 || count(AxisKind::kReduce) != 1)
-      return no("STAGE needs one reduction over one REDUCE axis, the kernel has " +
-                std::to_string(reduces) + " reductions over " +
-                std::to_string(count(AxisKind::kReduce)) + " REDUCE axes");
+    if (reduces != 1)
+      return no("STAGE needs one reduction, the kernel has " + std::to_string(reduces));
     if (!count(AxisKind::kLocal)) return no("STAGE needs a LOCAL axis (a work-group)");
     if (count(AxisKind::kGroupReduce) || count(AxisKind::kOuterReduce) || count(AxisKind::kStaged))
       return no("STAGE cannot join GROUP_REDUCE, OUTER_REDUCE or STAGED axes");
@@ -623,10 +629,9 @@ std::vector<const UOp*> Kernel::staged_loads(int axis) const {
     if (n->op() != Op::LOAD || !reduced.contains(n) || n->src(0)->src(0)->op() != Op::DEFINE_GLOBAL)
       continue;
     const ShapeTracker& st = n->src(0)->arg_as<ShapeTracker>();
-    if (st.views.size() != 1 || st.views[0].mask || st.views[0].sym) continue;  // affine only
     bool shared = false;
-    for (int a = 0; a < ndim(); a++) shared |= kinds_[a] == AxisKind::kLocal && stride(st, a) == 0;
-    if (shared && stride(st, axis) != 0) out.push_back(n);
+    for (int a = 0; a < ndim(); a++) shared |= kinds_[a] == AxisKind::kLocal && !depends_on(st, a);
+    if (shared && depends_on(st, axis)) out.push_back(n);
   }
   return out;
 }

@@ -59,8 +59,9 @@ enum class OptOp : uint8_t {
   kStage,        // split a REDUCE axis; the inner `amt` becomes the STAGED axis: each iteration
                  // of the outer part, the work-group copies the tiles of the staged loads
                  // (staged_loads) into shared memory, each thread a share; after a barrier the
-                 // STAGED loop reads them there. One reduction over one REDUCE axis, at least
-                 // one LOCAL axis, no GROUP_REDUCE, OUTER_REDUCE or one-hot axes; needs
+                 // STAGED loop reads them there. Other REDUCE axes (a convolution's window)
+                 // loop outside it, a tile copy per iteration. One reduction, at least one
+                 // LOCAL axis, no GROUP_REDUCE, OUTER_REDUCE or one-hot axes; needs
                  // TargetInfo::has_local.
 };
 
@@ -114,6 +115,9 @@ class Kernel {
   std::vector<ShapeTracker> store_views() const;
   // Stride of `axis` in `st`'s last view, or -1 when the view stack makes it non-affine.
   static int64_t stride(const ShapeTracker& st, int axis);
+  // Whether the element `st` addresses can change along `axis` (its last view strides along it
+  // or masks it; views with a symbolic shadow always can).
+  static bool depends_on(const ShapeTracker& st, int axis);
   // True when `axis` carries no mask in any view (splitting it is legal).
   bool unmasked(int axis) const;
   // Whether `axis` can be vector lanes: unmasked, every load and store walks it with stride 0
@@ -122,9 +126,9 @@ class Kernel {
   // loop, so moving lanes one by one costs little there (a convolution whose lanes are output
   // channels, strided in NCHW, with a fused epilogue such as a ReLU's backward).
   bool vector_axis(int axis, bool scatter) const;
-  // The LOADs a STAGE of reduce axis `axis` copies into shared memory: of a buffer through one
-  // unmasked view, inside the reduction, walking `axis` and broadcast along some LOCAL axis (so
-  // that several threads of a work-group read each element). In AST order.
+  // The LOADs a STAGE of reduce axis `axis` copies into shared memory: of a buffer, inside the
+  // reduction, depending on `axis` and not on some LOCAL axis (so that several threads of a
+  // work-group read each element). In AST order.
   std::vector<const UOp*> staged_loads(int axis) const;
   // True when partial reductions can accumulate in the output buffers (SPLIT_REDUCE).
   bool accumulates_in_output(std::string* why) const;

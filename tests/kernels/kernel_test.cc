@@ -660,6 +660,54 @@ TEST_P(KernelTest, IllegalOptIsRejectedWithItsName) {
 }
 
 // 2D convolution, stride 1, padding 1: the input is read through a masked (padded) view.
+// A 2-D convolution with padding 1 (stride 1): x (N, C, H, W) and w (O, C, K, K) into
+// out (N, O, H, W); the input is read through a padded view and a window view.
+UOpPtr conv_ast(DType t, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t K) {
+  const int64_t Hp = H + 2, Wp = W + 2;
+  View pad;
+  pad.shape = {N, C, Hp, Wp};
+  pad.strides = {C * H * W, H * W, W, 1};
+  pad.offset = -(W + 1);
+  pad.mask = std::vector<std::pair<int64_t, int64_t>>{{0, N}, {0, C}, {1, H + 1}, {1, W + 1}};
+  View win;
+  win.shape = {N, O, H, W, C, K, K};
+  win.strides = {C * Hp * Wp, 0, Wp, 1, Hp * Wp, Wp, 1};
+  auto lx = load(global(0, t), ShapeTracker{{pad, win}});
+  auto lw = load(global(1, t), strided({N, O, H, W, C, K, K}, {0, C * K * K, 0, 0, K * K, K, 1}));
+  return sink(
+      {store(global(2, t), strided({N, O, H, W, 1, 1, 1}, {O * H * W, H * W, W, 1, 0, 0, 0}),
+             reduce_axis(Op::ADD, {4, 5, 6}, lx * lw))});
+}
+
+// STAGE of a convolution's input channels: the window axes loop outside the staged loop, a
+// tile copy per step; the input tile is read through the padding mask (zeros off the edge),
+// smaller than the work-group (the threads past its end copy nothing), with and without a
+// register tile along the output width.
+TEST_P(KernelTest, StagedConvolution) {
+  DType t = dtypes::kFloat32;
+  const int64_t N = 4, C = 8, H = 8, W = 8, O = 16, K = 3;
+  auto ast = conv_ast(t, N, C, H, W, O, K);
+  std::vector<Buf> bufs = {{t, random(N * C * H * W, t, 5)},
+                           {t, random(O * C * K * K, t, 6)},
+                           {t, std::vector<double>(N * O * H * W, 0)}};
+  for (const std::vector<Opt>& opts :
+       {std::vector<Opt>{{OptOp::kLocal, 0, 4}, {OptOp::kLocal, 1, 8}, {OptOp::kStage, 6, 4}},
+        std::vector<Opt>{{OptOp::kUpcast, 3, 4},
+                         {OptOp::kLocal, 1, 8},
+                         {OptOp::kLocal, 0, 4},
+                         {OptOp::kStage, 6, 4}}}) {
+    SCOPED_TRACE(opts.size());
+    if (!dev_->target_info().has_local) {
+      auto prg = dev_->compile(ast, opts);
+      ASSERT_FALSE(prg.ok());
+      EXPECT_NE(prg.status().message().find("STAGE needs shared memory"), std::string::npos)
+          << prg.status().to_string();
+      continue;
+    }
+    check(ast, bufs, tol(t, static_cast<double>(C * K * K)), opts);
+  }
+}
+
 TEST_P(KernelTest, Conv2dPadded) {
   DType t = dtypes::kFloat32;
   const int64_t N = 2, C = 3, H = 10, W = 12, O = 4, K = 3, Hp = H + 2, Wp = W + 2;
