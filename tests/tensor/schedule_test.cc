@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "runtime/device.h"
 #include "tensor/tensor.h"
 
 namespace baregrad::tensor {
@@ -29,6 +30,28 @@ TEST(Schedule, SoftmaxIsAtMostThreeKernels) {
   Tensor x = input({4, 32});
   Tensor e = (x - x.max({-1}, true)).exp();
   EXPECT_LE(kernels(e / e.sum({-1}, true)), 3u);
+}
+
+// A sum over 16M elements is at most two kernels on every device (the tensor suite runs on
+// DEV=CPU, MOCK+NV and CL); on GPU targets with shared memory the first is a group reduction
+// (a work-group per partial sum, combined through shared memory behind a barrier).
+TEST(Schedule, ALargeSumIsAtMostTwoKernelsAndAGroupReductionOnGpus) {
+  Tensor x = input({4096, 4096});
+  std::vector<ScheduleItem> items = create_schedule({x.sum().lazy()});
+  ASSERT_GE(items.size(), 1u);
+  EXPECT_LE(items.size(), 2u);
+  auto dev = runtime::get_device();
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  const compiler::TargetInfo& info = (*dev)->target_info();
+  ASSERT_TRUE(items[0].ast);
+  auto prg = (*dev)->compile(items[0].ast);
+  ASSERT_TRUE(prg.ok()) << prg.status().to_string();
+  bool group = false;
+  for (const compiler::UOpPtr& u : (*prg)->spec.uops) group |= u->op() == compiler::Op::BARRIER;
+  EXPECT_EQ(group, info.gpu && info.has_local) << (*dev)->name() << ": " << (*prg)->spec.name;
+  if (group) {
+    EXPECT_GT((*prg)->spec.local_size[0], 1) << (*prg)->spec.name;
+  }
 }
 
 TEST(Schedule, MatmulIsOneKernelAndBiasReluFuses) {
