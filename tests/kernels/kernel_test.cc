@@ -659,7 +659,6 @@ TEST_P(KernelTest, IllegalOptIsRejectedWithItsName) {
   EXPECT_NE(prg.status().message().find("does not divide"), std::string::npos);
 }
 
-// 2D convolution, stride 1, padding 1: the input is read through a masked (padded) view.
 // A 2-D convolution with padding 1 (stride 1): x (N, C, H, W) and w (O, C, K, K) into
 // out (N, O, H, W); the input is read through a padded view and a window view.
 UOpPtr conv_ast(DType t, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t K) {
@@ -710,22 +709,8 @@ TEST_P(KernelTest, StagedConvolution) {
 
 TEST_P(KernelTest, Conv2dPadded) {
   DType t = dtypes::kFloat32;
-  const int64_t N = 2, C = 3, H = 10, W = 12, O = 4, K = 3, Hp = H + 2, Wp = W + 2;
-  View pad;
-  pad.shape = {N, C, Hp, Wp};
-  pad.strides = {C * H * W, H * W, W, 1};
-  pad.offset = -(W + 1);
-  pad.mask = std::vector<std::pair<int64_t, int64_t>>{{0, N}, {0, C}, {1, H + 1}, {1, W + 1}};
-  View win;
-  win.shape = {N, O, H, W, C, K, K};
-  win.strides = {C * Hp * Wp, 0, Wp, 1, Hp * Wp, Wp, 1};
-  auto x = global(0, t), w = global(1, t), out = global(2, t);
-  auto lx = load(x, ShapeTracker{{pad, win}});
-  auto lw = load(w, strided({N, O, H, W, C, K, K}, {0, C * K * K, 0, 0, K * K, K, 1}));
-  auto conv = reduce_axis(Op::ADD, {4, 5, 6}, lx * lw);
-  auto ast =
-      sink({store(out, strided({N, O, H, W, 1, 1, 1}, {O * H * W, H * W, W, 1, 0, 0, 0}), conv)});
-  check(ast,
+  const int64_t N = 2, C = 3, H = 10, W = 12, O = 4, K = 3;
+  check(conv_ast(t, N, C, H, W, O, K),
         {{t, random(N * C * H * W, t, 5)},
          {t, random(O * C * K * K, t, 6)},
          {t, std::vector<double>(N * O * H * W, 0)}},
