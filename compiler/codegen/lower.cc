@@ -797,19 +797,14 @@ UOpPtr Lowerer::work_groups(Ctx& top) {
   }
   // dims[d]: the GLOBAL axes of grid dimension d, outermost first.
   std::array<std::vector<int>, 3> dims;
-  for (size_t i = 0; i < globals.size(); i++) {
-    size_t from_end = globals.size() - 1 - i;
-    dims[std::min<size_t>(from_end, 2)].insert(dims[std::min<size_t>(from_end, 2)].begin(),
-                                               globals[i]);
-  }
+  for (size_t i = 0; i < globals.size(); i++)  // outermost first: the outer ones share z
+    dims[std::min<size_t>(globals.size() - 1 - i, 2)].push_back(globals[i]);
   auto size_of = [&](const std::vector<int>& axes) {
     int64_t n = 1;
     for (int a : axes) n *= k_.shape()[a];
     return n;
   };
-  if (size_of(dims[1]) > kMaxGridYz || size_of(dims[2]) > kMaxGridYz) {
-    dims = {globals, {}, {}};
-  }
+  if (size_of(dims[1]) > kMaxGridYz || size_of(dims[2]) > kMaxGridYz) dims = {globals, {}, {}};
   if (size_of(dims[0]) > kMaxGridX)
     fail("lower", k_.str() + ": " + std::to_string(size_of(dims[0])) +
                       " work-groups, more than the grid limit " + std::to_string(kMaxGridX));

@@ -532,8 +532,8 @@ TEST_P(KernelTest, MatmulExplicitOpts) {
 // K-blocking: the reduce axis is split and its outer part loops among the output loops,
 // accumulating partial sums (or maxima) in the output buffer.
 // LOCAL axes: on GPU targets the work-group's dimensions (the grid is the GLOBAL axes, up to 3
-// dimensions each); elsewhere loops. With register tiles and an unrolled reduction, and a 3-axis
-// elementwise kernel with a LOCAL axis on each of its axes.
+// dimensions each); elsewhere loops. With register tiles and an unrolled reduction, a 3-axis
+// elementwise kernel with a LOCAL axis on each of its axes, and a 4-axis one.
 TEST_P(KernelTest, LocalWorkGroups) {
   DType t = dtypes::kFloat32;
   auto ast = matmul_ast(64, 96, 24, t);
@@ -550,12 +550,22 @@ TEST_P(KernelTest, LocalWorkGroups) {
                         load(global(0, t), strided({6, 10, 12}, {1, 6, 60})) * UOp::cnst(t, 3))});
   check(e3, {{t, random(720, t, 3)}, {t, std::vector<double>(720, 0)}}, tol(t),
         std::vector<Opt>{{OptOp::kLocal, 0, 2}, {OptOp::kLocal, 1, 5}, {OptOp::kLocal, 2, 4}});
+  // Four GLOBAL axes: the outer two share grid dimension z.
+  auto e4 =
+      sink({store(global(1, t), ShapeTracker::contiguous({3, 4, 5, 8}),
+                  load(global(0, t), strided({3, 4, 5, 8}, {1, 3, 12, 60})) - UOp::cnst(t, 1))});
+  check(e4, {{t, random(480, t, 4)}, {t, std::vector<double>(480, 0)}}, tol(t),
+        std::vector<Opt>{{OptOp::kLocal, 3, 4}});
   if (dev_->target_info().gpu) {  // the launch: blocks of the LOCAL axes, a grid of the rest
     auto prg = dev_->compile(
         e3, std::vector<Opt>{{OptOp::kLocal, 0, 2}, {OptOp::kLocal, 1, 5}, {OptOp::kLocal, 2, 4}});
     ASSERT_TRUE(prg.ok()) << prg.status().to_string();
     EXPECT_EQ((*prg)->spec.local_size, (std::array<int64_t, 3>{4, 5, 2}));
     EXPECT_EQ((*prg)->spec.global_size, (std::array<int64_t, 3>{3, 2, 3}));
+    auto four = dev_->compile(e4, std::vector<Opt>{{OptOp::kLocal, 3, 4}});
+    ASSERT_TRUE(four.ok()) << four.status().to_string();
+    EXPECT_EQ((*four)->spec.local_size, (std::array<int64_t, 3>{4, 1, 1}));
+    EXPECT_EQ((*four)->spec.global_size, (std::array<int64_t, 3>{2, 5, 12}));
     auto big = dev_->compile(ast, std::vector<Opt>{{OptOp::kLocal, 0, 16}, {OptOp::kLocal, 1, 16}});
     ASSERT_FALSE(big.ok());
     EXPECT_NE(big.status().message().find("a work-group of 256 threads"), std::string::npos)
