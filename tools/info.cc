@@ -26,6 +26,18 @@ std::string gib(uint64_t bytes) {
 // Whether `d` runs on a fake GPU (a MOCK+ device).
 bool fake(const runtime::Device& d) { return d.name().rfind("MOCK+", 0) == 0; }
 
+// The kernel shapes the code generator gives a GPU target (compiler/opt/heuristic.cc).
+void describe_kernels(const compiler::TargetInfo& t) {
+  std::string s = "work-groups of up to " + std::to_string(t.max_block) + " threads (LOCAL, 3-D)";
+  if (t.has_local) s += "; shared memory (GROUP, GROUPTOP, STAGE)";
+  s += t.warp_size > 1 ? "; warp exchanges of " + std::to_string(t.warp_size) + " lanes"
+                       : "; no warp exchanges";
+  s += t.buffer_align > 1
+           ? "; buffers " + std::to_string(t.buffer_align) + "-byte aligned (vector accesses)"
+           : "; element-aligned buffers";
+  std::printf("  kernels        %s\n", s.c_str());
+}
+
 void describe_nv(runtime::HcqDevice& d, nv::Device& dev) {
   const nv::BringUp& b = dev.info();
   const nv::GpuClasses& c = b.classes;
@@ -52,6 +64,7 @@ void describe_nv(runtime::HcqDevice& d, nv::Device& dev) {
   std::printf("  shared memory  %u KiB per block at most\n", dev.limits().max_shared_bytes >> 10);
   std::printf("  compiler       %s: LLVM NVPTX, then ptxas%s\n", d.target_info().name.c_str(),
               fake(d) ? "; the fake GPU runs each cubin's host twin" : "");
+  describe_kernels(d.target_info());
 }
 
 // Opens `name` and describes it; false (with the reason printed) when it does not open.
@@ -79,6 +92,7 @@ bool describe(const std::string& name) {
                 i.correctly_rounded_divide_sqrt ? "correctly rounded" : "within OpenCL's ulps");
     std::printf("  compiler       %s: our OpenCL C, built by the platform (clBuildProgram)\n",
                 cl->target_info().name.c_str());
+    describe_kernels(cl->target_info());
     return true;
   }
   const compiler::TargetInfo& t = (*dev)->target_info();

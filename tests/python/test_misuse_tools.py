@@ -97,7 +97,20 @@ def test_info_describes_the_opencl_devices_or_says_why_there_are_none():
     return
   assert re.search(r"^CL: .+ \(.+\)$", r.stdout, re.M), r.stdout
   assert "our OpenCL C, built by the platform (clBuildProgram)" in r.stdout, r.stdout
+  assert re.search(r"^  kernels        work-groups of up to \d+ threads \(LOCAL, 3-D\); shared memory "
+                   r"\(GROUP, GROUPTOP, STAGE\); no warp exchanges; element-aligned buffers$",
+                   r.stdout, re.M), r.stdout
   assert re.search(r"^  CL:0  .+, \d+ compute units, ", listing.stdout, re.M), listing.stdout
+
+
+def test_info_describes_the_kernel_shapes_of_the_fake_nvidia_gpu():
+  r = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+NV"])
+  if r.returncode != 0:  # no ptxas on this machine: the reason, named
+    assert re.search(r"^MOCK\+NV: not available: .*ptxas", r.stdout, re.M), r.stdout
+    return
+  assert "  kernels        work-groups of up to 128 threads (LOCAL, 3-D); shared memory (GROUP, " \
+         "GROUPTOP, STAGE); warp exchanges of 32 lanes; buffers 16-byte aligned (vector accesses)" \
+         in r.stdout, r.stdout
 
 
 def test_context_refuses_a_bad_thread_count_and_keeps_the_old_one():
