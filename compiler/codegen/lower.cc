@@ -31,11 +31,6 @@ struct Ctx {
   int id = 0;
 };
 
-// An operand tile in shared memory: what a staged LOAD reads instead of its buffer.
-struct Tile {
-  UOpPtr view;  // VIEW of the DEFINE_LOCAL over the kernel shape (stride 0 off the tile's axes)
-};
-
 // The size of kernel axis `axis` as index math: a constant, or a launch scalar's expression.
 UOpPtr axis_size(const Kernel& k, int axis) {
   return k.sym_axis(axis) ? sym_index(k.sym_shape()[axis]) : UOp::index_const(k.shape()[axis]);
@@ -162,7 +157,9 @@ class Lowerer {
   int64_t next_local_ = 0;
   UOpPtr guard_;         // GPU targets: the bounds-check RANGE enclosing every loop, or null
   UOpPtr group_thread_;  // a GROUP_REDUCE kernel: the thread's index in its work-group
-  std::map<const UOp*, Tile> tiles_;  // STAGED: the staged LOADs' tiles
+  // STAGED: per staged LOAD, the VIEW of its tile (a DEFINE_LOCAL) over the kernel shape, with
+  // stride 0 off the tile's axes: what the LOAD reads instead of its buffer.
+  std::map<const UOp*, UOpPtr> tiles_;
   std::array<int64_t, 3> grid_{1, 1, 1}, block_{1, 1, 1};
   std::map<std::tuple<const UOp*, int, std::vector<int64_t>>, Val> memo_;
   std::map<std::pair<const UOp*, int>, Ctx> reduce_ctx_;
@@ -309,8 +306,7 @@ Val Lowerer::lower_load(const UOpPtr& n,
                         const UOpPtr& gate,
                         const UOpPtr& after) {
   if (auto t = tiles_.find(n.get()); t != tiles_.end() && ctx.staged)  // read from the tile
-    return lower_load(UOp::make(Op::LOAD, n->dtype(), {t->second.view}), ctx, c, nullptr,
-                      ctx.staged);
+    return lower_load(UOp::make(Op::LOAD, n->dtype(), {t->second}), ctx, c, nullptr, ctx.staged);
   const UOpPtr& view = n->src(0);
   const auto& st = view->arg_as<ShapeTracker>();
   const UOpPtr& buf = view->src(0);
@@ -508,7 +504,7 @@ UOpPtr Lowerer::stage_tiles(const Ctx& inner) {
       strides[axes[i]] = inner_size;
       inner_size *= k_.shape()[axes[i]];
     }
-    tiles_[load].view = UOp::make(Op::VIEW, t, {local}, strided(k_.shape(), std::move(strides)));
+    tiles_[load] = UOp::make(Op::VIEW, t, {local}, strided(k_.shape(), std::move(strides)));
     // Each thread copies `w` neighbours at once (a 16-byte access where aligned) when the
     // tile's innermost axis is contiguous in the buffer and the shares come out even.
     int64_t w = 1;

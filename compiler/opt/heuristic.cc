@@ -43,6 +43,35 @@ constexpr int64_t kGpuMinThreads = 32768;
 // split across a work-group (GROUP) on targets with shared memory.
 constexpr int64_t kGroupMinReduce = 256;
 
+// Shared-memory operand tiles for a reduction register-tiled along output axes `outer` and
+// `inner` (a matmul's rows and columns, each operand broadcast along one of them): a LOCAL
+// work-group over both, whose operands are copied into shared memory 16 (or 8, or 4) reduction
+// steps at a time (STAGE), so that each element is read from global memory once per
+// work-group instead of once per thread row or column. The work-group is 8 x 16 (x along the
+// inner axis, so neighbouring threads store neighbouring outputs), else the first smaller one
+// whose opts are legal; all the opts or none. Convolutions (whose register tile is over the
+// output's rows and columns, along which the input is not broadcast) are left to the search
+// until their staged shapes have been timed on a GPU.
+std::vector<Opt> stage_operands(const Kernel& k, int outer, int inner, const TargetInfo& target) {
+  const std::pair<int, int> sizes[] = {{8, 16}, {16, 8}, {8, 8}, {4, 16}, {4, 8}, {8, 4}};
+  for (auto [x, y] : sizes) {
+    if (x * y > target.max_block) continue;
+    Kernel trial = k;
+    std::vector<Opt> opts;
+    // The outer axis first: the inner one becomes the innermost LOCAL axis (dimension x).
+    if (!try_apply(trial, {OptOp::kLocal, outer, x}, opts) ||
+        !try_apply(trial, {OptOp::kLocal, inner, y}, opts))
+      continue;
+    int r = -1;  // the longest REDUCE axis
+    for (int i = trial.first(AxisKind::kReduce); i < trial.ndim(); i++)
+      if (trial.kinds()[i] == AxisKind::kReduce && (r < 0 || trial.shape()[i] > trial.shape()[r]))
+        r = i;
+    for (int amt : {16, 8, 4})
+      if (r >= 0 && try_apply(trial, {OptOp::kStage, r, amt}, opts)) return opts;
+  }
+  return {};
+}
+
 // GPU targets: one thread per output element, except that
 // - a kernel with few outputs and a long reduction (a sum over a large axis) on a target with
 //   shared memory gets a work-group per output (GROUP): up to 128 threads each reduce a strided
@@ -92,44 +121,9 @@ std::vector<Opt> gpu_optimizations(Kernel k, const TargetInfo& target) {
       tiled.push_back(a);
     }
   }
-  // Shared-memory operand tiles: a work-group over the two register-tiled axes (a matmul's
-  // rows and columns, each operand broadcast along one of them), whose operands are copied
-  // into shared memory 16 (or 8, or 4) reduction steps at a time (STAGE): each element is then
-  // read from global memory once per work-group instead of once per thread row or column. The
-  // first choice that is legal wins; all or nothing. Convolutions (whose register tile is over
-  // the output's rows and columns, along which the input is not broadcast) are left to the
-  // search until their staged shapes have been timed on a GPU.
-  if (target.has_local && threads >= kGpuMinThreads) {
-    std::vector<std::pair<int, int>> pairs;  // (outer, inner) axes
-    if (tiles == 2) pairs.push_back({tiled[1], tiled[0]});
-    // The work-group: 8 x 16 (x along the inner axis, so neighbouring threads store
-    // neighbouring outputs), then smaller.
-    const std::pair<int, int> sizes[] = {{8, 16}, {16, 8}, {8, 8}, {4, 16}, {4, 8}, {8, 4}};
-    bool done = false;
-    for (auto [a, b] : pairs) {
-      for (auto [x, y] : sizes) {
-        if (x * y > target.max_block) continue;
-        Kernel trial = k;
-        std::vector<Opt> more;
-        // The outer axis first: the inner one becomes the innermost LOCAL axis (dimension x).
-        if (!try_apply(trial, {OptOp::kLocal, a, x}, more) ||
-            !try_apply(trial, {OptOp::kLocal, b, y}, more))
-          continue;
-        int r = -1;  // the longest REDUCE axis
-        for (int i = trial.first(AxisKind::kReduce); i < trial.ndim(); i++)
-          if (trial.kinds()[i] == AxisKind::kReduce &&
-              (r < 0 || trial.shape()[i] > trial.shape()[r]))
-            r = i;
-        for (int amt : {16, 8, 4})
-          if (r >= 0 && try_apply(trial, {OptOp::kStage, r, amt}, more)) {
-            opts.insert(opts.end(), more.begin(), more.end());
-            done = true;
-            break;
-          }
-        if (done) break;
-      }
-      if (done) break;
-    }
+  if (target.has_local && tiles == 2) {
+    std::vector<Opt> more = stage_operands(k, tiled[1], tiled[0], target);
+    opts.insert(opts.end(), more.begin(), more.end());
   }
   return opts;
 }

@@ -517,9 +517,11 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
     std::string why_not;
     if (!accumulates_in_output(&why_not)) return no(why_not);
   }
-  if (o.op == OptOp::kGroup || o.op == OptOp::kGroupTop) {
-    int reduces = 0;
+  // GROUP, GROUPTOP and STAGE transform the kernel's one reduction.
+  int reduces = 0;
+  if (o.op == OptOp::kGroup || o.op == OptOp::kGroupTop || o.op == OptOp::kStage)
     for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
+  if (o.op == OptOp::kGroup || o.op == OptOp::kGroupTop) {
     if (reduces != 1)
       return no("GROUP needs exactly one reduction in the kernel, it has " +
                 std::to_string(reduces));
@@ -530,8 +532,6 @@ bool Kernel::legal(const Opt& o, std::string* why) const {
       return no("GROUP needs a power of two from 2 to 1024 threads");
   }
   if (o.op == OptOp::kStage) {
-    int reduces = 0;
-    for (const UOp* n : ast_->toposort()) reduces += n->op() == Op::REDUCE_AXIS;
     if (reduces != 1)
       return no("STAGE needs one reduction, the kernel has " + std::to_string(reduces));
     if (!count(AxisKind::kLocal)) return no("STAGE needs a LOCAL axis (a work-group)");

@@ -108,6 +108,13 @@ std::vector<double> random(size_t n, DType t, uint64_t seed) {
   return v;
 }
 
+// Occurrences of `what` in `text` (PTX instructions, say).
+int count(const std::string& text, const std::string& what) {
+  int c = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
+  return c;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   auto a = global(0, kF32), b = global(1, kF32), o2 = global(2, kF32), o1 = global(1, kF32);
@@ -373,11 +380,6 @@ TEST(Nvptx, GroupReductionsUseWarpExchangesSharedMemoryAndABarrier) {
     auto red = reduce_axis(Op::ADD, {1}, load(global(1, t), ShapeTracker::contiguous({64, 4096})));
     return sink({store(global(0, t), strided({64, 1}, {1, 0}), red)});
   };
-  auto count = [](const std::string& text, const std::string& what) {
-    int c = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
-    return c;
-  };
   struct Want {
     DType t;
     int group, exchanges, shared_bytes;
@@ -433,11 +435,6 @@ TEST(Nvptx, LargeMatmulsGetRegisterTilesAndSharedMemoryOperandTiles) {
   };
   EXPECT_TRUE(
       hand_coded_optimizations(Kernel(matmul(kF32, 64, 64, 48)), nv_target_info(90)).empty());
-  auto count = [](const std::string& text, const std::string& what) {
-    int c = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
-    return c;
-  };
   for (DType in : {kF32, kBF16}) {
     SCOPED_TRACE(in.name());
     Case c = make(
@@ -482,11 +479,6 @@ TEST(Nvptx, ElementwiseKernelsUseSixteenByteAccessesWhereAlignmentIsProven) {
     auto la = load(global(0, kF32), strided({n}, {1}, a_offset)),
          lb = load(global(1, kF32), ShapeTracker::contiguous({n}));
     return sink({store(global(2, kF32), ShapeTracker::contiguous({n}), la * lb + la)});
-  };
-  auto count = [](const std::string& text, const std::string& what) {
-    int c = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) c++;
-    return c;
   };
   EXPECT_EQ(nv_target_info(90).buffer_align, 16);
   for (int64_t offset : {0, 1}) {
