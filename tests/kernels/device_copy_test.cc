@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "compiler/ast.h"
 #include "runtime/device.h"
+#include "tests/kernels/kernel_test.h"
 #include "tests/kernels/test_asts.h"
 #include "tests/missing_tool.h"
 
@@ -24,16 +25,8 @@ constexpr DType kF32 = dtypes::kFloat32;
 constexpr int64_t kN = 1 << 18;  // 1 MiB of floats: a copy racing the kernel would see stale data
 constexpr size_t kBytes = kN * 4;
 
-class DeviceCopyTest : public ::testing::TestWithParam<std::string> {
+class DeviceCopyTest : public DeviceTest {
  protected:
-  void SetUp() override {
-    auto dev = runtime::open_device(GetParam());
-    if (!dev.ok() && !tests::missing_tool(dev.status()).empty())
-      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(dev.status()) << ": "
-                   << dev.status().message();
-    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    dev_ = *dev;
-  }
   void TearDown() override {
     for (const Buffer& b : bufs_) dev_->free(b);
   }
@@ -56,7 +49,6 @@ class DeviceCopyTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(s.ok()) << s.to_string();
     return v;
   }
-  std::shared_ptr<Device> dev_;
   std::vector<Buffer> bufs_;
 };
 

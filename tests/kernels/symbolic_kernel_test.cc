@@ -11,6 +11,7 @@
 #include "compiler/opt/kernel.h"
 #include "compiler/sym_view.h"
 #include "runtime/device.h"
+#include "tests/kernels/kernel_test.h"
 #include "tests/missing_tool.h"
 
 namespace baregrad::testing {
@@ -22,17 +23,8 @@ using runtime::Device;
 constexpr DType kF32 = dtypes::kFloat32;
 const SymVar kI{"i", 1, 10};
 
-class SymbolicKernelTest : public ::testing::TestWithParam<std::string> {
+class SymbolicKernelTest : public DeviceTest {
  protected:
-  void SetUp() override {
-    set_option_for_test("SPEC", "1");
-    auto dev = runtime::open_device(GetParam());
-    if (!dev.ok() && !tests::missing_tool(dev.status()).empty())
-      GTEST_SKIP() << GetParam() << " needs " << tests::missing_tool(dev.status()) << ": "
-                   << dev.status().message();
-    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    dev_ = *dev;
-  }
   void TearDown() override {
     for (const Buffer& b : bufs_) dev_->free(b);
   }
@@ -56,7 +48,6 @@ class SymbolicKernelTest : public ::testing::TestWithParam<std::string> {
     }
     return out;
   }
-  std::shared_ptr<Device> dev_;
   std::vector<Buffer> bufs_;
 };
 

@@ -189,20 +189,12 @@ TEST(GroupOpt, GroupTopGivesEachThreadAContiguousSlice) {
   EXPECT_TRUE(has(src, "= lidx0 * 32;")) << src;
 }
 
-// out = a @ b with a (m, k) and b (k, n), as the kernel AST sees it.
-UOpPtr matmul_ast(int64_t m, int64_t n, int64_t k) {
-  auto la = load(global(0, dtypes::kFloat32), strided({m, n, k}, {k, 0, 1}));
-  auto lb = load(global(1, dtypes::kFloat32), strided({m, n, k}, {0, 1, n}));
-  return sink({store(global(2, dtypes::kFloat32), strided({m, n, 1}, {n, 1, 0}),
-                     reduce_axis(Op::ADD, {2}, la * lb))});
-}
-
 // STAGE: both operands of a matmul are shared along a LOCAL axis, so both are staged; the
 // OpenCL C copies them into two __local tiles (16-byte vloads from the buffers, vstores into
 // the tiles), with a barrier at the top of each tile step and one after the copies, and reads
 // the column tile with vload4.
 TEST(StageOpt, StagesTheOperandsSharedAcrossTheWorkGroup) {
-  Kernel k(matmul_ast(64, 128, 32));
+  Kernel k(testing::matmul_ast(64, 128, 32, dtypes::kFloat32));
   std::string why;
   EXPECT_FALSE(k.legal({OptOp::kStage, 2, 8}, &why));
   EXPECT_TRUE(has(why, "needs a LOCAL axis")) << why;
@@ -216,7 +208,8 @@ TEST(StageOpt, StagesTheOperandsSharedAcrossTheWorkGroup) {
   EXPECT_FALSE(k.legal({OptOp::kStage, 4, 2}, &why)) << "a second STAGE";
   EXPECT_FALSE(k.legal({OptOp::kSplitReduce, 4, 2}, &why));
   ClTarget target(cl_target_info(256), "test");
-  ProgramSpec spec = lower_kernel(matmul_ast(64, 128, 32), target.info(), opts);
+  ProgramSpec spec =
+      lower_kernel(testing::matmul_ast(64, 128, 32, dtypes::kFloat32), target.info(), opts);
   EXPECT_EQ(spec.local_size, (std::array<int64_t, 3>{8, 4, 1}));
   EXPECT_EQ(spec.global_size, (std::array<int64_t, 3>{4, 4, 1}));
   std::string s = target.render(spec);
