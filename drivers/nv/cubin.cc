@@ -5,48 +5,24 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "base/elf.h"
 #include "base/format.h"
 
 namespace baregrad::nv {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the cubin reader assumes little-endian");
+using elf::SHF_ALLOC;
+using elf::SHN_LORESERVE;
+using elf::SHN_UNDEF;
+using elf::SHT_NOBITS;
+using elf::SHT_PROGBITS;
+using elf::SHT_REL;
+using elf::SHT_RELA;
+using elf::STT_FUNC;
 
-// ELF64 as the System V gABI defines it.
-struct Elf64Ehdr {
-  uint8_t e_ident[16];
-  uint16_t e_type, e_machine;
-  uint32_t e_version;
-  uint64_t e_entry, e_phoff, e_shoff;
-  uint32_t e_flags;
-  uint16_t e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx;
-};
-struct Elf64Shdr {
-  uint32_t sh_name, sh_type;
-  uint64_t sh_flags, sh_addr, sh_offset, sh_size;
-  uint32_t sh_link, sh_info;
-  uint64_t sh_addralign, sh_entsize;
-};
-struct Elf64Sym {
-  uint32_t st_name;
-  uint8_t st_info, st_other;
-  uint16_t st_shndx;
-  uint64_t st_value, st_size;
-};
-struct Elf64Rela {
-  uint64_t r_offset, r_info;
-  int64_t r_addend;  // absent in SHT_REL entries (16 bytes)
-};
-static_assert(sizeof(Elf64Ehdr) == 64 && sizeof(Elf64Shdr) == 64 && sizeof(Elf64Sym) == 24 &&
-              sizeof(Elf64Rela) == 24);
-
-constexpr uint8_t kElfClass64 = 2, kElfData2Lsb = 1;
 constexpr uint16_t EM_CUDA = 190;
-constexpr uint32_t SHT_PROGBITS = 1, SHT_SYMTAB = 2, SHT_RELA = 4, SHT_NOBITS = 8, SHT_REL = 9;
-constexpr uint64_t SHF_ALLOC = 0x2;
-constexpr uint16_t SHN_UNDEF = 0, SHN_LORESERVE = 0xff00;
-constexpr uint8_t STT_FUNC = 2;
 constexpr uint64_t kSectionAlign = 128;            // tinygrad's force_section_align
 constexpr uint64_t kMaxAlign = 0x1000;             // GPU sections need 256 at most
 constexpr uint64_t kMaxImage = uint64_t{1} << 32;  // refuse absurd NOBITS sizes
@@ -55,28 +31,12 @@ Status bad(const std::string& msg) { return invalid_argument("cubin: " + msg); }
 
 class Reader {
  public:
-  Reader(std::span<const uint8_t> elf, const std::string& name) : elf_(elf), name_(name) {}
+  Reader(std::span<const uint8_t> elf, const std::string& name) : file_(elf), name_(name) {}
   Result<CubinImage> run();
 
  private:
-  // `n` bytes at `off` of the file, bounds-checked.
-  template <class T>
-  Status read(uint64_t off, T* out, const std::string& what) const {
-    if (off > elf_.size() || elf_.size() - off < sizeof(T))
-      return bad(what + " at offset " + hex(off) + " runs past the end of the " +
-                 std::to_string(elf_.size()) + "-byte file");
-    std::memcpy(out, elf_.data() + off, sizeof(T));
-    return {};
-  }
-  // The file bytes of section `s`: none for SHT_NOBITS, whose offset and size sections() does
-  // not bounds-check (a .nv.info or string table of that type reads as empty).
-  std::span<const uint8_t> data(size_t s) const {
-    if (sh_[s].sh_type == SHT_NOBITS) return {};
-    return elf_.subspan(sh_[s].sh_offset, sh_[s].sh_size);
-  }
+  std::span<const uint8_t> data(size_t s) const { return elf_->data(s); }
   Status header();
-  Status sections();
-  Status symbols();
   Status layout();
   Status kernel();
   // Walks the attribute records of section `s`, calling f(attr, format, value16, payload).
@@ -84,19 +44,14 @@ class Reader {
   Status records(size_t s, F&& f) const;
   Status info();
   Status relocations();
-  int find(const std::string& section) const {
-    for (size_t i = 0; i < names_.size(); i++)
-      if (names_[i] == section) return static_cast<int>(i);
-    return -1;
-  }
+  int find(const std::string& section) const { return elf_->find(section); }
 
-  std::span<const uint8_t> elf_;
+  std::span<const uint8_t> file_;
   std::string name_;
-  Elf64Ehdr eh_{};
-  std::vector<Elf64Shdr> sh_;
+  std::optional<elf::Reader> elf_;
+  std::vector<elf::Shdr> sh_;
   std::vector<std::string> names_;
-  std::vector<Elf64Sym> syms_;
-  std::vector<std::string> sym_names_;
+  std::vector<elf::Symbol> syms_;
   std::vector<int64_t> place_;  // image offset of each section, -1 when not loaded
   int text_ = -1;
   uint32_t sym_ = 0;  // the kernel's symbol index
@@ -104,82 +59,16 @@ class Reader {
   CubinImage img_;
 };
 
+// The ELF header, sections and symbols; the SM from e_flags: ABI version 8 and later keep it in
+// bits 8..15, older ones in bits 0..7.
 Status Reader::header() {
-  if (elf_.size() < sizeof(Elf64Ehdr))
-    return bad("truncated: " + std::to_string(elf_.size()) + " bytes, an ELF64 header needs 64");
-  std::memcpy(&eh_, elf_.data(), sizeof(eh_));
-  if (std::memcmp(eh_.e_ident,
-                  "\x7f"
-                  "ELF",
-                  4) != 0)
-    return bad("bad magic (not an ELF file)");
-  if (eh_.e_ident[4] != kElfClass64 || eh_.e_ident[5] != kElfData2Lsb)
-    return bad("not a little-endian ELF64 file (class " + std::to_string(eh_.e_ident[4]) +
-               ", data " + std::to_string(eh_.e_ident[5]) + ")");
-  if (eh_.e_machine != EM_CUDA)
-    return bad("e_machine " + std::to_string(eh_.e_machine) + " is not EM_CUDA (190)");
-  // ABI version 8 and later keep the SM in bits 8..15 of e_flags, older ones in bits 0..7.
-  img_.sm = static_cast<int>(eh_.e_ident[8] >= 8 ? (eh_.e_flags >> 8) & 0xff : eh_.e_flags & 0xff);
-  return {};
-}
-
-Status Reader::sections() {
-  if (eh_.e_shentsize != sizeof(Elf64Shdr))
-    return bad("e_shentsize " + std::to_string(eh_.e_shentsize) + " is not 64");
-  uint64_t end = eh_.e_shoff + uint64_t{eh_.e_shnum} * sizeof(Elf64Shdr);
-  if (eh_.e_shoff > elf_.size() || end > elf_.size())
-    return bad("section header table (offset " + hex(eh_.e_shoff) + ", " +
-               std::to_string(eh_.e_shnum) + " x 64 bytes) runs past the end of the " +
-               std::to_string(elf_.size()) + "-byte file");
-  sh_.resize(eh_.e_shnum);
-  for (size_t i = 0; i < sh_.size(); i++)
-    std::memcpy(&sh_[i], elf_.data() + eh_.e_shoff + i * sizeof(Elf64Shdr), sizeof(Elf64Shdr));
-  if (eh_.e_shstrndx >= sh_.size())
-    return bad("e_shstrndx " + std::to_string(eh_.e_shstrndx) + " is not a section");
-  const Elf64Shdr& str = sh_[eh_.e_shstrndx];
-  if (str.sh_offset > elf_.size() || str.sh_size > elf_.size() - str.sh_offset)
-    return bad("section name table runs past the end of the file");
-  auto strtab = data(eh_.e_shstrndx);
-  for (size_t i = 0; i < sh_.size(); i++) {
-    uint32_t n = sh_[i].sh_name;
-    const uint8_t* z =
-        n < strtab.size()
-            ? static_cast<const uint8_t*>(std::memchr(strtab.data() + n, 0, strtab.size() - n))
-            : nullptr;
-    if (z == nullptr)
-      return bad("section " + std::to_string(i) + " has a name outside the name table");
-    names_.emplace_back(reinterpret_cast<const char*>(strtab.data() + n),
-                        reinterpret_cast<const char*>(z));
-    const Elf64Shdr& s = sh_[i];
-    if (s.sh_type != SHT_NOBITS &&
-        (s.sh_offset > elf_.size() || s.sh_size > elf_.size() - s.sh_offset))
-      return bad("section " + names_[i] + " (offset " + hex(s.sh_offset) + ", size " +
-                 hex(s.sh_size) + ") runs past the end of the " + std::to_string(elf_.size()) +
-                 "-byte file");
-  }
-  return {};
-}
-
-Status Reader::symbols() {
-  int symtab = -1;
-  for (size_t i = 0; i < sh_.size(); i++)
-    if (sh_[i].sh_type == SHT_SYMTAB) symtab = static_cast<int>(i);
-  if (symtab < 0) return bad("no symbol table");
-  const Elf64Shdr& s = sh_[symtab];
-  if (s.sh_size % sizeof(Elf64Sym) != 0 || s.sh_link >= sh_.size())
-    return bad(".symtab has a size that is not a multiple of 24 or a bad string table link");
-  auto strtab = data(s.sh_link);
-  auto bytes = data(symtab);
-  syms_.resize(s.sh_size / sizeof(Elf64Sym));
-  for (size_t i = 0; i < syms_.size(); i++) {
-    std::memcpy(&syms_[i], bytes.data() + i * sizeof(Elf64Sym), sizeof(Elf64Sym));
-    uint32_t n = syms_[i].st_name;
-    const void* z =
-        n < strtab.size() ? std::memchr(strtab.data() + n, 0, strtab.size() - n) : nullptr;
-    if (z == nullptr) return bad("symbol " + std::to_string(i) + " has a name outside .strtab");
-    sym_names_.emplace_back(reinterpret_cast<const char*>(strtab.data() + n),
-                            static_cast<const char*>(z));
-  }
+  ASSIGN_OR_RETURN(elf::Reader r, elf::Reader::open(file_, "cubin", EM_CUDA, "EM_CUDA (190)"));
+  elf_.emplace(std::move(r));
+  const elf::Ehdr& eh = elf_->header();
+  img_.sm = static_cast<int>(eh.e_ident[8] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff);
+  sh_ = elf_->sections();
+  names_ = elf_->names();
+  ASSIGN_OR_RETURN(syms_, elf_->symbols(elf::SHT_SYMTAB));
   return {};
 }
 
@@ -190,7 +79,7 @@ Status Reader::layout() {
   uint64_t off = 0;
   for (uint32_t type : {SHT_PROGBITS, SHT_NOBITS}) {
     for (size_t i = 0; i < sh_.size(); i++) {
-      const Elf64Shdr& s = sh_[i];
+      const elf::Shdr& s = sh_[i];
       if (!(s.sh_flags & SHF_ALLOC) || s.sh_type != type ||
           (type == SHT_NOBITS && names_[i].starts_with(".nv.shared.")))
         continue;
@@ -209,7 +98,7 @@ Status Reader::layout() {
   for (size_t i = 0; i < sh_.size(); i++)
     if (place_[i] >= 0 && sh_[i].sh_type == SHT_PROGBITS &&
         sh_[i].sh_size > 0)  // data() may be null
-      std::memcpy(img_.image.data() + place_[i], elf_.data() + sh_[i].sh_offset, sh_[i].sh_size);
+      std::memcpy(img_.image.data() + place_[i], file_.data() + sh_[i].sh_offset, sh_[i].sh_size);
   return {};
 }
 
@@ -228,7 +117,7 @@ Status Reader::kernel() {
   img_.code_size = sh_[text_].sh_size;
   bool found = false;
   for (size_t i = 0; i < syms_.size() && !found; i++)
-    if (sym_names_[i] == name_ && (syms_[i].st_info & 0xf) == STT_FUNC) {
+    if (syms_[i].name == name_ && syms_[i].type() == STT_FUNC) {
       sym_ = static_cast<uint32_t>(i);
       found = true;
     }
@@ -374,18 +263,18 @@ Status Reader::info() {
 
 Status Reader::relocations() {
   for (size_t r = 0; r < sh_.size(); r++) {
-    const Elf64Shdr& s = sh_[r];
+    const elf::Shdr& s = sh_[r];
     if (s.sh_type != SHT_REL && s.sh_type != SHT_RELA) continue;
     if (s.sh_info >= sh_.size() || place_[s.sh_info] < 0) continue;  // e.g. .rela.debug_frame
     size_t entsize = s.sh_type == SHT_RELA ? 24 : 16;
     if (s.sh_size % entsize != 0)
       return bad(names_[r] + " has a size that is not a multiple of " + std::to_string(entsize));
-    const Elf64Shdr& target = sh_[s.sh_info];
+    const elf::Shdr& target = sh_[s.sh_info];
     if (target.sh_type != SHT_PROGBITS)
       return bad(names_[r] + " relocates " + names_[s.sh_info] + ", which has no file bytes");
     auto bytes = data(r);
     for (size_t i = 0; i < s.sh_size / entsize; i++) {
-      Elf64Rela e{};
+      elf::Rela e{};
       std::memcpy(&e, bytes.data() + i * entsize, entsize);
       uint32_t type = static_cast<uint32_t>(e.r_info), sym = static_cast<uint32_t>(e.r_info >> 32);
       std::string where = names_[r] + " entry " + std::to_string(i) + ": ";
@@ -398,12 +287,12 @@ Status Reader::relocations() {
                    names_[s.sh_info] + " (" + hex(target.sh_size) + " bytes)");
       if (sym >= syms_.size())
         return bad(where + "symbol index " + std::to_string(sym) + " is outside .symtab");
-      const Elf64Sym& y = syms_[sym];
+      const elf::Sym& y = syms_[sym].sym;
       if (y.st_shndx == SHN_UNDEF)
-        return bad(where + reloc_name(type) + " against undefined symbol '" + sym_names_[sym] +
+        return bad(where + reloc_name(type) + " against undefined symbol '" + syms_[sym].name +
                    "'");
       if (y.st_shndx >= SHN_LORESERVE || y.st_shndx >= sh_.size() || place_[y.st_shndx] < 0)
-        return bad(where + reloc_name(type) + " against '" + sym_names_[sym] +
+        return bad(where + reloc_name(type) + " against '" + syms_[sym].name +
                    "', which is not in a loaded section");
       CubinReloc rel;
       rel.offset = static_cast<uint64_t>(place_[s.sh_info]) + e.r_offset;
@@ -418,8 +307,6 @@ Status Reader::relocations() {
 
 Result<CubinImage> Reader::run() {
   RETURN_IF_ERROR(header());
-  RETURN_IF_ERROR(sections());
-  RETURN_IF_ERROR(symbols());
   RETURN_IF_ERROR(layout());
   RETURN_IF_ERROR(kernel());
   RETURN_IF_ERROR(info());
