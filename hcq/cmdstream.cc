@@ -76,6 +76,27 @@ CmdStream& CmdStream::emit_value(Value v) {
   return emit(kPlaceholder);
 }
 
+void CmdStream::put(size_t pos, const Word& w) {
+  CHECK(pos < size_) << name_ << ": put of word " << pos << " past the end (" << size_ << ")";
+  if (!w.value.symbolic()) {
+    CHECK_LT(w.shift, 64u);
+    data_[pos] = static_cast<uint32_t>(static_cast<uint64_t>(w.value.imm) >> w.shift);
+    return;
+  }
+  CHECK_LE(w.shift, 32u) << name_ << ": a symbolic word takes bits [shift, shift + 32)";
+  data_[pos] = kPlaceholder;
+  if (w.shift == 0) {
+    patches_.add(pos * 4, w.value.var, PatchTable::Width::k32, 0xffffffffull);
+    return;
+  }
+  // NOTE: PatchTable only shifts left. Bits [shift, shift + 32) of the value land in this word
+  // as the upper half of a 64-bit patch over (previous word, this word) shifted left by
+  // 32 - shift; the mask keeps the previous word.
+  CHECK_GT(pos, 0u) << name_ << ": a shifted symbolic word cannot be the stream's first";
+  patches_.add((pos - 1) * 4, w.value.var, PatchTable::Width::k64, 0xffffffff00000000ull,
+               static_cast<int>(32 - w.shift));
+}
+
 void CmdStream::set(size_t pos, uint32_t w) {
   CHECK(pos < size_) << name_ << ": set of word " << pos << " past the end (" << size_ << ")";
   data_[pos] = w;

@@ -53,6 +53,22 @@ class PatchTable {
   std::vector<int64_t> last_;  // the values of the last apply; empty: none yet
 };
 
+// One 32-bit command word: a constant, or bits [shift, shift + 32) of a possibly symbolic Value
+// (lo: shift 0, hi: shift 32, an address >> 8: shift 8). CmdStream::put writes a symbolic word
+// as kPlaceholder plus a patch; symbolic shifts are 0..32, constant ones 0..63.
+struct Word {
+  Value value;
+  uint32_t shift = 0;
+
+  Word(uint32_t v) : value(static_cast<int64_t>(v)) {}  // NOLINT: constants convert implicitly
+  static Word lo(Value v) { return Word(v, 0); }
+  static Word hi(Value v) { return Word(v, 32); }
+  static Word shr(Value v, uint32_t shift) { return Word(v, shift); }
+
+ private:
+  Word(Value v, uint32_t s) : value(v), shift(s) {}
+};
+
 // 32-bit command words with a fixed capacity: reserve, emit, patch later. An overrun fails at
 // the emit site (CHECK naming the stream), never on the device.
 class CmdStream {
@@ -68,6 +84,10 @@ class CmdStream {
   CmdStream& emit64(uint64_t v);
   // A constant as two words (low first); a symbolic value as placeholders plus a patch.
   CmdStream& emit_value(Value v);
+  // Writes `w` at already reserved word `pos`: its bits, or a placeholder and a patch. A
+  // symbolic word with shift > 0 patches the word before it too (pos > 0: a packet's body word
+  // always follows its header).
+  void put(size_t pos, const Word& w);
   // Rewrites already emitted words (fields only known later, e.g. a packet's length).
   void set(size_t pos, uint32_t w);
   void set64(size_t pos, uint64_t v);

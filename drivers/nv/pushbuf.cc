@@ -41,30 +41,8 @@ PushBuffer& PushBuffer::burst(SecOp op,
   auto out = cs_.reserve(1 + data.size());  // all or nothing: an overrun fails here
   size_t pos = cs_.size() - out.size();
   out[0] = header;
-  for (const Word& w : data) put(++pos, w);
+  for (const Word& w : data) cs_.put(++pos, w);
   return *this;
-}
-
-void PushBuffer::put(size_t pos, const Word& w) {
-  CHECK_LE(w.shift, 32u);
-  uint32_t* word = cs_.data() + pos;
-  if (!w.value.symbolic()) {
-    *word = static_cast<uint32_t>(static_cast<uint64_t>(w.value.imm) >> w.shift);
-    return;
-  }
-  *word = hcq::CmdStream::kPlaceholder;
-  auto& patches = cs_.patches();
-  if (w.shift == 0) {
-    patches.add(pos * 4, w.value.var, hcq::PatchTable::Width::k32, 0xffffffffull);
-    return;
-  }
-  // NOTE: PatchTable only shifts left. Bits [shift, shift + 32) of the value land in this word
-  // as the upper half of a 64-bit patch over (previous word, this word) shifted left by
-  // 32 - shift; the mask keeps the previous word. A data word always follows its header, so
-  // the previous word exists.
-  CHECK_GT(pos, 0u);
-  patches.add((pos - 1) * 4, w.value.var, hcq::PatchTable::Width::k64, 0xffffffff00000000ull,
-              static_cast<int>(32 - w.shift));
 }
 
 }  // namespace baregrad::nv

@@ -32,21 +32,7 @@ constexpr uint32_t kMaxMethod = 0x3ffc;       // NVC56F_DMA_METHOD_ADDRESS 11:0,
 // A header word; CHECKs the method (4-aligned, <= kMaxMethod) and the count/immediate field.
 uint32_t method_header(SecOp op, Subchannel sc, uint32_t method, uint32_t count_or_data);
 
-// One 32-bit data word: a constant, or bits [shift, shift + 32) of a possibly symbolic Value
-// (lo: shift 0, hi: shift 32, an address >> 8: shift 8). Symbolic words are written as
-// hcq::CmdStream::kPlaceholder and patched at submit.
-struct Word {
-  hcq::Value value;
-  uint32_t shift = 0;  // 0..32
-
-  Word(uint32_t v) : value(static_cast<int64_t>(v)) {}  // NOLINT: constants convert implicitly
-  static Word lo(hcq::Value v) { return Word(v, 0); }
-  static Word hi(hcq::Value v) { return Word(v, 32); }
-  static Word shr(hcq::Value v, uint32_t shift) { return Word(v, shift); }
-
- private:
-  Word(hcq::Value v, uint32_t s) : value(v), shift(s) {}
-};
+using hcq::Word;  // a constant or symbolic data word
 
 // Appends methods to a command stream. An overrun CHECK-fails in the stream, at the emit site.
 class PushBuffer {
@@ -66,8 +52,6 @@ class PushBuffer {
 
  private:
   PushBuffer& burst(SecOp op, Subchannel sc, uint32_t method, std::initializer_list<Word> data);
-  // Writes `w` at word `pos` of the stream (reserved), or a placeholder and its patch.
-  void put(size_t pos, const Word& w);
 
   hcq::CmdStream& cs_;
 };
