@@ -10,6 +10,8 @@ const char* binary_format_name(BinaryFormat f) {
       return "cubin";
     case BinaryFormat::kOpenClC:
       return "opencl-c";
+    case BinaryFormat::kAmdHsa:
+      return "amdhsa";
   }
   return "?";
 }

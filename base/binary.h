@@ -17,15 +17,16 @@ enum class BinaryFormat : uint8_t {
   kHostElf,  // a relocatable ELF object for the host CPU (CPU ABI of compiler/program.h)
   kCubin,    // an NVIDIA cubin (ELF) with one entry function
   kOpenClC,  // OpenCL C source text, built by the OpenCL device it is loaded on
+  kAmdHsa,   // an AMD HSA code object (ELF, amdgcn-amd-amdhsa) with one kernel and its descriptor
 };
-// "host-elf", "cubin", "opencl-c".
+// "host-elf", "cubin", "opencl-c", "amdhsa".
 const char* binary_format_name(BinaryFormat f);
 // The host CPU's architecture as Binary::arch names it: "x86_64", "aarch64".
 const char* host_arch();
 
 struct Binary {
   BinaryFormat format = BinaryFormat::kHostElf;
-  std::string arch;   // the machine the code is for: "x86_64", "sm_90"
+  std::string arch;   // the machine the code is for: "x86_64", "sm_90", "gfx1100"
   std::string entry;  // the kernel's symbol in `code`
   std::string code;   // the object bytes
   // Identifies the code (a hash of format, arch, entry and code): the same kernel compiled

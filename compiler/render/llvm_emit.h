@@ -35,7 +35,8 @@ class LlvmEmitter {
   std::string body_function();
   // The entry point of each ABI, calling the body.
   std::string wrapper_function() const;
-  std::string nvptx_kernel();
+  // The kNvptx and kAmdgpu entry points.
+  std::string gpu_kernel();
   std::string twin_function() const;
   std::string twin_thread_function() const;
   void twin_params(std::string* out, std::string* args) const;

@@ -35,8 +35,21 @@ int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
 // The SPECIALs of GPU programs, in the order the body takes them.
 constexpr const char* kGpuSpecials[] = {"gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2"};
-// The PTX special registers behind them.
-constexpr const char* kGpuSregs[] = {"ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"};
+// The intrinsics behind them: PTX special registers, AMDGPU work-group and work-item ids.
+constexpr const char* kNvptxSregs[] = {"nvvm.read.ptx.sreg.ctaid.x", "nvvm.read.ptx.sreg.ctaid.y",
+                                       "nvvm.read.ptx.sreg.ctaid.z", "nvvm.read.ptx.sreg.tid.x",
+                                       "nvvm.read.ptx.sreg.tid.y",   "nvvm.read.ptx.sreg.tid.z"};
+constexpr const char* kAmdgpuIds[] = {"amdgcn.workgroup.id.x", "amdgcn.workgroup.id.y",
+                                      "amdgcn.workgroup.id.z", "amdgcn.workitem.id.x",
+                                      "amdgcn.workitem.id.y",  "amdgcn.workitem.id.z"};
+// What an AMDGPU kernel does not use, so that the code object asks for no implicit kernargs or
+// SGPRs beyond the kernarg pointer and the work-group ids (LLVM AMDGPUUsage, "Function
+// attributes"; AMDGPUAttributes.def).
+constexpr const char* kAmdgpuNoImplicit =
+    "\"amdgpu-no-implicitarg-ptr\" \"amdgpu-no-dispatch-ptr\" \"amdgpu-no-queue-ptr\" "
+    "\"amdgpu-no-dispatch-id\" \"amdgpu-no-hostcall-ptr\" \"amdgpu-no-heap-ptr\" "
+    "\"amdgpu-no-multigrid-sync-arg\" \"amdgpu-no-lds-kernel-id\" \"amdgpu-no-default-queue\" "
+    "\"amdgpu-no-completion-action\" \"uniform-work-group-size\"=\"true\"";
 
 }  // namespace
 
@@ -76,7 +89,17 @@ int gpu_buffer_slots(const ProgramSpec& spec) {
 }
 
 std::string LlvmIrRenderer::name() const {
-  return abi_ == LlvmAbi::kCpu ? "llvm" : abi_ == LlvmAbi::kNvptx ? "llvm-nvptx" : "llvm-twin";
+  switch (abi_) {
+    case LlvmAbi::kCpu:
+      return "llvm";
+    case LlvmAbi::kNvptx:
+      return "llvm-nvptx";
+    case LlvmAbi::kAmdgpu:
+      return "llvm-amdgpu";
+    case LlvmAbi::kHostTwin:
+      return "llvm-twin";
+  }
+  return "llvm-?";
 }
 
 std::string LlvmIrRenderer::render(const ProgramSpec& spec) const {
@@ -155,10 +178,16 @@ void LlvmEmitter::emit(const UOp* u) {
       return emit_shfl_xor(u);
     case Op::BARRIER:
       CHECK(abi_ != LlvmAbi::kCpu) << "llvm: a work-group BARRIER on the CPU";
-      if (abi_ == LlvmAbi::kHostTwin)
+      if (abi_ == LlvmAbi::kHostTwin) {
         line("call void %barrier(ptr %barrier_ctx)");
-      else
+      } else if (abi_ == LlvmAbi::kAmdgpu) {
+        // s_barrier orders execution only: the fences make LDS writes before it visible after.
+        line("fence syncscope(\"workgroup\") release");
+        call_intrinsic("void", "amdgcn.s.barrier", "", {});
+        line("fence syncscope(\"workgroup\") acquire");
+      } else {
         call_intrinsic("void", "nvvm.barrier0", "", {});
+      }
       return;
     case Op::DEFINE_VAR: {
       const auto& vars = spec_.vars;
@@ -391,6 +420,20 @@ void LlvmEmitter::emit_shfl_xor(const UOp* u) {
   DType t = u->dtype();
   std::string ty = llvm_type(t), v = val(u->src(0)), mask = std::to_string(u->arg_as<int64_t>());
   const auto& b = spec_.local_size;
+  if (abi_ == LlvmAbi::kAmdgpu) {
+    // ds_bpermute_b32 reads the lane at byte address / 4, modulo the wave size (AMD RDNA3 and
+    // CDNA3 ISA, "DS_BPERMUTE_B32"): the partner's linear thread index * 4 is its address.
+    std::string tid = assign("mul i64 %lidx2, " + std::to_string(b[0] * b[1]));
+    tid = assign("add i64 " + tid + ", " + assign("mul i64 %lidx1, " + std::to_string(b[0])));
+    tid = assign("add i64 " + tid + ", %lidx0");
+    std::string addr = assign("trunc i64 " + assign("xor i64 " + tid + ", " + mask) + " to i32");
+    addr = assign("shl i32 " + addr + ", 2");
+    std::string bits = dtypes::is_float(t) ? assign("bitcast " + ty + " " + v + " to i32") : v;
+    std::string got =
+        call_intrinsic("i32", "amdgcn.ds.bpermute", "", {"i32 " + addr, "i32 " + bits});
+    def(u, dtypes::is_float(t) ? assign("bitcast i32 " + got + " to " + ty) : got);
+    return;
+  }
   if (abi_ == LlvmAbi::kNvptx) {
     // The lanes that take part: all 32, or a block smaller than a warp (lanes 0..n-1).
     int64_t threads = b[0] * b[1] * b[2];
@@ -462,9 +505,10 @@ std::string LlvmEmitter::wrapper_function() const {
   return out;
 }
 
-// The kNvptx entry point: every buffer slot and var as a parameter, the SPECIALs from the PTX
-// special registers, then the body.
-std::string LlvmEmitter::nvptx_kernel() {
+// The kNvptx / kAmdgpu entry point: every buffer slot and var as a parameter, the SPECIALs from
+// the thread's ids, then the body.
+std::string LlvmEmitter::gpu_kernel() {
+  bool amd = abi_ == LlvmAbi::kAmdgpu;
   int nbufs = gpu_buffer_slots(spec_);
   std::string params, out, args;
   for (int s = 0; s < nbufs; s++)
@@ -478,15 +522,15 @@ std::string LlvmEmitter::nvptx_kernel() {
   }
   for (size_t i = 0; i < spec_.vars.size(); i++) args += "i64 %var" + std::to_string(i) + ", ";
   for (size_t i = 0; i < std::size(kGpuSpecials); i++) {
-    std::string fn = std::string("@llvm.nvvm.read.ptx.sreg.") + kGpuSregs[i];
+    std::string fn = std::string("@llvm.") + (amd ? kAmdgpuIds[i] : kNvptxSregs[i]);
     declares_.insert("declare i32 " + fn + "()");
     std::string n = kGpuSpecials[i];
     out += "  %" + n + ".32 = call i32 " + fn + "()\n";
     out += "  %" + n + " = zext i32 %" + n + ".32 to i64\n";
   }
-  return "define ptx_kernel void " + llvm_global(spec_.name) + "(" + params + ") #0 {\nentry:\n" +
-         out + "  call void " + llvm_global(spec_.name + "_body") + "(" + args + special_params() +
-         ")\n  ret void\n}\n";
+  return "define " + std::string(amd ? "amdgpu_kernel" : "ptx_kernel") + " void " +
+         llvm_global(spec_.name) + "(" + params + ") #0 {\nentry:\n" + out + "  call void " +
+         llvm_global(spec_.name + "_body") + "(" + args + special_params() + ")\n  ret void\n}\n";
 }
 
 // The twin's loads of the buffers and vars from the kNvptx parameter area at %params, appended
@@ -562,15 +606,23 @@ std::string LlvmEmitter::twin_function() const {
 
 std::string LlvmEmitter::module() {
   std::string body = body_function();
-  std::string entry = abi_ == LlvmAbi::kNvptx ? nvptx_kernel() : wrapper_function();
+  bool device = abi_ == LlvmAbi::kNvptx || abi_ == LlvmAbi::kAmdgpu;
+  std::string entry = device ? gpu_kernel() : wrapper_function();
   std::string out = "; baregrad kernel " + spec_.name + "\n\n";
   for (const std::string& d : declares_) out += d + "\n";
   if (!declares_.empty()) out += "\n";
   if (!globals_.empty()) out += globals_ + "\n";
   out += body + "\n" + entry + "\n";
-  // NOTE: vector widths are a host (AVX-512) preference; NVPTX has no use for them.
-  std::string attrs = abi_ == LlvmAbi::kNvptx ? "" : std::string(" ") + kVectorAttrs;
-  out += "attributes #0 = { nounwind" + attrs + " }\n";
+  // NOTE: vector widths are a host (AVX-512) preference; GPUs have no use for them.
+  std::string attrs = device ? "" : std::string(" ") + kVectorAttrs;
+  std::string kernel_attrs = attrs;
+  if (abi_ == LlvmAbi::kAmdgpu) {
+    const auto& b = spec_.local_size;
+    kernel_attrs += " \"amdgpu-flat-work-group-size\"=\"1," +
+                    std::to_string(std::max<int64_t>(1, b[0] * b[1] * b[2])) + "\" " +
+                    kAmdgpuNoImplicit;
+  }
+  out += "attributes #0 = { nounwind" + kernel_attrs + " }\n";
   out += "attributes #1 = { alwaysinline nounwind" + attrs + " }\n";
   return out;
 }

@@ -1,5 +1,5 @@
 // Renders linear programs to LLVM 19 IR text (see program.h for the contract): for x86-64 hosts
-// (the CPU ABI), and for GPU-lowered programs as an NVPTX kernel or as its host twin.
+// (the CPU ABI), and for GPU-lowered programs as an NVPTX or AMDGPU kernel or as its host twin.
 #pragma once
 
 #include <string>
@@ -17,6 +17,11 @@ enum class LlvmAbi {
   // buffer slot in [0, nbufs) then every var is a parameter, so the parameter area is 8 bytes
   // per buffer in slot order, then 8 bytes per var. SPECIALs read %ctaid / %tid.
   kNvptx,
+  // `amdgpu_kernel void NAME(ptr addrspace(1) noalias %p0, ..., i64 %var0, ...)`: kNvptx's
+  // parameters as the kernarg segment (the same bytes), no implicit (hidden) kernargs; SPECIALs
+  // read the work-group and work-item ids. Blocks are at most spec.local_size's product
+  // ("amdgpu-flat-work-group-size").
+  kAmdgpu,
   // `void NAME_twin(const uint8_t* params, const uint32_t grid[3], const uint32_t block[3])`:
   // the kNvptx kernel for the host, running every thread of the grid in order. `params` is the
   // kNvptx parameter area byte for byte (any alignment).

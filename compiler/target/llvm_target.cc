@@ -102,6 +102,16 @@ void init_llvm_nvptx_target() {
   });
 }
 
+void init_llvm_amdgpu_target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+  });
+}
+
 LlvmCompiler::LlvmCompiler() {
   init_llvm_native_target();
   triple_ = llvm::sys::getDefaultTargetTriple();
@@ -113,6 +123,7 @@ LlvmCompiler::LlvmCompiler(std::string triple, std::string cpu, std::string feat
     : triple_(std::move(triple)), cpu_(std::move(cpu)), features_(std::move(features)) {
   init_llvm_native_target();
   if (triple_.starts_with("nvptx")) init_llvm_nvptx_target();
+  if (triple_.starts_with("amdgcn")) init_llvm_amdgpu_target();
 }
 
 std::string LlvmCompiler::cache_key() const {

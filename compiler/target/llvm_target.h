@@ -13,14 +13,16 @@ namespace baregrad::compiler {
 void init_llvm_native_target();
 // Registers the NVPTX target and its asm printer; once per process, thread-safe.
 void init_llvm_nvptx_target();
+// Registers the AMDGPU target and its asm printer; once per process, thread-safe.
+void init_llvm_amdgpu_target();
 
 // Thread-safe: each call builds its own LLVMContext and TargetMachine.
 class LlvmCompiler : public Compiler {
  public:
   // Targets the host: default triple, host CPU and its features.
   LlvmCompiler();
-  // Targets `triple` (the host's or "nvptx64-nvidia-cuda"), `cpu` ("sm_90") and `features`
-  // ("+ptx85"). Targets other than the host emit assembly only.
+  // Targets `triple` (the host's, "nvptx64-nvidia-cuda" or "amdgcn-amd-amdhsa"), `cpu`
+  // ("sm_90", "gfx1100") and `features` ("+ptx85", "+wavefrontsize32").
   LlvmCompiler(std::string triple, std::string cpu, std::string features);
 
   // "llvm<major>-<triple>-<cpu>-<hash of the feature string>-O2".
