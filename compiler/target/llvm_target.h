@@ -1,5 +1,5 @@
-// Compiles LLVM IR text (LlvmIrRenderer's output) to an ELF object for the host CPU (or to
-// assembly for another target, e.g. PTX for NVPTX) with LLVM's O2 pipeline. LLVM headers stay
+// Compiles LLVM IR text (LlvmIrRenderer's output) with LLVM's O2 pipeline to an ELF object (for
+// the host CPU, or a relocatable AMDGPU object) or to assembly (PTX for NVPTX). LLVM headers stay
 // inside llvm_target.cc.
 #pragma once
 

@@ -3,7 +3,8 @@
 // compiler::Target: kernel AST -> lowered program -> source -> device code, and the compiled
 // kernel cache, written once for every kind of device. A target implements render(),
 // assemble(), layout() and cache_key(); a driver loads the Binary it produces
-// (hcq::Device::load_program). Targets: CPU (LLVM, clang: cpu_target.h), NVIDIA (nv_target.h).
+// (hcq::Device::load_program). Targets: CPU (LLVM, clang: cpu_target.h), NVIDIA (nv_target.h),
+// OpenCL C (cl_target.h), AMD (amd_target.h).
 //
 //   ASSIGN_OR_RETURN(CompiledKernel k, target.compile(ast));
 //   ASSIGN_OR_RETURN(std::unique_ptr<hcq::Program> prg, dev.load_program(k.binary));
