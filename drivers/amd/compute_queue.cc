@@ -1,0 +1,110 @@
+#include "drivers/amd/compute_queue.h"
+
+#include "base/format.h"
+#include "drivers/amd/pm4.h"
+#include "drivers/amd/program.h"
+
+namespace baregrad::amd {
+namespace {
+constexpr size_t kWaitWords = 7, kReleaseWords = 8, kAcquireWords = 8;
+// The private segment buffer V# of a kernel without scratch (program.h refuses scratch): base
+// 0, so a stray scratch access faults at address 0. Words 1..3 are tinygrad's (SWIZZLE_ENABLE,
+// NUM_RECORDS 0xffffffff, its gfx9 DST_SEL/format word).
+constexpr uint32_t kNullScratchV[4] = {0, 1u << 31, 0xffffffff, 0x20c14000};
+}  // namespace
+
+hcq::HwQueue& ComputeQueue::wait(const hcq::Signal& s, hcq::Value v) {
+  if (check_signal(s, "wait") && check_wait_value(s, v) && fits(kWaitWords))
+    emit_wait_reg_mem(cs_, static_cast<int64_t>(s.va()), Word::lo(v), 0xffffffff,
+                      CompareFunc::kGreaterEqual);
+  return *this;
+}
+
+hcq::HwQueue& ComputeQueue::signal(const hcq::Signal& s, hcq::Value v) {
+  if (!check_signal(s, "signal") || !fits(2 * kReleaseWords)) return *this;
+  const ArchInfo& arch = dev_.arch();
+  emit_release_mem(cs_, arch,
+                   {.addr = static_cast<int64_t>(s.va()),
+                    .data = v,
+                    .data_sel = DataSel::k64BitData,
+                    .cache_flush = true});
+  const KfdEvent& e = dev_.signal_event();
+  emit_release_mem(cs_, arch,
+                   {.addr = static_cast<int64_t>(e.mailbox_va()),
+                    .data = e.id(),
+                    .data_sel = DataSel::k32BitLow,
+                    .int_sel = IntSel::kSendInterruptAfterWriteConfirm,
+                    .ctxid = e.id()});
+  return *this;
+}
+
+hcq::HwQueue& ComputeQueue::timestamp(const hcq::Signal& s) {
+  if (!check_signal(s, "timestamp") || !fits(2 * kReleaseWords + kAcquireWords)) return *this;
+  const ArchInfo& arch = dev_.arch();
+  emit_release_mem(cs_, arch, {.cache_flush = false});
+  emit_release_mem(
+      cs_, arch, {.addr = static_cast<int64_t>(s.va() + 8), .data_sel = DataSel::kGpuClockCounter});
+  emit_acquire_mem(cs_, arch);
+  return *this;
+}
+
+hcq::HwQueue& ComputeQueue::memory_barrier() {
+  if (fits(kAcquireWords)) emit_acquire_mem(cs_, dev_.arch());
+  return *this;
+}
+
+hcq::HwQueue& ComputeQueue::copy(hcq::Value, hcq::Value, hcq::Value bytes) {
+  refuse(unimplemented(
+      "copy of " +
+      (bytes.symbolic() ? std::string("a symbolic count of") : std::to_string(bytes.imm)) +
+      " bytes on the " + cs_.name() + ": AMD copies go through the copy queue (SDMA)"));
+  return *this;
+}
+
+hcq::HwQueue& ComputeQueue::exec(const hcq::Program& hprg,
+                                 const hcq::ArgsState& args,
+                                 hcq::Dim3 grid,
+                                 hcq::Dim3 block) {
+  const auto* prg = program_of<Program>(hprg, cs_.name(), "AMD");
+  if (!prg || !check_exec(*prg, args, cs_.name())) return *this;
+  if (!ok(prg->check_launch(grid, block)) || !fits(kExecWords)) return *this;
+  const hcq::Buffer& ka = args.mem();
+  if (ka.va % 16 != 0 || ka.size < prg->descriptor().kernarg_size) {
+    refuse(invalid_argument("exec of '" + prg->name() + "': the argument block at " + hex(ka.va) +
+                            " (" + std::to_string(ka.size) + " bytes) is not a 16-byte aligned " +
+                            "kernarg segment of " + std::to_string(prg->descriptor().kernarg_size) +
+                            " bytes"));
+    return *this;
+  }
+  const ArchInfo& arch = dev_.arch();
+  const ComputeRegs& r = arch.regs;
+  // Invalidate the instruction, scalar, vector L0 and L1 caches; L2 stays (tinygrad: gl2=0).
+  emit_acquire_mem(cs_, arch, {.gl2 = false});
+  uint64_t code = prg->code_va();
+  emit_set_sh_reg(cs_, r.compute_pgm_lo,
+                  {static_cast<uint32_t>(code >> 8), static_cast<uint32_t>(code >> 40)});
+  emit_set_sh_reg(cs_, r.compute_pgm_rsrc1, {prg->rsrc1(), prg->rsrc2()});
+  emit_set_sh_reg(cs_, r.compute_pgm_rsrc3, {prg->rsrc3()});
+  emit_set_sh_reg(cs_, r.compute_tmpring_size, {0u});  // no scratch (program.h refuses it)
+  emit_set_sh_reg(cs_, r.compute_restart_x, {0u, 0u, 0u});
+  auto kl = static_cast<uint32_t>(ka.va), kh = static_cast<uint32_t>(ka.va >> 32);
+  if (prg->private_segment_buffer() && prg->kernarg_ptr()) {
+    emit_set_sh_reg(
+        cs_, r.compute_user_data_0,
+        {kNullScratchV[0], kNullScratchV[1], kNullScratchV[2], kNullScratchV[3], kl, kh});
+  } else if (prg->private_segment_buffer()) {
+    emit_set_sh_reg(cs_, r.compute_user_data_0,
+                    {kNullScratchV[0], kNullScratchV[1], kNullScratchV[2], kNullScratchV[3]});
+  } else if (prg->kernarg_ptr()) {
+    emit_set_sh_reg(cs_, r.compute_user_data_0, {kl, kh});
+  }
+  emit_set_sh_reg(cs_, r.compute_resource_limits, {0u});
+  emit_set_sh_reg(cs_, r.compute_start_x, {0u, 0u, 0u, block.x, block.y, block.z});
+  emit_dispatch_direct(cs_, arch, grid.x, grid.y, grid.z, prg->wave_size());
+  emit_cs_partial_flush(cs_);
+  args_.push_back(&args);
+  kernels_.push_back(prg->name());
+  return *this;
+}
+
+}  // namespace baregrad::amd

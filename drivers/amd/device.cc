@@ -1,0 +1,193 @@
+#include "drivers/amd/device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "base/format.h"
+#include "base/log.h"
+#include "drivers/amd/compute_queue.h"
+#include "drivers/amd/copy_queue.h"
+
+namespace baregrad::amd {
+namespace {
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+constexpr size_t kMinRingBytes = 4096;
+// The compute queue's end-of-pipe buffer: RELEASE_MEM needs one (tinygrad: 0x1000 of VRAM).
+constexpr uint64_t kEopBytes = 0x1000;
+// Read/write pointer slots in the pointer page: compute rptr, wptr; SDMA rptr, wptr.
+constexpr uint64_t kComputePointers = 0, kCopyPointers = 64;
+
+// KFD memory behind hcq buffers: device memory is VRAM (CPU-mapped, PUBLIC, on request), host
+// memory (pinned or uncached: staging, signals, argument blocks) is CPU-mapped GTT. One KFD
+// allocation per buffer (whole pages).
+class KfdAllocator : public hcq::Allocator {
+ public:
+  KfdAllocator(hcq::Device& dev, KfdIface& kfd) : hcq::Allocator(dev), kfd_(kfd) {}
+
+ protected:
+  Result<hcq::Buffer> raw_alloc(size_t bytes, hcq::BufferSpec spec) override {
+    KfdMemKind kind = spec.host ? KfdMemKind::kGtt : KfdMemKind::kVram;
+    ASSIGN_OR_RETURN(KfdMemory m, kfd_.alloc(bytes, kind, spec.cpu_access || spec.host));
+    hcq::Buffer b{m.va(), bytes, m.cpu(), m.handle(), spec};
+    std::lock_guard lock(mu_);
+    live_.emplace(m.va(), std::move(m));
+    return b;
+  }
+  void raw_free(const hcq::Buffer& b) override {
+    KfdMemory m;
+    {
+      std::lock_guard lock(mu_);
+      auto it = live_.find(b.va);
+      CHECK(it != live_.end()) << "free of an unknown AMD allocation at " << hex(b.va);
+      m = std::move(it->second);
+      live_.erase(it);
+    }
+    if (Status s = m.free(); !s.ok()) BG_LOG(0) << s;
+  }
+
+ private:
+  KfdIface& kfd_;
+  std::mutex mu_;
+  std::map<uint64_t, KfdMemory> live_;
+};
+
+}  // namespace
+
+CwsrSizes cwsr_sizes(const KfdNodeProperties& p) {
+  // Source: Linux amdkfd/kfd_queue.c: kfd_get_vgpr_size_per_cu, WG_CONTEXT_DATA_SIZE_PER_CU
+  // (VGPR + SGPR 0x4000 + LDS 0x10000 + HWREG 0x1000 per CU), CNTL_STACK_BYTES_PER_WAVE (12 from
+  // gfx10.1, else 8), the 40-byte save-area header, DEBUGGER_BYTES_PER_WAVE 32 aligned to 64.
+  uint32_t v = p.gfx_target_version;
+  uint32_t xccs = std::max(1u, p.num_xcc);
+  uint32_t vgpr = v == 90010 || v == 90402 ? 0x80000 : v >= 110000 ? 0x60000 : 0x40000;
+  uint32_t simd_per_cu = std::max(1u, p.simd_per_cu);
+  uint32_t cu = std::max(1u, p.simd_count / simd_per_cu / xccs);
+  uint32_t waves =
+      v < 100100 ? std::min(cu * 40, p.array_count / std::max(1u, p.simd_arrays_per_engine) * 512)
+                 : cu * 32;
+  uint64_t wg_data = round_up(uint64_t{cu} * (vgpr + 0x4000 + 0x10000 + 0x1000), kKfdPageBytes);
+  uint64_t ctl = round_up(40 + uint64_t{waves} * (v >= 100100 ? 12 : 8) + 8, kKfdPageBytes);
+  CwsrSizes s;
+  s.ctl_stack_size = static_cast<uint32_t>(ctl);
+  s.ctx_save_restore_size = static_cast<uint32_t>(ctl + wg_data);
+  s.debug_memory_size = static_cast<uint32_t>(round_up(uint64_t{waves} * 32, 64));
+  s.buffer_bytes =
+      round_up(uint64_t{s.ctx_save_restore_size + s.debug_memory_size} * xccs, kKfdPageBytes);
+  return s;
+}
+
+Device::Device(std::shared_ptr<hcq::Os> os, DeviceOptions options)
+    : hcq::Device(options.name), os_(std::move(os)), options_(std::move(options)) {}
+
+Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<hcq::Os> os,
+                                               int index,
+                                               DeviceOptions options) {
+  for (auto [what, bytes] : {std::pair{"compute", options.compute_ring_bytes},
+                             std::pair{"copy", options.copy_ring_bytes}}) {
+    if (!std::has_single_bit(bytes) || bytes < kMinRingBytes)
+      return invalid_argument("AMD device: a " + std::string(what) + " ring of " +
+                              std::to_string(bytes) + " bytes (a power of two, at least " +
+                              std::to_string(kMinRingBytes) + ", is needed)");
+  }
+  if (options.name.empty()) options.name = index == 0 ? "AMD" : "AMD:" + std::to_string(index);
+  std::unique_ptr<Device> dev(new Device(std::move(os), std::move(options)));
+  ASSIGN_OR_RETURN(dev->kfd_, KfdIface::open(dev->os_, index));
+  uint32_t target = dev->kfd_->node().props.gfx_target_version;
+  Result<const ArchInfo*> arch = arch_for_target_version(target);
+  if (!arch.ok()) {
+    std::string supported;
+    for (const ArchInfo& a : supported_archs())
+      supported += (supported.empty() ? "" : ", ") + std::string(a.name);
+    return failed_precondition("AMD GPU " + std::to_string(index) + " is " + gfx_name(target) +
+                               ", which baregrad does not support (" + supported + ")");
+  }
+  dev->arch_ = *arch;
+  // NOTE: no GPU page-table entries in another device's VA space yet: a group of its own.
+  dev->peer_group_ = !dev->options_.peer_group.empty()
+                         ? dev->options_.peer_group
+                         : dev->name() + ":" + std::to_string(getpid()) + ":" +
+                               hex(reinterpret_cast<uint64_t>(dev.get()));
+  dev->allocator_ = std::make_unique<KfdAllocator>(*dev, *dev->kfd_);
+  RETURN_IF_ERROR(dev->setup());
+  RETURN_IF_ERROR(dev->init_timeline());
+  dev->timeline_ready_ = true;
+  return dev;
+}
+
+Status Device::setup() {
+  ASSIGN_OR_RETURN(signal_event_, kfd_->create_event(KfdEventType::kSignal, true));
+  ASSIGN_OR_RETURN(memory_event_, kfd_->create_event(KfdEventType::kMemory, false));
+  ASSIGN_OR_RETURN(hw_event_, kfd_->create_event(KfdEventType::kHwException, false));
+  ASSIGN_OR_RETURN(pointers_, kfd_->alloc(kKfdPageBytes, KfdMemKind::kGtt, true));
+  ASSIGN_OR_RETURN(eop_, kfd_->alloc(kEopBytes, KfdMemKind::kVram, false));
+  CwsrSizes cwsr = cwsr_sizes(kfd_->node().props);
+  ASSIGN_OR_RETURN(cwsr_, kfd_->alloc(cwsr.buffer_bytes, KfdMemKind::kVram, false));
+  auto* ptrs = static_cast<uint8_t*>(pointers_.cpu());
+
+  compute_ring_ = std::make_unique<Ring>(*this, Ring::Kind::kPm4, "compute queue of " + name());
+  KfdQueueRequest creq{.type = KfdQueueType::kCompute,
+                       .eop = &eop_,
+                       .ctx_save_restore = &cwsr_,
+                       .ctx_save_restore_size = cwsr.ctx_save_restore_size,
+                       .ctl_stack_size = cwsr.ctl_stack_size};
+  RETURN_IF_ERROR(compute_ring_->init(*kfd_, options_.compute_ring_bytes, ptrs + kComputePointers,
+                                      pointers_.va() + kComputePointers, creq));
+  copy_ring_ = std::make_unique<Ring>(*this, Ring::Kind::kSdma, "copy queue (SDMA) of " + name());
+  RETURN_IF_ERROR(copy_ring_->init(*kfd_, options_.copy_ring_bytes, ptrs + kCopyPointers,
+                                   pointers_.va() + kCopyPointers,
+                                   KfdQueueRequest{.type = KfdQueueType::kSdma}));
+  BG_LOG(1) << name() << ": " << kfd_->where() << ", KFD " << kfd_->version().str()
+            << ", compute queue " << compute_ring_->queue_id() << ", SDMA queue "
+            << copy_ring_->queue_id() << ", CWSR " << cwsr.buffer_bytes << " bytes";
+  return Status();
+}
+
+Device::~Device() {
+  if (timeline_ready_) (void)synchronize(std::chrono::milliseconds(5000));
+  for (Ring* r : {compute_ring_.get(), copy_ring_.get()}) {
+    // The engine may still read ring words submitted outside the timeline.
+    if (r && !failed()) (void)r->wait(r->last_seq(), "teardown");
+  }
+  if (allocator_) {
+    for (Ring* r : {compute_ring_.get(), copy_ring_.get()})
+      if (r) r->release();  // its completion counter goes back before release_memory()
+    release_memory();
+  }
+  compute_ring_.reset();
+  copy_ring_.reset();
+  allocator_.reset();
+  cwsr_ = {};
+  eop_ = {};
+  pointers_ = {};
+  hw_event_ = {};
+  memory_event_ = {};
+  signal_event_ = {};
+  kfd_.reset();
+}
+
+std::unique_ptr<hcq::HwQueue> Device::compute_queue() {
+  return std::make_unique<ComputeQueue>(*this);
+}
+
+std::unique_ptr<hcq::HwQueue> Device::copy_queue() { return std::make_unique<CopyQueue>(*this); }
+
+Result<std::unique_ptr<hcq::Program>> Device::load_program(const Binary& b) {
+  std::string where = "load " + b.entry + " on " + name() + " (" + std::string(arch_->name) + ")";
+  if (b.format != BinaryFormat::kAmdHsa || b.arch != arch_->name) {
+    std::string format = binary_format_name(b.format);
+    std::string article = std::string("aeiou").find(format[0]) == std::string::npos ? "a " : "an ";
+    return invalid_argument(where + ": " + article + format + " binary for " + b.arch +
+                            " (this device runs amdhsa code objects for " +
+                            std::string(arch_->name) + ")");
+  }
+  Result<std::unique_ptr<Program>> p = Program::load(*this, *arch_, b);
+  if (!p.ok()) return Status(p.status().code(), where + ": " + p.status().message());
+  BG_LOG(1) << "loaded " << b.entry << " on " << name() << " at " << hex((*p)->code_va());
+  return std::unique_ptr<hcq::Program>(std::move(*p));
+}
+
+}  // namespace baregrad::amd

@@ -1,0 +1,682 @@
+// The AMD HCQ device (drivers/amd/device, queues, program) over the fake KFD: bring-up on every
+// supported target and its named errors, memory, code-object loading and its refusals, the PM4
+// words a compute queue publishes; then end to end with the fake GPU (drivers/mock/amdgpu):
+// signals, an SDMA copy, a compiled kernel run as its host twin against the float64 reference,
+// a VM fault becoming the sticky error and an injected hang timing out.
+// The compile tests skip (saying why) without ld.lld (Debian's lld-19).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/format.h"
+#include "compiler/render/llvm_ir.h"
+#include "compiler/target/amd_target.h"
+#include "drivers/amd/compute_queue.h"
+#include "drivers/amd/device.h"
+#include "drivers/amd/pm4.h"
+#include "drivers/amd/sdma.h"
+#include "drivers/cpu/iface_host.h"
+#include "drivers/mock/amd/fake_kfd.h"
+#include "drivers/mock/amdgpu/fake_gpu.h"
+#include "drivers/mock/nv_device/twin_runner.h"
+#include "tests/kernels/reference.h"
+#include "tests/unit/gpu_cases.h"
+
+namespace baregrad::amd {
+namespace {
+
+using compiler::gpu_cases::Case;
+using mock::FakeAmdGpuConfig;
+using mock::FakeKfd;
+using mock::FakeKfdConfig;
+using ::testing::HasSubstr;
+
+constexpr const char* kTargets[] = {"gfx90a", "gfx942", "gfx1100", "gfx1201"};
+
+std::shared_ptr<FakeKfd> fake_kfd(const std::string& gfx = "gfx1100") {
+  return std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {FakeAmdGpuConfig::preset(gfx)}});
+}
+
+DeviceOptions small(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+  DeviceOptions o;
+  o.compute_ring_bytes = o.copy_ring_bytes = 64 << 10;
+  o.timeout = timeout;
+  return o;
+}
+
+std::unique_ptr<Device> open(std::shared_ptr<FakeKfd> kfd, DeviceOptions o = small()) {
+  Result<std::unique_ptr<Device>> d = Device::create(kfd, 0, std::move(o));
+  CHECK(d.ok()) << d.status().to_string();
+  return std::move(*d);
+}
+
+#define REQUIRE_LLD()                                                                       \
+  do {                                                                                      \
+    Result<compiler::LdLld> l = compiler::LdLld::find();                                    \
+    if (!l.ok()) GTEST_SKIP() << "AMD compile tests need ld.lld: " << l.status().message(); \
+  } while (0)
+
+compiler::AmdTarget& target(const std::string& gfx) {
+  static auto* targets = new std::map<std::string, std::unique_ptr<compiler::AmdTarget>>();
+  auto it = targets->find(gfx);
+  if (it == targets->end()) {
+    Result<std::unique_ptr<compiler::AmdTarget>> t = compiler::AmdTarget::create(gfx);
+    CHECK(t.ok()) << t.status().to_string();
+    it = targets->emplace(gfx, std::move(*t)).first;
+  }
+  return *it->second;
+}
+
+const Case& scale_case() {
+  static const Case* c = [] {
+    for (const Case& k : compiler::gpu_cases::cases())
+      if (k.what == "vars") return new Case(k);
+    CHECK(false) << "no 'vars' case";
+    return static_cast<Case*>(nullptr);
+  }();
+  return *c;
+}
+
+compiler::CompiledKernel compile(const std::string& gfx, const Case& c = scale_case()) {
+  Result<compiler::CompiledKernel> k = target(gfx).compile(c.ast);
+  CHECK(k.ok()) << k.status().to_string();
+  return std::move(*k);
+}
+
+// The words from `begin` (dwords, monotonic) to `end` of ring `q`, read through the fake KFD.
+std::vector<uint32_t> ring_words(FakeKfd& kfd, const mock::FakeKfdQueue& q, uint64_t end) {
+  std::optional<uint8_t*> p = kfd.resolve(q.ring_va, q.ring_size);
+  CHECK(p.has_value());
+  std::vector<uint32_t> out(end);
+  for (uint64_t i = 0; i < end; i++) std::memcpy(&out[i], *p + (i % (q.ring_size / 4)) * 4, 4);
+  return out;
+}
+
+// The type-3 packets of PM4 words: opcode and body.
+std::vector<std::pair<uint32_t, std::vector<uint32_t>>> pm4_packets(
+    const std::vector<uint32_t>& w) {
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> out;
+  for (size_t i = 0; i < w.size();) {
+    uint32_t h = w[i];
+    EXPECT_EQ(h >> 30, 3u) << "word " << i << " " << hex(h);
+    if (h >> 30 != 3) break;
+    size_t n = ((h >> 16) & 0x3fff) + 1;
+    out.push_back(
+        {(h >> 8) & 0xff, std::vector<uint32_t>(w.begin() + i + 1, w.begin() + i + 1 + n)});
+    i += 1 + n;
+  }
+  return out;
+}
+
+// ---- against the fake KFD alone --------------------------------------------------------------
+
+TEST(AmdDevice, BringsUpEveryTargetWithAComputeAndAnSdmaQueueAndReleasesEverything) {
+  for (const char* gfx : kTargets) {
+    SCOPED_TRACE(gfx);
+    auto kfd = fake_kfd(gfx);
+    {
+      std::unique_ptr<Device> dev = open(kfd);
+      EXPECT_EQ(dev->name(), "AMD");
+      EXPECT_EQ(dev->arch().name, gfx);
+      EXPECT_FALSE(dev->host_addressable());
+      std::vector<mock::FakeKfdQueue> qs = kfd->queues();
+      ASSERT_EQ(qs.size(), 2u);
+      EXPECT_EQ(qs[0].type, kKfdIocQueueTypeCompute);
+      EXPECT_EQ(qs[0].ring_size, 64u << 10);
+      EXPECT_EQ(qs[0].eop_buffer_size, 0x1000u);  // RELEASE_MEM needs an EOP buffer
+      CwsrSizes cwsr = cwsr_sizes(dev->kfd().node().props);
+      EXPECT_EQ(qs[0].ctx_save_restore_size, cwsr.ctx_save_restore_size);
+      EXPECT_EQ(qs[0].ctl_stack_size, cwsr.ctl_stack_size);
+      EXPECT_NE(qs[0].ctx_save_restore_address, 0u);
+      EXPECT_EQ(qs[0].write_pointer_address, qs[0].read_pointer_address + 8);
+      EXPECT_EQ(qs[1].type, kKfdIocQueueTypeSdma);
+      EXPECT_EQ(kfd->events().size(), 3u);  // signal, memory and HW exception
+      EXPECT_EQ(dev->timeline_value(), 1u);
+    }
+    EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{}) << "everything is released";
+  }
+}
+
+TEST(AmdDevice, CwsrSizesFollowKfdQueueC) {
+  // gfx1100 preset: 96 CUs (192 SIMDs / 2), 32 waves each.
+  KfdNodeProperties p{.gfx_target_version = 110000,
+                      .simd_count = 192,
+                      .array_count = 12,
+                      .simd_arrays_per_engine = 2,
+                      .simd_per_cu = 2};
+  CwsrSizes s = cwsr_sizes(p);
+  EXPECT_EQ(s.ctl_stack_size, 0xa000u);  // 40 + 96 * 32 * 12 + 8 = 36912, page-rounded
+  EXPECT_EQ(s.ctx_save_restore_size, 0xa000u + 96u * (0x60000 + 0x4000 + 0x10000 + 0x1000));
+  EXPECT_EQ(s.debug_memory_size, 96u * 32 * 32);
+}
+
+TEST(AmdDevice, NamesFollowTheIndexAndTheOptions) {
+  auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{
+      .gpus = {FakeAmdGpuConfig::preset("gfx1100"), FakeAmdGpuConfig::preset("gfx90a")}});
+  Result<std::unique_ptr<Device>> d1 = Device::create(kfd, 1, small());
+  ASSERT_TRUE(d1.ok()) << d1.status().to_string();
+  EXPECT_EQ((*d1)->name(), "AMD:1");
+  EXPECT_EQ((*d1)->arch().name, "gfx90a");
+  DeviceOptions o = small();
+  o.name = "MOCK+AMD";
+  Result<std::unique_ptr<Device>> d0 = Device::create(fake_kfd(), 0, o);
+  ASSERT_TRUE(d0.ok()) << d0.status().to_string();
+  EXPECT_EQ((*d0)->name(), "MOCK+AMD");
+}
+
+TEST(AmdDevice, RefusesAnUnsupportedGpuAndBadOptionsByName) {
+  FakeAmdGpuConfig navi21 = FakeAmdGpuConfig::preset("gfx1100");
+  navi21.name = "gfx1030";
+  navi21.gfx_target_version = 100300;
+  auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {navi21}});
+  Result<std::unique_ptr<Device>> d = Device::create(kfd, 0, small());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(d.status().message(),
+            "AMD GPU 0 is gfx1030, which baregrad does not support (gfx90a, gfx942, gfx1100, "
+            "gfx1201)");
+  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{});
+
+  DeviceOptions o = small();
+  o.compute_ring_bytes = 3000;
+  d = Device::create(fake_kfd(), 0, o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.status().message(), HasSubstr("a compute ring of 3000 bytes (a power of two"));
+
+  auto none =
+      std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {FakeAmdGpuConfig::preset("gfx1100")}});
+  d = Device::create(none, 3, small());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kNotFound) << d.status().to_string();
+}
+
+TEST(AmdDevice, AllocatesVramAndGttAndFreesThem) {
+  auto kfd = fake_kfd();
+  std::unique_ptr<Device> dev = open(kfd);
+  size_t before = kfd->allocations().size();
+  hcq::Allocator& a = dev->allocator();
+  Result<hcq::Buffer> vram = a.alloc(1000, {.nolru = true});
+  Result<hcq::Buffer> visible = a.alloc(5000, {.cpu_access = true, .nolru = true});
+  Result<hcq::Buffer> host = a.alloc(64, {.host = true, .cpu_access = true, .nolru = true});
+  ASSERT_TRUE(vram.ok() && visible.ok() && host.ok());
+  EXPECT_EQ(vram->cpu, nullptr);
+  EXPECT_EQ(vram->size, 1000u);
+  EXPECT_EQ(vram->va % 4096, 0u);  // KFD gives pages: beyond the target's 16-byte alignment
+  ASSERT_NE(visible->cpu, nullptr);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(visible->cpu), visible->va);  // GPU VA == CPU VA
+  std::memset(visible->cpu, 0x5a, 5000);
+  ASSERT_NE(host->cpu, nullptr);
+  std::map<uint64_t, uint32_t> flags;
+  for (const mock::FakeKfdAllocation& m : kfd->allocations()) flags[m.va] = m.flags;
+  EXPECT_TRUE(flags.at(vram->va) & kKfdIocAllocMemFlagsVram);
+  EXPECT_FALSE(flags.at(vram->va) & kKfdIocAllocMemFlagsPublic);
+  EXPECT_TRUE(flags.at(visible->va) & kKfdIocAllocMemFlagsPublic);
+  EXPECT_TRUE(flags.at(host->va) & kKfdIocAllocMemFlagsGtt);
+  EXPECT_EQ(a.find(visible->va + 4999)->va, visible->va);
+  a.free(*vram);
+  a.free(*visible);
+  a.free(*host);
+  EXPECT_EQ(kfd->allocations().size(), before);
+}
+
+TEST(AmdDevice, LoadsACompiledCodeObjectAndRefusesOtherFormatsArchsAndCorruptObjects) {
+  REQUIRE_LLD();
+  auto kfd = fake_kfd();
+  std::unique_ptr<Device> dev = open(kfd);
+  compiler::CompiledKernel k = compile("gfx1100");
+  Result<std::unique_ptr<hcq::Program>> p = dev->load_program(k.binary);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const auto& prg = static_cast<const Program&>(**p);
+  EXPECT_EQ(prg.code_va() % 256, 0u);
+  EXPECT_EQ(prg.code_va(), prg.descriptor_va() + prg.descriptor().kernel_code_entry_byte_offset);
+  EXPECT_EQ(prg.wave_size(), 32u);
+  EXPECT_TRUE(prg.kernarg_ptr());
+  EXPECT_FALSE(prg.private_segment_buffer());
+  EXPECT_EQ(prg.args_prefix(), 0u);
+  EXPECT_EQ(prg.rsrc1(), prg.descriptor().compute_pgm_rsrc1 | 1u << 20);  // gfx11 PRIV
+  EXPECT_EQ(dev->program_at(prg.code_va() + 4), k.spec.name);
+  EXPECT_EQ(dev->binary_at(prg.code_va()), k.binary.id);
+  // The descriptor in GPU memory is the one the loader read.
+  std::optional<uint8_t*> kd = kfd->resolve(prg.descriptor_va(), 64);
+  ASSERT_TRUE(kd.has_value());
+  EXPECT_EQ(std::memcmp(*kd, &prg.descriptor(), 64), 0);
+  EXPECT_TRUE(prg.check_launch({1, 1, 1}, {1024, 1, 1}).ok());
+  Status big = prg.check_launch({1, 1, 1}, {32, 33, 1});
+  EXPECT_THAT(big.message(), HasSubstr("over 1024 threads per work-group"));
+
+  Binary cubin = k.binary;
+  cubin.format = BinaryFormat::kCubin;
+  cubin.arch = "sm_90";
+  Result<std::unique_ptr<hcq::Program>> r = dev->load_program(cubin);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "load " + k.binary.entry +
+                " on AMD (gfx1100): a cubin binary for sm_90 (this device runs amdhsa code "
+                "objects for gfx1100)");
+
+  compiler::CompiledKernel k90 = compile("gfx90a");
+  r = dev->load_program(k90.binary);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("an amdhsa binary for gfx90a"));
+  Binary lying = k90.binary;
+  lying.arch = "gfx1100";  // the Binary says gfx1100, the object's e_flags gfx90a
+  r = dev->load_program(lying);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("the code object's e_flags say gfx90a"));
+
+  Binary corrupt = k.binary;
+  corrupt.code.resize(100);
+  r = dev->load_program(corrupt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("load " + k.binary.entry + " on AMD (gfx1100): "));
+  Binary fewer = k.binary;
+  fewer.num_vars = 0;  // the kernarg segment is larger than this argument block
+  r = dev->load_program(fewer);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("kernarg segment of 32 bytes"));
+}
+
+TEST(AmdDevice, TheComputeQueuePublishesPm4WordsThenTheWritePointerThenTheDoorbell) {
+  REQUIRE_LLD();
+  for (const char* gfx : {"gfx90a", "gfx1100"}) {
+    SCOPED_TRACE(gfx);
+    auto kfd = fake_kfd(gfx);  // no GPU: the queues' drains give up after the short timeout
+    std::unique_ptr<Device> dev = open(kfd, small(std::chrono::milliseconds(50)));
+    const ArchInfo& arch = dev->arch();
+    compiler::CompiledKernel k = compile(gfx);
+    Result<std::unique_ptr<hcq::Program>> p = dev->load_program(k.binary);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const auto& prg = static_cast<const Program&>(**p);
+    Result<hcq::Buffer> mem = dev->allocator().alloc(32, {.host = true, .cpu_access = true});
+    ASSERT_TRUE(mem.ok());
+    hcq::ArgsState args(*mem, 0, 2, 2);
+    Result<std::unique_ptr<hcq::Signal>> sig = dev->new_signal("s");
+    ASSERT_TRUE(sig.ok());
+    std::unique_ptr<hcq::HwQueue> q = dev->compute_queue();
+    q->wait(**sig, 5).exec(prg, args, {7, 2, 1}, {64, 1, 1}).signal(**sig, 6);
+    ASSERT_TRUE(q->submit().ok()) << q->submit().to_string();
+    kfd->progress();  // the fake KFD reads the doorbells
+
+    mock::FakeKfdQueue cq = kfd->queues()[0];
+    std::vector<uint64_t> bells = kfd->doorbell_writes(cq.id);
+    ASSERT_EQ(bells.size(), 1u);
+    uint64_t wptr;
+    std::memcpy(&wptr, *kfd->resolve(cq.write_pointer_address, 8), 8);
+    EXPECT_EQ(wptr, bells[0]) << "the doorbell carries the write pointer (dwords)";
+    auto pkts = pm4_packets(ring_words(*kfd, cq, wptr));
+    std::vector<uint32_t> ops;
+    for (auto& [op, body] : pkts) ops.push_back(op);
+    // wait; acquire, 8 register writes, dispatch, partial flush; two releases (value, event);
+    // the ring's completion release.
+    std::vector<uint32_t> want = {kPacket3WaitRegMem, kPacket3AcquireMem};
+    int regs = 8;
+    for (int i = 0; i < regs; i++) want.push_back(kPacket3SetShReg);
+    for (uint32_t op : {kPacket3DispatchDirect, kPacket3EventWrite, kPacket3ReleaseMem,
+                        kPacket3ReleaseMem, kPacket3ReleaseMem})
+      want.push_back(op);
+    EXPECT_EQ(ops, want);
+    // WAIT_REG_MEM: memory, GEQ, the signal's address and the low word of 5.
+    const auto& w = pkts[0].second;
+    EXPECT_EQ(w[0], 5u | 1u << 4);
+    EXPECT_EQ(w[1] | uint64_t{w[2]} << 32, (*sig)->va());
+    EXPECT_EQ(w[3], 5u);
+    std::map<uint32_t, std::vector<uint32_t>> sh;  // register -> values
+    for (auto& [op, body] : pkts)
+      if (op == kPacket3SetShReg) sh[body[0] + kSetShRegStart] = {body.begin() + 1, body.end()};
+    const ComputeRegs& r = arch.regs;
+    EXPECT_EQ(sh[r.compute_pgm_lo],
+              (std::vector<uint32_t>{static_cast<uint32_t>(prg.code_va() >> 8),
+                                     static_cast<uint32_t>(prg.code_va() >> 40)}));
+    EXPECT_EQ(sh[r.compute_pgm_rsrc1], (std::vector<uint32_t>{prg.rsrc1(), prg.rsrc2()}));
+    EXPECT_EQ(sh[r.compute_pgm_rsrc3], std::vector<uint32_t>{prg.rsrc3()});
+    // gfx90a kernels take a private segment buffer V# (4 user SGPRs) before the kernarg pointer.
+    std::vector<uint32_t> user = sh[r.compute_user_data_0];
+    ASSERT_EQ(user.size(), prg.private_segment_buffer() ? 6u : 2u);
+    EXPECT_EQ(prg.private_segment_buffer(), arch.name == "gfx90a");
+    EXPECT_EQ(user[user.size() - 2], static_cast<uint32_t>(mem->va));
+    EXPECT_EQ(user.back(), static_cast<uint32_t>(mem->va >> 32));
+    EXPECT_EQ(sh[r.compute_start_x], (std::vector<uint32_t>{0, 0, 0, 64, 1, 1}));
+    EXPECT_EQ(sh[r.compute_restart_x], (std::vector<uint32_t>{0, 0, 0}));
+    const auto& dd = pkts[2 + regs].second;
+    EXPECT_EQ(dd[0], 7u);
+    EXPECT_EQ(dd[1], 2u);
+    EXPECT_EQ(dd[2], 1u);
+    EXPECT_EQ(dd[3], dispatch_initiator(arch, prg.wave_size()));
+    EXPECT_EQ((dd[3] >> 15) & 1, arch.pm4 == Pm4Family::kNv ? 1u : 0u) << "CS_W32_EN";
+    // signal: the 64-bit value (DATA_SEL 2), then the event mailbox with an interrupt.
+    const auto& rel = pkts[pkts.size() - 3].second;
+    EXPECT_EQ(rel[1] >> 29, 2u);
+    EXPECT_EQ(rel[2] | uint64_t{rel[3]} << 32, (*sig)->va());
+    EXPECT_EQ(rel[4], 6u);
+    EXPECT_EQ(rel[5], 0u);
+    const auto& ev = pkts[pkts.size() - 2].second;
+    EXPECT_EQ((ev[1] >> 24) & 7, 2u) << "INT_SEL send interrupt after write confirm";
+    EXPECT_EQ(ev[2] | uint64_t{ev[3]} << 32, dev->signal_event().mailbox_va());
+    EXPECT_EQ(ev[4], dev->signal_event().id());
+    EXPECT_EQ(ev[6], dev->signal_event().id()) << "INT_CTXID";
+    // The kernel arguments were written where USER_DATA_0/1 point.
+    args.set_buf(0, 0x1000);
+    EXPECT_EQ(static_cast<uint64_t*>(mem->cpu)[0], 0x1000u);
+
+    // A 64-bit constant a 32-bit wait cannot compare is refused when recorded.
+    q->reset();
+    q->wait(**sig, int64_t{1} << 33);
+    EXPECT_THAT(q->refusal().message(), HasSubstr("compare 32-bit values"));
+  }
+}
+
+TEST(AmdDevice, CopyQueueRecordsSdmaAndRefusesWhatItCannotDo) {
+  auto kfd = fake_kfd("gfx90a");  // SDMA 4: COPY_LINEAR moves at most 4 MiB
+  // No GPU runs the words: the queues' drains give up after the short timeout.
+  std::unique_ptr<Device> dev = open(kfd, small(std::chrono::milliseconds(50)));
+  Result<hcq::Buffer> a = dev->allocator().alloc(9 << 20), b = dev->allocator().alloc(9 << 20);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Result<std::unique_ptr<hcq::Signal>> sig = dev->new_signal("s");
+  ASSERT_TRUE(sig.ok());
+  std::unique_ptr<hcq::HwQueue> q = dev->copy_queue();
+  q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), 9 << 20).signal(**sig, 1);
+  ASSERT_TRUE(q->submit().ok());
+  kfd->progress();
+  mock::FakeKfdQueue sq = kfd->queues()[1];
+  std::vector<uint64_t> bells = kfd->doorbell_writes(sq.id);
+  ASSERT_EQ(bells.size(), 1u);
+  EXPECT_EQ(bells[0] % 4, 0u) << "the SDMA write pointer counts bytes";
+  std::vector<uint32_t> w = ring_words(*kfd, sq, bells[0] / 4);
+  // 3 COPY_LINEARs (4 + 4 + 1 MiB), FENCE lo, FENCE hi, mailbox FENCE, TRAP, completion FENCE.
+  ASSERT_EQ(w.size(), 3 * 7 + 4 + 4 + 4 + 2 + 4u);
+  EXPECT_EQ(w[0], kSdmaOpCopy);
+  EXPECT_EQ(w[1], (4u << 20) - 1);
+  EXPECT_EQ(w[14 + 1], (1u << 20) - 1);
+  EXPECT_EQ(w[21] & 0xff, kSdmaOpFence);
+  EXPECT_EQ(w[21 + 3], 1u);
+  EXPECT_EQ(w[25 + 1], static_cast<uint32_t>((*sig)->va() + 4));
+  EXPECT_EQ(w[33], kSdmaOpTrap);
+  EXPECT_EQ(w[34], dev->signal_event().id());
+
+  q->reset();
+  q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), hcq::Value::sym(0));
+  EXPECT_THAT(q->refusal().message(), HasSubstr("a symbolic byte count"));
+  q->reset();
+  q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), (9 << 20) + 1);
+  EXPECT_THAT(q->refusal().message(), HasSubstr("runs past the end"));
+  q->reset();
+  std::unique_ptr<hcq::HwQueue> cq = dev->compute_queue();
+  cq->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), 16);
+  EXPECT_THAT(cq->refusal().message(), HasSubstr("go through the copy queue (SDMA)"));
+}
+
+// ---- end to end with the fake GPU ------------------------------------------------------------
+
+// A device with the fake GPU behind its fake KFD.
+struct Rig {
+  std::shared_ptr<FakeKfd> kfd;
+  std::unique_ptr<mock::FakeAmdGpu> gpu;
+  std::unique_ptr<Device> dev;
+  explicit Rig(const std::string& gfx = "gfx1100", DeviceOptions o = small())
+      : kfd(fake_kfd(gfx)), gpu(std::make_unique<mock::FakeAmdGpu>(*kfd)), dev(open(kfd, o)) {}
+  ~Rig() {
+    dev.reset();
+    gpu.reset();
+  }
+  std::string faults() const {
+    std::string out;
+    for (const mock::AmdGpuFault& f : gpu->faults()) out += f.to_string() + "\n";
+    return out;
+  }
+};
+
+TEST(AmdDeviceOnFakeGpu, SignalsAreWrittenAndWaitedOnTheHostFromBothQueues) {
+  for (const char* gfx : kTargets) {
+    SCOPED_TRACE(gfx);
+    Rig rig(gfx);
+    Device& dev = *rig.dev;
+    Result<std::unique_ptr<hcq::Signal>> s = dev.new_signal("s");
+    ASSERT_TRUE(s.ok());
+    std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue(), xq = dev.copy_queue();
+    Result<uint64_t> v =
+        dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) { q.signal(**s, 42).memory_barrier(); });
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_TRUE((*s)->wait(42, std::chrono::milliseconds(2000)).ok()) << rig.faults();
+    EXPECT_EQ((*s)->value(), 42u);
+    // The copy queue waits for 42, then writes a 64-bit value (two FENCEs) and a timestamp.
+    constexpr uint64_t kBig = (uint64_t{1} << 33) + 5;
+    v = dev.submit_on_timeline(*xq, [&](hcq::HwQueue& q) {
+      q.wait(**s, 42).signal(**s, static_cast<int64_t>(kBig)).timestamp(**s);
+    });
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_TRUE(dev.synchronize(std::chrono::milliseconds(2000)).ok()) << rig.faults();
+    EXPECT_EQ((*s)->value(), kBig);
+    EXPECT_NE((*s)->timestamp_ns(), 0u);
+    EXPECT_EQ(dev.timeline().value(), dev.timeline_value() - 1);
+    EXPECT_GE(rig.gpu->counters().interrupts, 2u) << "every signal interrupts";
+    EXPECT_EQ(rig.faults(), "");
+  }
+}
+
+TEST(AmdDeviceOnFakeGpu, CopiesThroughSdmaAndPadsSubmissionsAtTheRingEnd) {
+  DeviceOptions o = small();
+  o.copy_ring_bytes = 4096;  // 1024 words: the submissions below wrap it many times
+  Rig rig("gfx90a", o);
+  Device& dev = *rig.dev;
+  std::vector<uint8_t> data(5 << 20);  // over one staging chunk and one SDMA 4 packet
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 131 + (i >> 12));
+  Result<hcq::Buffer> a = dev.allocator().alloc(data.size()),
+                      b = dev.allocator().alloc(data.size());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(dev.allocator().copy_in(*a, data.data(), data.size()).ok()) << rig.faults();
+  std::unique_ptr<hcq::HwQueue> xq = dev.copy_queue();
+  for (int i = 0; i < 100; i++) {  // 37-word submissions: some must straddle the end
+    uint64_t off = static_cast<uint64_t>(i) * 4096;
+    Result<uint64_t> v = dev.submit_on_timeline(*xq, [&](hcq::HwQueue& q) {
+      q.copy(static_cast<int64_t>(b->va + off), static_cast<int64_t>(a->va + off), 4096);
+    });
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+  }
+  Result<uint64_t> v = dev.submit_on_timeline(*xq, [&](hcq::HwQueue& q) {
+    q.copy(static_cast<int64_t>(b->va + 409600), static_cast<int64_t>(a->va + 409600),
+           static_cast<int64_t>(data.size() - 409600));
+  });
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(dev.allocator().copy_out(back.data(), *b, back.size()).ok()) << rig.faults();
+  EXPECT_TRUE(back == data);
+  EXPECT_EQ(rig.faults(), "");
+  EXPECT_GE(rig.gpu->counters().copies, 102u);
+  dev.allocator().free(*a);
+  dev.allocator().free(*b);
+}
+
+// Runs case `c` compiled for `gfx` on the fake GPU, its host twin registered at the program's
+// code address; returns every buffer afterwards.
+std::vector<std::vector<double>> run_on_fake_gpu(const std::string& gfx, const Case& c, bool bind) {
+  Rig rig(gfx);
+  Device& dev = *rig.dev;
+  compiler::CompiledKernel k = compile(gfx, c);
+  Result<std::unique_ptr<hcq::Program>> p = dev.load_program(k.binary);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  if (!p.ok()) return {};
+  const auto& prg = static_cast<const Program&>(**p);
+
+  static cpu::ObjectLoader* loader = new cpu::ObjectLoader();
+  std::string sym = compiler::twin_symbol(k.spec.name);
+  Result<std::string> obj = compiler::LlvmCompiler().compile(
+      compiler::LlvmIrRenderer(compiler::LlvmAbi::kHostTwin).render(k.spec), sym);
+  EXPECT_TRUE(obj.ok()) << obj.status().to_string();
+  Result<cpu::LoadedKernel> fn = loader->load(*obj, sym);
+  EXPECT_TRUE(fn.ok()) << fn.status().to_string();
+  if (!obj.ok() || !fn.ok()) return {};
+
+  std::vector<hcq::Buffer> bufs;
+  for (size_t s = 0; s < c.types.size(); s++) {
+    std::vector<uint8_t> bytes = compiler::gpu_cases::encode(c.types[s], c.data[s]);
+    Result<hcq::Buffer> b = dev.allocator().alloc(bytes.size());
+    EXPECT_TRUE(b.ok());
+    EXPECT_TRUE(dev.allocator().copy_in(*b, bytes.data(), bytes.size()).ok()) << rig.faults();
+    bufs.push_back(*b);
+  }
+  // The twin reads the kernarg segment the GPU decoded; buffer addresses are GPU VAs, which
+  // the fake KFD resolves to its host memory.
+  int nb = k.binary.num_bufs, nv = static_cast<int>(k.spec.vars.size());
+  bool per_thread = compiler::twin_is_per_thread(k.spec);
+  int64_t smem = compiler::twin_shared_bytes(k.spec);
+  auto* kfd = rig.kfd.get();
+  rig.gpu->twins().add(
+      prg.code_va(),
+      [=](std::span<const uint8_t> ka, hcq::Dim3 g, hcq::Dim3 b) {
+        std::vector<uint8_t> params(8 * (nb + nv));
+        CHECK_GE(ka.size(), params.size());
+        std::memcpy(params.data(), ka.data(), params.size());
+        for (int s = 0; s < nb; s++) {
+          uint64_t va;
+          std::memcpy(&va, &params[8 * s], 8);
+          uint64_t host = reinterpret_cast<uint64_t>(*kfd->resolve(va, 1));
+          std::memcpy(&params[8 * s], &host, 8);
+        }
+        uint32_t grid[3] = {g.x, g.y, g.z}, block[3] = {b.x, b.y, b.z};
+        mock::run_twin(reinterpret_cast<void (*)()>(fn->fn), per_thread, smem, params.data(), grid,
+                       block);
+      },
+      prg.private_segment_buffer() ? 4 : 0);
+
+  Result<hcq::Buffer> mem =
+      dev.allocator().alloc(8 * (nb + nv), {.host = true, .cpu_access = true});
+  EXPECT_TRUE(mem.ok());
+  hcq::ArgsState args(*mem, prg.args_prefix(), nb, nv);
+  for (int s = 0; s < nb; s++) args.set_buf(s, hcq::Value::sym(s));  // patched at submit
+  for (int i = 0; i < nv; i++) {
+    int64_t v = 0;
+    for (auto& [node, value] : c.vars)
+      if (node->arg_as<compiler::VarArg>().name == k.spec.vars[i].name) v = value;
+    args.set_var(i, v);
+  }
+  std::vector<int64_t> vars;
+  for (const hcq::Buffer& b : bufs) vars.push_back(static_cast<int64_t>(b.va));
+  hcq::Dim3 grid{k.binary.grid[0], k.binary.grid[1], k.binary.grid[2]};
+  hcq::Dim3 block{k.binary.block[0], k.binary.block[1], k.binary.block[2]};
+  std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
+  if (bind) {  // recorded once, bound, submitted as an INDIRECT_BUFFER on the timeline
+    uint64_t v = dev.timeline_value();
+    cq->wait(dev.timeline(), static_cast<int64_t>(v - 1)).memory_barrier();
+    cq->exec(prg, args, grid, block).signal(dev.timeline(), static_cast<int64_t>(v));
+    EXPECT_TRUE(cq->bind().ok());
+    Result<uint64_t> got = dev.submit_with_timeline([&](uint64_t) { return cq->submit(vars); });
+    EXPECT_TRUE(got.ok()) << got.status().to_string();
+  } else {
+    Result<uint64_t> got =
+        dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) { q.exec(prg, args, grid, block); }, vars);
+    EXPECT_TRUE(got.ok()) << got.status().to_string();
+  }
+  Status s = dev.synchronize(std::chrono::milliseconds(5000));
+  EXPECT_TRUE(s.ok()) << s.to_string() << "\n" << rig.faults();
+  EXPECT_EQ(rig.gpu->counters().dispatches, 1u);
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < bufs.size(); i++) {
+    std::vector<uint8_t> bytes(bufs[i].size);
+    EXPECT_TRUE(dev.allocator().copy_out(bytes.data(), bufs[i], bytes.size()).ok());
+    out.push_back(compiler::gpu_cases::decode(c.types[i], bytes));
+  }
+  cq.reset();
+  for (const hcq::Buffer& b : bufs) dev.allocator().free(b);
+  dev.allocator().free(*mem);
+  return out;
+}
+
+std::vector<std::vector<double>> reference(const Case& c) {
+  std::vector<std::pair<compiler::UOpPtr, compiler::UOpPtr>> repl;
+  for (auto& [node, value] : c.vars) repl.push_back({node, compiler::UOp::index_const(value)});
+  std::vector<std::vector<double>> want = c.data;
+  testing::reference_run(repl.empty() ? c.ast : c.ast->substitute(repl), want);
+  return want;
+}
+
+void expect_close(const std::vector<std::vector<double>>& got,
+                  const std::vector<std::vector<double>>& want,
+                  double rtol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t b = 0; b < want.size(); b++)
+    for (size_t i = 0; i < want[b].size(); i++)
+      ASSERT_NEAR(got[b][i], want[b][i], rtol * std::max(1.0, std::fabs(want[b][i])))
+          << "buffer " << b << " element " << i;
+}
+
+TEST(AmdDeviceOnFakeGpu, ACompiledKernelRunsAsItsHostTwinAndMatchesTheFloat64Reference) {
+  REQUIRE_LLD();
+  const Case* reduce = nullptr;
+  for (const Case& c : compiler::gpu_cases::cases())
+    if (c.what == "max_all") reduce = new Case(c);  // LDS and barriers
+  ASSERT_NE(reduce, nullptr);
+  // gfx90a kernels take the kernarg pointer in user SGPRs 4-5, after the private segment buffer.
+  for (const char* gfx : kTargets) {
+    SCOPED_TRACE(gfx);
+    const Case& c = scale_case();
+    expect_close(run_on_fake_gpu(gfx, c, false), reference(c), c.rtol);
+    expect_close(run_on_fake_gpu(gfx, *reduce, true), reference(*reduce), reduce->rtol);
+  }
+  delete reduce;
+}
+
+TEST(AmdDeviceOnFakeGpu, AVmFaultBecomesTheStickyErrorNamingTheAddressAndBuffer) {
+  Rig rig("gfx1100");
+  Device& dev = *rig.dev;
+  Result<hcq::Buffer> a = dev.allocator().alloc(4096), b = dev.allocator().alloc(8192);
+  ASSERT_TRUE(a.ok() && b.ok());
+  rig.gpu->inject_vm_fault_at(b->va + 0x1000);
+  std::unique_ptr<hcq::HwQueue> xq = dev.copy_queue();
+  Result<uint64_t> v = dev.submit_on_timeline(*xq, [&](hcq::HwQueue& q) {
+    q.copy(static_cast<int64_t>(b->va + 0x800), static_cast<int64_t>(a->va), 4096);
+  });
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  Status s = dev.synchronize(std::chrono::milliseconds(2000));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
+  EXPECT_THAT(s.message(), HasSubstr("GPU memory fault at " + hex(b->va + 0x1000)));
+  EXPECT_THAT(s.message(),
+              HasSubstr("in the buffer at " + hex(b->va) + " (8192 bytes) at offset 4096"));
+  EXPECT_THAT(s.message(), HasSubstr("the copy queue (SDMA) of AMD was executing submission"));
+  EXPECT_TRUE(dev.failed());
+  EXPECT_EQ(dev.error().message(), s.message()) << "sticky";
+  std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
+  Result<uint64_t> later = dev.submit_on_timeline(*cq, [](hcq::HwQueue&) {});
+  EXPECT_FALSE(later.ok());
+}
+
+TEST(AmdDeviceOnFakeGpu, AnInjectedHangTimesOutWithAReportInsteadOfFreezing) {
+  Rig rig("gfx1100", small(std::chrono::milliseconds(300)));
+  Device& dev = *rig.dev;
+  Result<std::unique_ptr<hcq::Signal>> gate = dev.new_signal("gate");
+  ASSERT_TRUE(gate.ok());
+  std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
+  // First a submission stuck in a wait the CPU never satisfies, then a hung queue.
+  Result<uint64_t> v = dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) { q.wait(**gate, 7); });
+  ASSERT_TRUE(v.ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = dev.synchronize(std::chrono::milliseconds(300));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_THAT(s.message(), HasSubstr("host wait on signal 'timeline'"));
+  EXPECT_THAT(s.message(), HasSubstr("compute queue of AMD: submissions"));
+  EXPECT_THAT(s.message(), HasSubstr("it waits for signal 'gate' at " + hex((*gate)->va()) +
+                                     " to reach 7 (it holds 0)"));
+  EXPECT_TRUE(dev.failed());
+
+  Rig hung("gfx1100", small(std::chrono::milliseconds(300)));
+  hung.gpu->inject_hang(hung.kfd->queues()[0].id);
+  std::unique_ptr<hcq::HwQueue> q2 = hung.dev->compute_queue();
+  ASSERT_TRUE(hung.dev->submit_on_timeline(*q2, [](hcq::HwQueue&) {}).ok());
+  s = hung.dev->synchronize(std::chrono::milliseconds(300));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
+  EXPECT_THAT(s.message(), HasSubstr("submissions 0 of 1 done"));
+}
+
+}  // namespace
+}  // namespace baregrad::amd
