@@ -24,7 +24,7 @@
 #include "drivers/cpu/iface_host.h"
 #include "drivers/mock/amd/fake_kfd.h"
 #include "drivers/mock/amdgpu/fake_gpu.h"
-#include "drivers/mock/nv_device/twin_runner.h"
+#include "drivers/mock/twin/twin_runner.h"
 #include "tests/kernels/reference.h"
 #include "tests/unit/gpu_cases.h"
 

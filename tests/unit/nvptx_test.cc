@@ -16,7 +16,7 @@
 #include "compiler/opt/kernel.h"
 #include "compiler/render/llvm_ir.h"
 #include "drivers/cpu/iface_host.h"
-#include "drivers/mock/nv_device/twin_runner.h"
+#include "drivers/mock/twin/twin_runner.h"
 #include "drivers/nv/cubin.h"
 #include "runtime/device.h"
 #include "tests/kernels/reference.h"

@@ -11,7 +11,7 @@
 #include "compiler/target/nv_target.h"
 #include "drivers/cpu/iface_host.h"
 #include "drivers/mock/nv_device/mock_nv.h"
-#include "drivers/mock/nv_device/twin_runner.h"
+#include "drivers/mock/twin/twin_runner.h"
 #include "drivers/nv/cubin.h"
 
 namespace baregrad::mock {

@@ -1,4 +1,4 @@
-#include "drivers/mock/nv_device/twin_runner.h"
+#include "drivers/mock/twin/twin_runner.h"
 
 #include <ucontext.h>
 
