@@ -89,6 +89,46 @@ def cubin_seeds():
       with open(out, "rb") as f: write("cubin", f"sm{sm}", f.read())
 
 
+# ---- AMD code objects: LLVM 19's AMDGPU backend and ld.lld for a kernel named "k" -------------
+AMDGPU_IR = r"""
+@lds = internal addrspace(3) global [64 x float] undef, align 16
+@table = hidden addrspace(1) global [2 x i32] [i32 1, i32 2], align 8
+@ptr = hidden addrspace(1) global ptr addrspace(1) @table, align 8
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare void @llvm.amdgcn.s.barrier()
+define amdgpu_kernel void @k(ptr addrspace(1) %out, ptr addrspace(1) %in) {
+  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %a = getelementptr float, ptr addrspace(1) %in, i32 %t
+  %v = load float, ptr addrspace(1) %a
+  %l = getelementptr float, ptr addrspace(3) @lds, i32 %t
+  store float %v, ptr addrspace(3) %l
+  call void @llvm.amdgcn.s.barrier()
+  %p = load ptr addrspace(1), ptr addrspace(1) @ptr
+  %i = load i32, ptr addrspace(1) %p
+  %f = sitofp i32 %i to float
+  %w = fmul float %v, %f
+  %o = getelementptr float, ptr addrspace(1) %out, i32 %t
+  store float %w, ptr addrspace(1) %o
+  ret void
+}
+"""
+
+
+def amdhsa_seeds():
+  llc, lld = "/usr/lib/llvm-19/bin/llc", "/usr/lib/llvm-19/bin/ld.lld"
+  if not (os.access(llc, os.X_OK) and os.access(lld, os.X_OK)):
+    print("make_seeds: no llc-19 / ld.lld-19: the amdhsa seeds are left as they are", file=sys.stderr)
+    return
+  with tempfile.TemporaryDirectory() as d:
+    src = os.path.join(d, "k.ll")
+    with open(src, "w") as f: f.write(AMDGPU_IR)
+    for gfx in ("gfx90a", "gfx1100"):
+      obj, out = os.path.join(d, gfx + ".o"), os.path.join(d, gfx + ".hsaco")
+      subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", "-mcpu=" + gfx, "-filetype=obj", "-o", obj, src], check=True)
+      subprocess.run([lld, "-shared", obj, "-o", out], check=True)
+      with open(out, "rb") as f: write("amdhsa", gfx, f.read())
+
+
 # ---- QMDs: byte 0 picks the generation (fuzz_qmd.cc), then the QMD's bytes ----------------
 def set_bits(buf: bytearray, hi: int, lo: int, value: int):
   """MW(hi:lo) of NVIDIA's qmd headers: bit lo of the QMD as a little-endian bit string."""
@@ -146,6 +186,7 @@ def fake_gpu_seeds():
 if __name__ == "__main__":
   safetensors_seeds()
   cubin_seeds()
+  amdhsa_seeds()
   qmd_seeds()
   fake_gpu_seeds()
   for t in sorted(os.listdir(CORPUS)): print(f"make_seeds: {t}: {len(os.listdir(os.path.join(CORPUS, t)))} inputs")

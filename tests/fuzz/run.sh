@@ -16,16 +16,17 @@ CCACHE=$(command -v ccache || true)
 readonly OUT=build/fuzz
 readonly FLAGS=(-std=c++20 -O1 -g -I. -fno-omit-frame-pointer -fsanitize=address,undefined
   -fno-sanitize-recover=undefined -Wall -Wextra -Werror)
-readonly TARGETS=(safetensors cubin qmd fake_gpu)
+readonly TARGETS=(safetensors cubin amdhsa qmd fake_gpu)
 # Runs per target of the CI pass: about 20 s of CPU in all (under a minute on a loaded 2-core
 # machine), after the build (cached by ccache and in build/fuzz/obj).
-declare -A RUNS=([safetensors]=50000 [cubin]=200000 [qmd]=400000 [fake_gpu]=40000)
+declare -A RUNS=([safetensors]=50000 [cubin]=200000 [amdhsa]=200000 [qmd]=400000 [fake_gpu]=40000)
 
 readonly BASE=(base/error.cc base/format.cc base/check.cc base/status.cc)
 sources() {
   case $1 in
     safetensors) echo tensor/safetensors_header.cc compiler/dtype.cc "${BASE[@]}" ;;
-    cubin) echo drivers/nv/cubin.cc "${BASE[@]}" ;;
+    cubin) echo drivers/nv/cubin.cc base/elf.cc "${BASE[@]}" ;;
+    amdhsa) echo drivers/amd/code_object.cc base/elf.cc "${BASE[@]}" ;;
     qmd) echo drivers/mock/nvgpu/qmd_decode.cc drivers/nv/classes.cc "${BASE[@]}" ;;
     fake_gpu) echo drivers/mock/nvgpu/*.cc drivers/nv/classes.cc drivers/nv/gpfifo.cc \
       base/log.cc base/options.cc "${BASE[@]}" ;;
