@@ -5,9 +5,12 @@
 #include <thread>
 
 #include "base/options.h"
+#include "compiler/target/amd_target.h"
 #include "compiler/target/cpu_target.h"
 #include "compiler/target/nv_target.h"
+#include "drivers/amd/device.h"
 #include "drivers/cpu/device.h"
+#include "drivers/mock/amd_device/twin_target.h"
 #include "drivers/mock/nv_device/twin_target.h"
 #include "drivers/null/device.h"
 #include "drivers/nv/device.h"
@@ -65,6 +68,18 @@ Opened open_nv(const std::string& name, int index) {
   return hcq_device(name, std::move(*target), std::move(dev));
 }
 
+Opened open_amd(const std::string& name, int index) {
+  amd::DeviceOptions options;
+  options.name = name;
+  ASSIGN_OR_RETURN(std::unique_ptr<amd::Device> dev,
+                   amd::Device::create(hcq::unowned(hcq::linux_os()), index, options));
+  std::string gfx(dev->arch().name);
+  Result<std::unique_ptr<compiler::AmdTarget>> target = compiler::AmdTarget::create(gfx);
+  if (!target.ok())
+    return Status(target.status().code(), name + " (" + gfx + "): " + target.status().message());
+  return hcq_device(name, std::move(*target), std::move(dev));
+}
+
 const std::vector<DeviceLine>& device_table() {
   static const std::vector<DeviceLine> table = {
       // CPU:<n> (n > 0) are further CPU devices: their own queues, memory and engine threads.
@@ -84,6 +99,13 @@ const std::vector<DeviceLine>& device_table() {
          return hcq_device(n, std::move(m.target), std::move(m.device));
        }},
       {"NV", true, open_nv},
+      // The AMD driver over a fake KFD and GPU (a gfx1100); AMD is the driver over /dev/kfd.
+      {"MOCK+AMD", true,
+       [](auto& n, int) -> Opened {
+         ASSIGN_OR_RETURN(mock::MockAmd m, mock::open_mock_amd_with_twins(n));
+         return hcq_device(n, std::move(m.target), std::move(m.device));
+       }},
+      {"AMD", true, open_amd},
       {"CUDA", true,
        [](auto&, int i) -> Opened {
          ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::create(i));

@@ -117,9 +117,11 @@ TEST_P(DeviceCopyTest, RefusesSizesPastEitherBuffer) {
 
 INSTANTIATE_TEST_SUITE_P(Hcq,
                          DeviceCopyTest,
-                         ::testing::Values("CPU", "MOCK+NV"),
+                         ::testing::Values("CPU", "MOCK+NV", "MOCK+AMD"),
                          [](const auto& info) {
-                           return info.param == "CPU" ? std::string("cpu") : std::string("mock_nv");
+                           return info.param == "CPU"       ? std::string("cpu")
+                                  : info.param == "MOCK+NV" ? std::string("mock_nv")
+                                                            : std::string("mock_amd");
                          });
 
 TEST(NullDeviceCopy, AcceptsCopiesAndRunsNone) {

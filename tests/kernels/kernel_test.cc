@@ -266,15 +266,22 @@ INSTANTIATE_TEST_SUITE_P(Cpu, KernelTest, ::testing::Values("CPU", "CPU:C"), [](
 INSTANTIATE_TEST_SUITE_P(Nv, KernelTest, ::testing::Values("MOCK+NV"), [](const auto&) {
   return std::string("mock_nv");
 });
+// The GPU lowering through the AMD driver: code objects from LLVM AMDGPU and ld.lld, dispatched
+// through PM4 on MOCK+AMD, where the fake GPU runs each kernel's host twin with the grid, block
+// and kernarg segment it decodes.
+INSTANTIATE_TEST_SUITE_P(Amd, KernelTest, ::testing::Values("MOCK+AMD"), [](const auto&) {
+  return std::string("mock_amd");
+});
 // The GPU lowering as OpenCL C, built and run by the system's OpenCL platform (PoCL in CI):
 // work-groups executed for real.
 INSTANTIATE_TEST_SUITE_P(Cl, KernelTest, ::testing::Values("CL"), [](const auto&) {
   return std::string("cl");
 });
-// DEV=NV, NV:<n>, CUDA or CUDA:<n> adds that GPU (on a machine that has one; none otherwise).
+// DEV=NV, NV:<n>, AMD, AMD:<n>, CUDA or CUDA:<n> adds that GPU (on a machine that has one; none
+// otherwise).
 std::vector<std::string> gpu_from_env() {
   const std::string& d = options().dev;
-  if (d.rfind("NV", 0) == 0 || d.rfind("CUDA", 0) == 0) return {d};
+  if (d.rfind("NV", 0) == 0 || d.rfind("CUDA", 0) == 0 || d.rfind("AMD", 0) == 0) return {d};
   return {};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu,

@@ -171,12 +171,13 @@ TEST(SymbolicKernel, OptsLeaveSymbolicAxesWhole) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu,
                          SymbolicKernelTest,
-                         ::testing::Values("CPU", "CPU:C", "MOCK+NV", "CL"),
+                         ::testing::Values("CPU", "CPU:C", "MOCK+NV", "MOCK+AMD", "CL"),
                          [](const auto& info) {
-                           return info.param == "CPU"       ? std::string("llvm")
-                                  : info.param == "CPU:C"   ? std::string("clang")
-                                  : info.param == "MOCK+NV" ? std::string("mock_nv")
-                                                            : std::string("cl");
+                           return info.param == "CPU"        ? std::string("llvm")
+                                  : info.param == "CPU:C"    ? std::string("clang")
+                                  : info.param == "MOCK+NV"  ? std::string("mock_nv")
+                                  : info.param == "MOCK+AMD" ? std::string("mock_amd")
+                                                             : std::string("cl");
                          });
 
 }  // namespace

@@ -166,7 +166,7 @@ TEST_P(WorkGroupTest, AGroupSumWithoutItsBarrierIsWrong) {
     for (int64_t c = 0; c < cols; c++) want += x[r * cols + c];
     EXPECT_EQ(good[r], want) << "row " << r;
     wrong += !(bad[r] == want);
-    if (GetParam() == "MOCK+NV") {
+    if (GetParam() == "MOCK+NV" || GetParam() == "MOCK+AMD") {
       EXPECT_TRUE(std::isnan(bad[r])) << "row " << r << ": " << bad[r];
     }
   }
@@ -223,9 +223,11 @@ TEST_P(WorkGroupTest, AStagedMatmulWithoutItsBarriersIsWrong) {
 
 INSTANTIATE_TEST_SUITE_P(Executors,
                          WorkGroupTest,
-                         ::testing::Values("MOCK+NV", "CL"),
+                         ::testing::Values("MOCK+NV", "MOCK+AMD", "CL"),
                          [](const auto& info) {
-                           return info.param == "CL" ? std::string("cl") : std::string("mock_nv");
+                           return info.param == "CL"         ? std::string("cl")
+                                  : info.param == "MOCK+AMD" ? std::string("mock_amd")
+                                                             : std::string("mock_nv");
                          });
 
 // LOCAL axes: on GPU targets the work-group's dimensions (the grid is the GLOBAL axes, up to 3

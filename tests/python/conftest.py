@@ -14,8 +14,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_collection_modifyitems(config, items):
-  """On a DEV that cannot open for want of ptxas (MOCK+NV without the CUDA toolkit) or of an
-  OpenCL platform (CL), every test skips, naming the reason, instead of failing."""
+  """On a DEV that cannot open for want of ptxas (MOCK+NV without the CUDA toolkit), ld.lld
+  (MOCK+AMD without lld-19) or an OpenCL platform (CL), every test skips, naming the reason,
+  instead of failing."""
   dev = os.environ.get("DEV", "")
   if not dev: return
   import _baregrad
@@ -23,6 +24,7 @@ def pytest_collection_modifyitems(config, items):
     _baregrad.device_name(dev)
   except RuntimeError as e:
     if "ptxas not found" in str(e): need = "ptxas"
+    elif "ld.lld not found" in str(e): need = "ld.lld (Debian: lld-19)"
     elif "cannot load the OpenCL ICD loader" in str(e) or "(this machine has 0" in str(e):
       need = "an OpenCL platform (Debian: pocl-opencl-icd)"
     else: return
