@@ -1,13 +1,15 @@
 // bare_info: what each device is. `./bare info` lists every device of this build and whether it
 // opens; `./bare info DEV...` describes the named ones (MOCK+NV only when named: it is a test
-// instrument, a fake GPU). For NVIDIA GPUs: the driver and the struct layouts chosen for it, the
-// GPU, its architecture and the classes the driver selected, SMs and memory.
+// instrument, a fake GPU; MOCK+AMD likewise). For NVIDIA GPUs: the driver and the struct layouts
+// chosen for it, the GPU, its architecture and the classes the driver selected, SMs and memory;
+// for AMD GPUs: KFD, the gfx target and what the driver takes from its row, CUs, LDS, memory.
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "base/tool_main.h"
+#include "drivers/amd/device.h"
 #include "drivers/nv/device.h"
 #include "runtime/cl/cl_device.h"
 #include "runtime/cuda/cuda_device.h"
@@ -67,6 +69,27 @@ void describe_nv(runtime::HcqDevice& d, nv::Device& dev) {
   describe_kernels(d.target_info());
 }
 
+void describe_amd(runtime::HcqDevice& d, amd::Device& dev) {
+  amd::KfdIface& kfd = dev.kfd();
+  const amd::KfdNodeProperties& p = kfd.node().props;
+  const amd::ArchInfo& a = dev.arch();
+  std::printf("%s: %s%s\n", d.name().c_str(), kfd.where().c_str(),
+              fake(d) ? " (a fake GPU: a test instrument)" : "");
+  std::printf("  driver         KFD %s; /dev/dri/renderD%u; PCI device id 0x%04x\n",
+              kfd.version().str().c_str(), p.drm_render_minor, p.device_id);
+  std::printf("  architecture   %s (gfx_target_version %u; GC %u.%u.%u); wave%u; %s PM4; SDMA %d\n",
+              std::string(a.name).c_str(), p.gfx_target_version, a.gc_major, a.gc_minor,
+              a.gc_revision, a.default_wave_size, a.pm4 == amd::Pm4Family::kSoc15 ? "soc15" : "nv",
+              static_cast<int>(a.sdma));
+  uint32_t cus = p.simd_per_cu ? p.simd_count / p.simd_per_cu : 0;
+  std::printf("  compute units  %u (%u SIMDs; %u XCC%s); %u KiB of LDS\n", cus, p.simd_count,
+              p.num_xcc, p.num_xcc == 1 ? "" : "s", p.lds_size_in_kb);
+  if (p.local_mem_size) std::printf("  memory         %s\n", gib(p.local_mem_size).c_str());
+  std::printf("  compiler       %s: LLVM AMDGPU, then ld.lld%s\n", d.target_info().name.c_str(),
+              fake(d) ? "; the fake GPU runs each code object's host twin" : "");
+  describe_kernels(d.target_info());
+}
+
 // Opens `name` and describes it; false (with the reason printed) when it does not open.
 bool describe(const std::string& name) {
   auto dev = runtime::open_device(name);
@@ -74,11 +97,16 @@ bool describe(const std::string& name) {
     std::printf("%s: not available: %s\n", name.c_str(), dev.status().message().c_str());
     return false;
   }
-  if (auto* hd = dynamic_cast<runtime::HcqDevice*>(dev->get()))
+  if (auto* hd = dynamic_cast<runtime::HcqDevice*>(dev->get())) {
     if (auto* nvd = dynamic_cast<nv::Device*>(&hd->hcq())) {
       describe_nv(*hd, *nvd);
       return true;
     }
+    if (auto* amdd = dynamic_cast<amd::Device*>(&hd->hcq())) {
+      describe_amd(*hd, *amdd);
+      return true;
+    }
+  }
   if (auto* cl = dynamic_cast<runtime::ClDevice*>(dev->get())) {
     const runtime::ClDeviceInfo& i = cl->info();
     std::printf("%s: %s (%s)\n", cl->name().c_str(), i.name.c_str(), i.platform.c_str());
@@ -136,10 +164,9 @@ void describe_cl() {
 int usage() {
   std::printf(
       "usage: bare info [DEV...]\n\n"
-      "Without arguments: every device of this build (CPU, CPU:<n>, CPU:C, NULL, NV:<n>, CUDA:<n>, "
-      "CL:<n>)\nand "
-      "whether it opens. With names: those devices only (MOCK+NV, the fake NVIDIA GPU, only when "
-      "named).\n");
+      "Without arguments: every device of this build (CPU, CPU:<n>, CPU:C, NULL, NV:<n>, AMD:<n>, "
+      "CUDA:<n>, CL:<n>)\nand whether it opens. With names: those devices only (MOCK+NV and "
+      "MOCK+AMD, the fake GPUs, only when named).\n");
   return 0;
 }
 
@@ -165,6 +192,17 @@ int info_main(int argc, char** argv) {
     for (size_t i = 1; i < cards; i++) describe("NV:" + std::to_string(i));
   } else {
     std::printf("NV: not available: %s\n", first.status().message().c_str());
+  }
+  // Every AMD GPU KFD lists (AMD is AMD:0).
+  auto amd0 = runtime::open_device("AMD");
+  if (amd0.ok()) {
+    auto& h = dynamic_cast<runtime::HcqDevice&>(**amd0);
+    auto& dev = dynamic_cast<amd::Device&>(h.hcq());
+    int gpus = dev.kfd().gpu_count();
+    describe_amd(h, dev);
+    for (int i = 1; i < gpus; i++) describe("AMD:" + std::to_string(i));
+  } else {
+    std::printf("AMD: not available: %s\n", amd0.status().message().c_str());
   }
   describe_cuda();
   describe_cl();

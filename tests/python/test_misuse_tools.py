@@ -113,6 +113,24 @@ def test_info_describes_the_kernel_shapes_of_the_fake_nvidia_gpu():
          in r.stdout, r.stdout
 
 
+def test_info_describes_the_fake_amd_gpu_and_names_why_amd_is_missing():
+  r = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+AMD"])
+  if r.returncode != 0:  # no ld.lld on this machine: the reason, named
+    assert re.search(r"^MOCK\+AMD: not available: .*ld\.lld", r.stdout, re.M), r.stdout
+    return
+  assert re.search(r"^MOCK\+AMD: AMD GPU 0 \(gpu_id 0x[0-9a-f]+, gfx1100\) \(a fake GPU: a test "
+                   r"instrument\)$", r.stdout, re.M), r.stdout
+  assert re.search(r"^  architecture   gfx1100 \(gfx_target_version 110000; GC 11\.0\.0\); wave32; "
+                   r"nv PM4; SDMA 6$", r.stdout, re.M), r.stdout
+  assert "  kernels        work-groups of up to 128 threads (LOCAL, 3-D); shared memory (GROUP, " \
+         "GROUPTOP, STAGE); warp exchanges of 32 lanes; buffers 16-byte aligned (vector accesses)" \
+         in r.stdout, r.stdout
+  listing = run([os.path.join(BUILD, "tools", "bare_info")])
+  if not os.path.exists("/dev/kfd"):
+    assert re.search(r"^AMD: not available: no AMD GPU: /dev/kfd does not exist \(load the amdgpu "
+                     r"kernel module", listing.stdout, re.M), listing.stdout
+
+
 def test_context_refuses_a_bad_thread_count_and_keeps_the_old_one():
   from baregrad.helpers import ContextVar
   before = _baregrad.option_value("THREADS")
