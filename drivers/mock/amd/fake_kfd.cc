@@ -36,6 +36,10 @@ Result<std::shared_ptr<KfdBacking>> KfdBacking::create(uint64_t size, const std:
   void* host = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);
   if (host == MAP_FAILED) return errno_error("mmap(memfd, " + hex(size) + ")", errno);
   b->host = static_cast<uint8_t*>(host);
+  // NOTE: the shared mapping keeps the pages; an fd per allocation would cap a process at its
+  // open-file limit (KFD has no such cap). Later mmaps duplicate `host` (FakeKfd::mmap).
+  ::close(b->memfd);
+  b->memfd = -1;
   return b;
 }
 
@@ -194,7 +198,19 @@ Result<void*> FakeKfd::mmap(void* addr, size_t len, int prot, int flags, int fd,
     if ((flags & MAP_SHARED) == 0)
       return errno_error(call, s_->refuse(EINVAL, call + ": not MAP_SHARED"));
   }
-  void* p = ::mmap(addr, len, prot, flags, target ? target->memfd : -1, target ? 0 : offset);
+  void* p;
+  if (target) {
+    // Another mapping of the allocation's pages: mremap of a shared mapping with old_size 0.
+    int mflags = MREMAP_MAYMOVE | ((flags & MAP_FIXED) ? MREMAP_FIXED : 0);
+    p = ::mremap(target->host, 0, len, mflags, addr);
+    if (p != MAP_FAILED && prot != (PROT_READ | PROT_WRITE) && ::mprotect(p, len, prot) != 0) {
+      int err = errno;
+      ::munmap(p, len);
+      return errno_error(call, err);
+    }
+  } else {
+    p = ::mmap(addr, len, prot, flags, -1, offset);
+  }
   if (p == MAP_FAILED) return errno_error(call, errno);
   uint64_t lo = reinterpret_cast<uint64_t>(p);
   s_->drop_cpu_mappings(lo, lo + len);

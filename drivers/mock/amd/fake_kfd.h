@@ -73,6 +73,7 @@ struct FakeKfdQueue {
   uint32_t queue_percentage = 0, queue_priority = 0;
   uint64_t doorbell_offset = 0;       // as returned: mmap type, gpu_id and the byte offset
   uint64_t* doorbell_host = nullptr;  // the fake's own view of the 64-bit doorbell slot
+  uint64_t serial = 0;  // unique per CREATE_QUEUE in the process: a reused id is a new queue
 };
 
 struct FakeKfdEvent {

@@ -66,7 +66,8 @@ int FakeKfd::State::create_queue(KfdIoctlCreateQueueArgs& a) {
                         a.queue_percentage,
                         a.queue_priority,
                         a.doorbell_offset,
-                        reinterpret_cast<uint64_t*>(g->doorbells->host + slot * 8)};
+                        reinterpret_cast<uint64_t*>(g->doorbells->host + slot * 8),
+                        next_queue_serial++};
   q.last_doorbell = *q.info.doorbell_host;
   queues.emplace(id, std::move(q));
   return 0;

@@ -26,7 +26,8 @@ constexpr uint64_t kKfdMmapGpuIdMask = 0xffffull << kKfdMmapGpuIdShift;
 constexpr uint64_t kKfdPage = 4096;
 constexpr uint64_t kKfdDoorbellBytes = 0x2000;  // 1024 64-bit doorbells per process and GPU
 
-// Host memory for a fake allocation: a memfd and the fake's own mapping of it.
+// Host memory for a fake allocation: the fake's own shared mapping of a memfd (closed once
+// mapped: the mapping keeps the pages, and other mappings duplicate it).
 struct KfdBacking {
   int memfd = -1;
   uint8_t* host = nullptr;
@@ -84,6 +85,7 @@ struct FakeKfd::State {
   int next_fd = 1000;
   std::map<uint64_t, KfdAllocState> allocs;  // by handle
   uint32_t next_idr = 1;
+  uint64_t next_queue_serial = 1;
   uint64_t next_mmap_offset = 1ull << 32;
   std::map<uint32_t, KfdQueueState> queues;  // by queue id
   std::map<uint32_t, KfdEventState> events;  // by event id

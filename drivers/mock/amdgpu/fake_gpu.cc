@@ -107,11 +107,8 @@ void FakeAmdGpu::sync_queues() {
     live.insert(k.id);
     auto it = queues_.find(k.id);
     const FakeKfdQueue* old = it == queues_.end() ? nullptr : &it->second->info;
-    // A queue id KFD reused for a different queue starts afresh.
-    if (old == nullptr || old->ring_va != k.ring_va || old->ring_size != k.ring_size ||
-        old->type != k.type || old->write_pointer_address != k.write_pointer_address ||
-        old->read_pointer_address != k.read_pointer_address ||
-        old->doorbell_offset != k.doorbell_offset) {
+    // A queue id KFD reused for a different queue (even at the same addresses) starts afresh.
+    if (old == nullptr || old->serial != k.serial) {
       auto q = std::make_unique<Queue>();
       q->info = k;
       queues_[k.id] = std::move(q);
