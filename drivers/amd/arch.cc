@@ -65,6 +65,9 @@ constexpr ComputeRegs gfx10_regs() {
 // addressable LDS 65536 bytes for every GCN/RDNA target but gfx950/gfx1250).
 // PM4 family, cache control, XCCs, scratch alignment: tinygrad runtime/ops_amd.py (pm4_soc15 vs
 // pm4_nv by target[0] == 9; AQL when num_xcc > 1; mem_alignment_size 1024 on gfx9, else 256).
+// Architected flat scratch: LLVM AMDGPUUsage (FeatureArchitectedFlatScratch: gfx940+, gfx11+);
+// COMPUTE_TMPRING_SIZE (WAVES 11:0, WAVESIZE from bit 12: 13 bits gfx9, 15 gfx11, 18 gfx12):
+// tinygrad runtime/autogen/hsa.py union_COMPUTE_TMPRING_SIZE{,_GFX11,_GFX12}_bitfields.
 // WAIT_REG_MEM64 (0x93) is defined in nvd.h and absent from soc15d.h.
 // NOTE: AMD's MEC packet headers (aqlprofile gfxip) also describe a WAIT_REG_MEM64 for MEC
 // firmware; its support on gfx9 MEC is unverified, so gfx9 rows leave it off.
@@ -73,13 +76,13 @@ constexpr ComputeRegs gfx10_regs() {
 // the Aldebaran IP list by name, not re-read.
 constexpr std::array<ArchInfo, 4> kArchs = {{
     {"gfx90a", 90010, 9, 4, 2, 64, false, true, 65536, Pm4Family::kSoc15,
-     CacheControl::kCpCoherCntl, false, SdmaVersion::k4, 4, false, 1024, gfx9_regs()},
+     CacheControl::kCpCoherCntl, false, SdmaVersion::k4, 4, false, 1024, gfx9_regs(), false, 13},
     {"gfx942", 90402, 9, 4, 3, 64, false, true, 65536, Pm4Family::kSoc15,
-     CacheControl::kCpCoherCntl, false, SdmaVersion::k4, 4, true, 1024, gfx9_regs()},
+     CacheControl::kCpCoherCntl, false, SdmaVersion::k4, 4, true, 1024, gfx9_regs(), true, 13},
     {"gfx1100", 110000, 11, 0, 0, 32, true, true, 65536, Pm4Family::kNv, CacheControl::kGcrCntl,
-     true, SdmaVersion::k6, 6, false, 256, gfx10_regs()},
+     true, SdmaVersion::k6, 6, false, 256, gfx10_regs(), true, 15},
     {"gfx1201", 120001, 12, 0, 1, 32, true, true, 65536, Pm4Family::kNv, CacheControl::kGcrCntl,
-     true, SdmaVersion::k6, 7, false, 256, gfx10_regs()},
+     true, SdmaVersion::k6, 7, false, 256, gfx10_regs(), true, 18},
 }};
 
 std::string supported_list() {

@@ -67,6 +67,10 @@ struct ArchInfo {
   bool multi_xcc;                // may have more than one XCC (KFD num_xcc says how many)
   uint32_t scratch_align_bytes;  // per-wave scratch granularity (COMPUTE_TMPRING_SIZE.WAVESIZE)
   ComputeRegs regs;
+  // Scratch: kernels address it through COMPUTE_DISPATCH_SCRATCH_BASE ("architected flat
+  // scratch", gfx940+ and gfx11+) rather than a private segment buffer V# in user SGPRs (gfx90a).
+  bool architected_flat_scratch;
+  uint32_t tmpring_wavesize_bits;  // width of COMPUTE_TMPRING_SIZE.WAVESIZE (bits 12 and up)
 };
 
 // The four supported architectures, in the order of the table.

@@ -3,14 +3,11 @@
 #include "base/format.h"
 #include "drivers/amd/pm4.h"
 #include "drivers/amd/program.h"
+#include "drivers/amd/scratch.h"
 
 namespace baregrad::amd {
 namespace {
 constexpr size_t kWaitWords = 7, kReleaseWords = 8, kAcquireWords = 8;
-// The private segment buffer V# of a kernel without scratch (program.h refuses scratch): base
-// 0, so a stray scratch access faults at address 0. Words 1..3 are tinygrad's (SWIZZLE_ENABLE,
-// NUM_RECORDS 0xffffffff, its gfx9 DST_SEL/format word).
-constexpr uint32_t kNullScratchV[4] = {0, 1u << 31, 0xffffffff, 0x20c14000};
 }  // namespace
 
 hcq::HwQueue& ComputeQueue::wait(const hcq::Signal& s, hcq::Value v) {
@@ -85,16 +82,23 @@ hcq::HwQueue& ComputeQueue::exec(const hcq::Program& hprg,
                   {static_cast<uint32_t>(code >> 8), static_cast<uint32_t>(code >> 40)});
   emit_set_sh_reg(cs_, r.compute_pgm_rsrc1, {prg->rsrc1(), prg->rsrc2()});
   emit_set_sh_reg(cs_, r.compute_pgm_rsrc3, {prg->rsrc3()});
-  emit_set_sh_reg(cs_, r.compute_tmpring_size, {0u});  // no scratch (program.h refuses it)
+  // Scratch: COMPUTE_TMPRING_SIZE, and its base where kernels take it from the CP (architected
+  // flat scratch) or in the private segment buffer V# (gfx90a). A kernel without scratch gets
+  // none: a stray scratch access faults at 0.
+  Device::Scratch scratch = prg->scratch_bytes() ? dev_.scratch() : Device::Scratch{};
+  emit_set_sh_reg(cs_, r.compute_tmpring_size, {scratch.tmpring_size});
+  if (arch.architected_flat_scratch && scratch.va != 0)
+    emit_set_sh_reg(
+        cs_, r.compute_dispatch_scratch_base_lo,
+        {static_cast<uint32_t>(scratch.va >> 8), static_cast<uint32_t>(scratch.va >> 40)});
   emit_set_sh_reg(cs_, r.compute_restart_x, {0u, 0u, 0u});
   auto kl = static_cast<uint32_t>(ka.va), kh = static_cast<uint32_t>(ka.va >> 32);
+  uint32_t v[4];
+  private_segment_buffer(scratch.va, v);
   if (prg->private_segment_buffer() && prg->kernarg_ptr()) {
-    emit_set_sh_reg(
-        cs_, r.compute_user_data_0,
-        {kNullScratchV[0], kNullScratchV[1], kNullScratchV[2], kNullScratchV[3], kl, kh});
+    emit_set_sh_reg(cs_, r.compute_user_data_0, {v[0], v[1], v[2], v[3], kl, kh});
   } else if (prg->private_segment_buffer()) {
-    emit_set_sh_reg(cs_, r.compute_user_data_0,
-                    {kNullScratchV[0], kNullScratchV[1], kNullScratchV[2], kNullScratchV[3]});
+    emit_set_sh_reg(cs_, r.compute_user_data_0, {v[0], v[1], v[2], v[3]});
   } else if (prg->kernarg_ptr()) {
     emit_set_sh_reg(cs_, r.compute_user_data_0, {kl, kh});
   }

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "drivers/amd/compute_queue.h"
 #include "drivers/amd/copy_queue.h"
+#include "drivers/amd/scratch.h"
 
 namespace baregrad::amd {
 namespace {
@@ -160,6 +161,7 @@ Device::~Device() {
   compute_ring_.reset();
   copy_ring_.reset();
   allocator_.reset();
+  scratch_mem_.clear();
   cwsr_ = {};
   eop_ = {};
   pointers_ = {};
@@ -167,6 +169,32 @@ Device::~Device() {
   memory_event_ = {};
   signal_event_ = {};
   kfd_.reset();
+}
+
+Device::Scratch Device::scratch() {
+  std::lock_guard lock(scratch_mu_);
+  return scratch_;
+}
+
+Status Device::ensure_scratch(uint32_t bytes_per_item) {
+  std::lock_guard lock(scratch_mu_);
+  if (bytes_per_item <= scratch_per_item_) return Status();
+  const KfdNodeProperties& p = kfd_->node().props;
+  if (p.num_xcc > 1)
+    return failed_precondition(std::to_string(bytes_per_item) +
+                               " bytes of scratch per work-item "
+                               "on " +
+                               kfd_->where() + ", which has " + std::to_string(p.num_xcc) +
+                               " XCCs: scratch on several XCCs is not supported yet");
+  ASSIGN_OR_RETURN(ScratchLayout l, scratch_layout(*arch_, p, bytes_per_item));
+  ASSIGN_OR_RETURN(KfdMemory m, kfd_->alloc(l.bytes, KfdMemKind::kVram, false));
+  scratch_ = {m.va(), l.tmpring_size};
+  scratch_mem_.push_back(std::move(m));
+  scratch_per_item_ = l.bytes_per_lane;
+  BG_LOG(1) << name() << ": scratch of " << l.bytes << " bytes (" << l.bytes_per_lane
+            << " per lane) at " << hex(scratch_.va) << ", COMPUTE_TMPRING_SIZE "
+            << hex(l.tmpring_size);
+  return Status();
 }
 
 std::unique_ptr<hcq::HwQueue> Device::compute_queue() {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "drivers/amd/arch.h"
@@ -83,6 +84,17 @@ class Device : public hcq::Device {
 
   // Progress without sleeping: the Os's progress() and an immediate event check.
   void poll();
+
+  // The scratch dispatches use: its VA (0 before a program needed any) and COMPUTE_TMPRING_SIZE.
+  struct Scratch {
+    uint64_t va = 0;
+    uint32_t tmpring_size = 0;
+  };
+  Scratch scratch();
+  // Grows the scratch (scratch.h) for a program needing `bytes_per_item` per work-item. An
+  // outgrown buffer stays allocated while the device lives (work in flight may use it).
+  // FailedPrecondition on a GPU with several XCCs (each needs its own base: not done yet).
+  Status ensure_scratch(uint32_t bytes_per_item);
   // Remembers that kernel `name` (of the Binary whose id is `binary_id`) has its code at
   // [code_va, code_va + bytes), for fault reports.
   void register_program(uint64_t code_va,
@@ -122,6 +134,10 @@ class Device : public hcq::Device {
     uint64_t end;
     std::string name, binary_id;
   };
+  std::mutex scratch_mu_;
+  uint32_t scratch_per_item_ = 0;       // under scratch_mu_
+  Scratch scratch_;                     // under scratch_mu_
+  std::vector<KfdMemory> scratch_mem_;  // under scratch_mu_; the last is scratch_
   std::mutex program_mu_;
   std::map<uint64_t, ProgramRange> programs_;  // by code_va
 };

@@ -42,14 +42,10 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev, const ArchInfo& arch
   if (co.gfx != arch.name)
     return refuse("the code object's e_flags say " + co.gfx + " (the Binary says " + b.arch + ")");
   const KernelDescriptor& d = co.descriptor;
-  if (d.private_segment_fixed_size != 0 ||
-      (d.kernel_code_properties & KERNEL_CODE_PROPERTY_USES_DYNAMIC_STACK))
-    return refuse("the kernel needs " + std::to_string(d.private_segment_fixed_size) +
-                  " bytes of scratch per work-item" +
-                  ((d.kernel_code_properties & KERNEL_CODE_PROPERTY_USES_DYNAMIC_STACK)
-                       ? " and a dynamic stack"
-                       : "") +
-                  "; the AMD device does not set up scratch yet");
+  if (d.kernel_code_properties & KERNEL_CODE_PROPERTY_USES_DYNAMIC_STACK)
+    return refuse("the kernel uses a dynamic stack (" +
+                  std::to_string(d.private_segment_fixed_size) +
+                  " bytes of scratch per work-item and more): scratch is sized at load");
   for (const auto& s : kUnsupportedSgprs) {
     if (d.kernel_code_properties & s.bit)
       return refuse("the kernel asks for " + std::string(s.name) +
@@ -82,6 +78,8 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev, const ArchInfo& arch
                   " bytes, but the Binary's argument block has " + std::to_string(args_bytes) +
                   " (hidden kernel arguments are not provided)");
 
+  if (d.private_segment_fixed_size != 0)
+    RETURN_IF_ERROR(dev.ensure_scratch(d.private_segment_fixed_size));
   std::unique_ptr<Program> p(new Program(b.entry, b.num_bufs, b.num_vars));
   // NOTE: CPU-visible VRAM (PUBLIC: a resizable BAR on large GPUs), written by the CPU; tinygrad
   // uploads through the copy queue instead.

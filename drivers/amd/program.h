@@ -22,9 +22,10 @@ constexpr uint32_t kMaxBlockThreads = 1024;
 class Program : public hcq::Program {
  public:
   // Loads the kernel of `binary` (BinaryFormat::kAmdHsa for `arch`) on `dev`: reads its code
-  // object, refuses what the PM4 queue cannot launch (scratch, user SGPRs other than the private
-  // segment buffer and the kernarg pointer, kernarg preloading, a kernarg segment larger than the
-  // Binary's argument block), uploads the image into CPU-visible VRAM, relocates it there and
+  // object, refuses what the PM4 queue cannot launch (a dynamic stack, user SGPRs other than the
+  // private segment buffer and the kernarg pointer, kernarg preloading, a kernarg segment larger
+  // than the Binary's argument block), grows the device's scratch to what it needs
+  // (Device::ensure_scratch), uploads the image into CPU-visible VRAM, relocates it there and
   // registers its code range (and the binary's id) with `dev` for fault reports. InvalidArgument
   // names what is wrong.
   static Result<std::unique_ptr<Program>> load(Device& dev,
@@ -47,6 +48,7 @@ class Program : public hcq::Program {
   uint32_t rsrc2() const { return rsrc2_; }
   uint32_t rsrc3() const { return rsrc3_; }
   uint32_t lds_bytes() const { return desc_.group_segment_fixed_size; }
+  uint32_t scratch_bytes() const { return desc_.private_segment_fixed_size; }  // per work-item
   uint32_t wave_size() const { return wave_size_; }
   // The user SGPRs a dispatch sets, in order: the private segment buffer V# (4 words; gfx9
   // kernels ask for it even without scratch), then the kernarg segment pointer (2 words).

@@ -249,6 +249,36 @@ TEST(AmdFakeGpuPm4, UnknownCodeIsALaunchFault) {
   EXPECT_THAT(f[0].what, HasSubstr("unknown kernel code at 0x424200"));
 }
 
+// COMPUTE_PGM_RSRC2.SCRATCH_EN: the CP needs COMPUTE_TMPRING_SIZE and a mapped base.
+TEST(AmdFakeGpuPm4, AScratchDispatchNeedsTmpringSizeAndAMappedBase) {
+  Rig rig;
+  const amd::ArchInfo& a = rig.arch();
+  KfdMemory scratch = rig.alloc(1 << 20, KfdMemKind::kVram);
+  auto dispatch = [&](uint32_t tmpring, uint64_t base) {
+    Queue q(rig, KfdQueueType::kCompute);
+    rig.gpu->twins().add(0x424200, [](std::span<const uint8_t>, hcq::Dim3, hcq::Dim3) {});
+    auto cs = stream();
+    amd::emit_set_sh_reg(cs, a.regs.compute_pgm_lo, {0x4242u, 0u});
+    amd::emit_set_sh_reg(cs, a.regs.compute_pgm_rsrc2, {1u});  // SCRATCH_EN
+    amd::emit_set_sh_reg(cs, a.regs.compute_tmpring_size, {tmpring});
+    amd::emit_set_sh_reg(cs, a.regs.compute_dispatch_scratch_base_lo,
+                         {static_cast<uint32_t>(base >> 8), static_cast<uint32_t>(base >> 40)});
+    amd::emit_set_sh_reg(cs, a.regs.compute_num_thread_x, {1u, 1u, 1u});
+    amd::emit_dispatch_direct(cs, a, 1, 1, 1, 32);
+    q.submit(cs);
+    return rig.gpu->faults();
+  };
+  EXPECT_TRUE(dispatch(1 | 4 << 12, scratch.va()).empty());
+  auto f = dispatch(0, scratch.va());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kBadPacket);
+  EXPECT_THAT(f[0].what, HasSubstr("COMPUTE_TMPRING_SIZE (0x0) has no WAVESIZE"));
+  f = dispatch(1 | 4 << 12, 0x100000);  // nothing mapped there
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[1].kind, Kind::kVmFault);
+  EXPECT_THAT(f[1].what, HasSubstr("scratch of a wave (1024 bytes)"));
+}
+
 TEST(AmdFakeGpuPm4, ReleaseMemWrites32BitLow64BitAndTheClock) {
   Rig rig("gfx942");
   const amd::ArchInfo& a = rig.arch();

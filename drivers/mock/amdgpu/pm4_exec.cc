@@ -408,6 +408,26 @@ FakeAmdGpu::Step FakeAmdGpu::pm4_dispatch(Queue& q, std::span<const uint32_t> bo
                           std::to_string(l.block.y) + ", " + std::to_string(l.block.z) + ")");
   }
   l.lds_bytes = (reg(r.compute_pgm_rsrc2) >> 15 & 0x1ff) * kLdsGranuleBytes;
+  // COMPUTE_PGM_RSRC2.SCRATCH_EN (bit 0): the waves need scratch; the CP hands each a slice of
+  // COMPUTE_TMPRING_SIZE.WAVESIZE units of the base it has (COMPUTE_DISPATCH_SCRATCH_BASE on
+  // architected flat scratch targets, else the private segment buffer V# in user SGPRs 0..3).
+  if (reg(r.compute_pgm_rsrc2) & 1) {
+    uint32_t wave_units = reg(r.compute_tmpring_size) >> 12;
+    if (wave_units == 0)
+      return bad_packet(q, va,
+                        "COMPUTE_PGM_RSRC2 enables scratch but COMPUTE_TMPRING_SIZE (" +
+                            hex(reg(r.compute_tmpring_size)) + ") has no WAVESIZE");
+    uint64_t base =
+        arch_->architected_flat_scratch
+            ? addr64(reg(r.compute_dispatch_scratch_base_lo),
+                     reg(r.compute_dispatch_scratch_base_hi))
+                  << 8
+            : addr64(reg(r.compute_user_data_0), reg(r.compute_user_data_0 + 1) & 0xffff);
+    uint64_t bytes = uint64_t{wave_units} * arch_->scratch_align_bytes;
+    if (access(q, base, bytes, va, "scratch of a wave (" + std::to_string(bytes) + " bytes)") ==
+        nullptr)
+      return Step::kStop;
+  }
   l.queue_id = q.info.id;
   l.packet_va = va;
   if (l.kernarg_va != 0) {
