@@ -111,7 +111,8 @@ void Device::check_events(uint32_t ms) {
 }
 
 std::string Device::memory_fault_report(const KfdMemoryException& m) {
-  std::string msg = m.to_string() + " on " + name();
+  // "MMU fault": the HCQ contract's words for a GPU page fault, on every backend (CtsFault).
+  std::string msg = "MMU fault: " + m.to_string() + " on " + name();
   if (std::string k = program_at(m.va); !k.empty()) {
     msg += ", in the code of kernel '" + k + "'";
   } else if (std::optional<hcq::Buffer> b = allocator_->find(m.va)) {

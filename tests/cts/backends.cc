@@ -60,6 +60,9 @@ const std::vector<Backend>& backends() {
 #if BAREGRAD_HAS_MOCK_NV
     for (Backend& b : nv_backends()) v.push_back(std::move(b));
 #endif
+#if BAREGRAD_HAS_MOCK_AMD
+    for (Backend& b : amd_backends()) v.push_back(std::move(b));
+#endif
     return v;
   }();
   return all;

@@ -143,6 +143,14 @@ std::string cts_ptx(KernelFn fn, int sm, const std::string& entry);
 Result<std::vector<uint8_t>> cts_cubin(KernelFn fn, int sm, const std::string& entry);
 #endif
 
+#if BAREGRAD_HAS_MOCK_AMD
+// The AMD backends (tests/cts/amd_backend.cc): mock_amd (the kernels as LLVM IR, compiled by
+// clang and linked by ld.lld into HSA code objects for gfx1100, loaded by the AMD device over
+// the fake KFD and GPU, their twins registered for their Binaries; skipped without ld.lld) and
+// amd (the same code objects on GPU 0 through /dev/kfd; when it exists and the tools are found).
+std::vector<Backend> amd_backends();
+#endif
+
 // add_one with the CPU ABI as a host ELF object from clang (options().cc), as kernel `entry`.
 Result<Binary> cpu_add_one_binary(const std::string& entry);
 

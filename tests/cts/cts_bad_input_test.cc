@@ -92,6 +92,7 @@ using CtsPeer = Cts;
 
 TEST_P(CtsPeer, ABufferMappedIntoAPeerIsUsableByItsQueuesUntilFreed) {
   CTS_REQUIRE("execution");
+  CTS_REQUIRE("peers");
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer mine, alloc(64));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer theirs, alloc(*peer, 64));

@@ -99,6 +99,7 @@ TEST_P(CtsGraph, ReplayChecksItsVariables) {
 }
 
 TEST_P(CtsGraph, CopySizesAndAddressesCanBeSymbolic) {
+  CTS_REQUIRE("symbolic copy sizes");
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer src, alloc(4096));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer dst, alloc(4096));
   hcq::GraphItem it;
@@ -128,6 +129,7 @@ TEST_P(CtsGraph, CopySizesAndAddressesCanBeSymbolic) {
 // add_one over A (on dev); copy A -> B (on the peer); add_one over B (peer); copy B -> input 0
 // (on dev). Every hop crosses a queue, two of them cross devices.
 TEST_P(CtsGraph, SpansTwoDevicesWithCrossDeviceWaits) {
+  CTS_REQUIRE("peers");
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer a, alloc(16));
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Buffer b, alloc(*peer, 16));
@@ -196,6 +198,7 @@ TEST_P(CtsGraph, ASpanOutsideThePeerGroupIsUnimplemented) {
 // The graph's commands name the timeline signal; once synchronize() wraps the timeline into its
 // shadow, the next replay records them again instead of signalling the retired one.
 TEST_P(CtsGraph, KeepsReplayingAcrossATimelineWrap) {
+  CTS_REQUIRE("peers");
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * peer, open_another());
   CTS_ASSERT_OK(dev().set_timeline_for_test(hcq::kTimelineWrap - 2));
   CTS_ASSERT_OK(peer->set_timeline_for_test(hcq::kTimelineWrap - 1));

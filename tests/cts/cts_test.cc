@@ -199,6 +199,7 @@ TEST_P(CtsQueue, ComputeQueueWaitsForTheCopyQueue) {
 
 TEST_P(CtsQueue, QueueWaitsOnAnotherDevicesSignal) {
   CTS_REQUIRE("execution");
+  CTS_REQUIRE("peers");
   CTS_ASSERT_OK_AND_ASSIGN(hcq::Device * dev2, open_another());
   CTS_ASSERT_OK_AND_ASSIGN(auto gate, dev().new_signal("cts gate"));
   CTS_ASSERT_OK_AND_ASSIGN(auto first, dev().new_signal("cts first device done"));
@@ -494,6 +495,10 @@ TEST_P(CtsCopy, QueueCopiesBetweenBuffersAtOddOffsets) {
   auto cq = dev().compute_queue();
   auto xq = copy_or_compute_queue(dev());
   for (hcq::HwQueue* q : {xq.get(), cq.get()}) {
+    // The copy queue's half ran; a backend without copies on its compute queue skips the rest.
+    if (q == cq.get() && xq->engine() == hcq::Engine::kCopy) {
+      CTS_REQUIRE("compute queue copies");
+    }
     SCOPED_TRACE(q->engine() == hcq::Engine::kCopy ? "copy queue" : "compute queue");
     CTS_ASSERT_OK(al.copy_in(b, fill.data(), kN + 5));
     CTS_ASSERT_OK(dev().submit_on_timeline(*q, [&](hcq::HwQueue& hq) {
