@@ -20,6 +20,7 @@
 #include "drivers/amd/iface_kfd.h"
 #include "drivers/amd/program.h"
 #include "drivers/amd/ring.h"
+#include "hcq/code_ranges.h"
 #include "hcq/hcq.h"
 
 namespace baregrad::amd {
@@ -100,12 +101,14 @@ class Device : public hcq::Device {
   void register_program(uint64_t code_va,
                         uint64_t bytes,
                         const std::string& name,
-                        const std::string& binary_id = "");
-  void unregister_program(uint64_t code_va);
+                        const std::string& binary_id = "") {
+    programs_.add(code_va, bytes, name, binary_id);
+  }
+  void unregister_program(uint64_t code_va) { programs_.remove(code_va); }
   // The kernel whose registered code holds `va`, or "" when none does.
-  std::string program_at(uint64_t va);
+  std::string program_at(uint64_t va) { return programs_.name_at(va); }
   // The binary id of the program whose code starts at `code_va` ("" when none).
-  std::string binary_at(uint64_t code_va);
+  std::string binary_at(uint64_t code_va) { return programs_.binary_at(code_va); }
 
  private:
   Device(std::shared_ptr<hcq::Os> os, DeviceOptions options);
@@ -130,16 +133,11 @@ class Device : public hcq::Device {
   bool timeline_ready_ = false;
   std::mutex fault_mu_;
   bool event_error_logged_ = false;  // under fault_mu_
-  struct ProgramRange {
-    uint64_t end;
-    std::string name, binary_id;
-  };
   std::mutex scratch_mu_;
   uint32_t scratch_per_item_ = 0;       // under scratch_mu_
   Scratch scratch_;                     // under scratch_mu_
   std::vector<KfdMemory> scratch_mem_;  // under scratch_mu_; the last is scratch_
-  std::mutex program_mu_;
-  std::map<uint64_t, ProgramRange> programs_;  // by code_va
+  hcq::CodeRanges programs_;
 };
 
 }  // namespace baregrad::amd

@@ -19,6 +19,7 @@
 #include "drivers/nv/gpfifo.h"
 #include "drivers/nv/iface_rm.h"
 #include "drivers/nv/program.h"
+#include "hcq/code_ranges.h"
 #include "hcq/hcq.h"
 #include "hcq/mmio.h"
 
@@ -95,12 +96,14 @@ class Device : public hcq::Device {
   void register_program(uint64_t code_va,
                         uint64_t bytes,
                         const std::string& name,
-                        const std::string& binary_id = "");
-  void unregister_program(uint64_t code_va);
+                        const std::string& binary_id = "") {
+    programs_.add(code_va, bytes, name, binary_id);
+  }
+  void unregister_program(uint64_t code_va) { programs_.remove(code_va); }
   // The kernel whose registered code holds `pc`, or "" when none does.
-  std::string program_at(uint64_t pc);
+  std::string program_at(uint64_t pc) { return programs_.name_at(pc); }
   // The binary id of the program whose registered code starts at `code_va` ("" when none).
-  std::string binary_at(uint64_t code_va);
+  std::string binary_at(uint64_t code_va) { return programs_.binary_at(code_va); }
 
  private:
   // Words [begin, end) of the pushbuffer ring, owned by ring submission `seq` until done.
@@ -158,12 +161,7 @@ class Device : public hcq::Device {
   bool timeline_ready_ = false;
   std::mutex fault_mu_;
   bool fault_reported_ = false;  // under fault_mu_
-  struct ProgramRange {
-    uint64_t end;
-    std::string name, binary_id;
-  };
-  std::mutex program_mu_;
-  std::map<uint64_t, ProgramRange> programs_;  // by code_va
+  hcq::CodeRanges programs_;
 };
 
 }  // namespace baregrad::nv

@@ -152,33 +152,6 @@ std::vector<std::string> Device::kernels_of_current_submission(Channel& ch) {
   return out;
 }
 
-void Device::register_program(uint64_t code_va,
-                              uint64_t bytes,
-                              const std::string& name,
-                              const std::string& binary_id) {
-  std::lock_guard lock(program_mu_);
-  programs_[code_va] = {code_va + bytes, name, binary_id};
-}
-
-void Device::unregister_program(uint64_t code_va) {
-  std::lock_guard lock(program_mu_);
-  programs_.erase(code_va);
-}
-
-std::string Device::program_at(uint64_t pc) {
-  std::lock_guard lock(program_mu_);
-  auto it = programs_.upper_bound(pc);
-  if (it == programs_.begin()) return "";
-  --it;
-  return pc < it->second.end ? it->second.name : "";
-}
-
-std::string Device::binary_at(uint64_t code_va) {
-  std::lock_guard lock(program_mu_);
-  auto it = programs_.find(code_va);
-  return it == programs_.end() ? "" : it->second.binary_id;
-}
-
 std::string Device::describe_hang() {
   std::string out;
   for (Channel* ch : {&compute_, &copy_}) {
