@@ -5,13 +5,10 @@
 #include <vector>
 
 #include "base/format.h"
-#include "compiler/cache.h"
-#include "compiler/render/llvm_ir.h"
 #include "compiler/target/amd_target.h"
-#include "compiler/target/llvm_target.h"
 #include "drivers/amd/code_object.h"
-#include "drivers/cpu/iface_host.h"
 #include "drivers/mock/amd_device/mock_amd.h"
+#include "drivers/mock/twin/host_twin.h"
 #include "drivers/mock/twin/twin_runner.h"
 
 namespace baregrad::mock {
@@ -61,20 +58,7 @@ class TwinAmdTarget final : public compiler::AmdTarget {
   // The code object, then its twin, registered with the device for the Binary's id.
   Result<compiler::CompiledKernel> compile(const compiler::ProgramSpec& spec) const override {
     ASSIGN_OR_RETURN(compiler::CompiledKernel k, compiler::AmdTarget::compile(spec));
-    std::string symbol = compiler::twin_symbol(spec.name);
-    std::string ir = compiler::LlvmIrRenderer(compiler::LlvmAbi::kHostTwin).render(spec);
-    auto& cache = compiler::KernelCache::global();
-    std::string key = host_.cache_key() + "\n" + ir;
-    std::string object;
-    if (auto hit = cache.get(key)) {
-      object = std::move(*hit);
-    } else {
-      ASSIGN_OR_RETURN(object, host_.compile(ir, symbol));
-      cache.put(key, object);
-    }
-    ASSIGN_OR_RETURN(cpu::LoadedKernel loaded, loader_.load(object, symbol));
-    auto twin = reinterpret_cast<void (*)()>(loaded.fn);
-    int64_t smem = compiler::twin_is_per_thread(spec) ? compiler::twin_shared_bytes(spec) : -1;
+    ASSIGN_OR_RETURN(HostTwin twin, twins_.compile(spec));
     // Where the code takes its kernarg pointer: after the private segment buffer V# (gfx9).
     const std::string& code = k.binary.code;
     ASSIGN_OR_RETURN(amd::CodeObject co,
@@ -84,22 +68,19 @@ class TwinAmdTarget final : public compiler::AmdTarget {
                             amd::KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER
                         ? 4
                         : 0;
-    ASSIGN_OR_RETURN(
-        std::shared_ptr<void> reg,
-        register_mock_amd_binary(dev_, k.binary.id, twin_kernel(twin, k.binary, smem), sgpr));
+    ASSIGN_OR_RETURN(std::shared_ptr<void> reg,
+                     register_mock_amd_binary(
+                         dev_, k.binary.id, twin_kernel(twin.fn, k.binary, twin.smem_bytes), sgpr));
     std::lock_guard lock(mu_);
     registrations_.push_back(std::move(reg));
-    twins_.push_back(std::move(loaded.code));
     return k;
   }
 
  private:
   amd::Device& dev_;
-  compiler::LlvmCompiler host_;
-  mutable cpu::ObjectLoader loader_;
+  mutable HostTwinCompiler twins_;
   mutable std::mutex mu_;
-  mutable std::vector<std::shared_ptr<void>> registrations_;
-  mutable std::vector<std::shared_ptr<const void>> twins_;  // after registrations_: outlives them
+  mutable std::vector<std::shared_ptr<void>> registrations_;  // after twins_: gone before them
 };
 
 }  // namespace

@@ -5,12 +5,9 @@
 #include <vector>
 
 #include "base/format.h"
-#include "compiler/cache.h"
-#include "compiler/render/llvm_ir.h"
-#include "compiler/target/llvm_target.h"
 #include "compiler/target/nv_target.h"
-#include "drivers/cpu/iface_host.h"
 #include "drivers/mock/nv_device/mock_nv.h"
+#include "drivers/mock/twin/host_twin.h"
 #include "drivers/mock/twin/twin_runner.h"
 #include "drivers/nv/cubin.h"
 
@@ -59,41 +56,26 @@ class TwinNvTarget final : public compiler::NvTarget {
   // The cubin, then its twin, registered with the device for the cubin's Binary id.
   Result<compiler::CompiledKernel> compile(const compiler::ProgramSpec& spec) const override {
     ASSIGN_OR_RETURN(compiler::CompiledKernel k, compiler::NvTarget::compile(spec));
-    std::string symbol = compiler::twin_symbol(spec.name);
-    std::string ir = compiler::LlvmIrRenderer(compiler::LlvmAbi::kHostTwin).render(spec);
-    auto& cache = compiler::KernelCache::global();
-    std::string key = host_.cache_key() + "\n" + ir;
-    std::string object;
-    if (auto hit = cache.get(key)) {
-      object = std::move(*hit);
-    } else {
-      ASSIGN_OR_RETURN(object, host_.compile(ir, symbol));
-      cache.put(key, object);
-    }
-    ASSIGN_OR_RETURN(cpu::LoadedKernel loaded, loader_.load(object, symbol));
-    auto twin = reinterpret_cast<void (*)()>(loaded.fn);
-    int64_t smem = compiler::twin_is_per_thread(spec) ? compiler::twin_shared_bytes(spec) : -1;
+    ASSIGN_OR_RETURN(HostTwin twin, twins_.compile(spec));
     // Where the parameters start in constant bank 0: the cubin's EIATTR_PARAM_CBANK offset.
     const std::string& code = k.binary.code;
     ASSIGN_OR_RETURN(
         nv::CubinImage img,
         nv::load_cubin({reinterpret_cast<const uint8_t*>(code.data()), code.size()}, spec.name));
-    ASSIGN_OR_RETURN(std::shared_ptr<void> reg,
-                     register_mock_binary(dev_, k.binary.id,
-                                          twin_kernel(twin, k.binary, img.param_offset, smem)));
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<void> reg,
+        register_mock_binary(dev_, k.binary.id,
+                             twin_kernel(twin.fn, k.binary, img.param_offset, twin.smem_bytes)));
     std::lock_guard lock(mu_);
     registrations_.push_back(std::move(reg));
-    twins_.push_back(std::move(loaded.code));
     return k;
   }
 
  private:
   nv::Device& dev_;
-  compiler::LlvmCompiler host_;
-  mutable cpu::ObjectLoader loader_;
+  mutable HostTwinCompiler twins_;
   mutable std::mutex mu_;
-  mutable std::vector<std::shared_ptr<void>> registrations_;
-  mutable std::vector<std::shared_ptr<const void>> twins_;  // after registrations_: outlives them
+  mutable std::vector<std::shared_ptr<void>> registrations_;  // after twins_: gone before them
 };
 
 }  // namespace
