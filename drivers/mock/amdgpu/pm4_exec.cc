@@ -8,10 +8,14 @@
 #include <vector>
 
 #include "base/format.h"
+#include "drivers/mock/amdgpu/decode.h"
 #include "drivers/mock/amdgpu/fake_gpu.h"
 
 namespace baregrad::mock {
 namespace {
+
+using amdgpu_decode::addr64;
+using amdgpu_decode::compare;
 
 // soc15d.h / nvd.h: PACKET3 opcodes (the same in both files; WAIT_REG_MEM64 in nvd.h only).
 constexpr uint32_t kNop = 0x10;
@@ -73,29 +77,6 @@ uint32_t packet_dwords(uint32_t h) {
   if (op == kNop && count == kNopOneDword) return 1;
   return count + 2;
 }
-
-// WAIT_REG_MEM_FUNCTION: 0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 > (7 reserved: false).
-bool compare(uint32_t func, uint64_t v, uint64_t ref) {
-  switch (func) {
-    case 0:
-      return true;
-    case 1:
-      return v < ref;
-    case 2:
-      return v <= ref;
-    case 3:
-      return v == ref;
-    case 4:
-      return v != ref;
-    case 5:
-      return v >= ref;
-    case 6:
-      return v > ref;
-  }
-  return false;
-}
-
-uint64_t addr64(uint32_t lo, uint32_t hi) { return uint64_t{hi} << 32 | lo; }
 
 }  // namespace
 

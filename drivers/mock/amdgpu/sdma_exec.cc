@@ -7,10 +7,14 @@
 #include <cstring>
 
 #include "base/format.h"
+#include "drivers/mock/amdgpu/decode.h"
 #include "drivers/mock/amdgpu/fake_gpu.h"
 
 namespace baregrad::mock {
 namespace {
+
+using amdgpu_decode::addr64;
+using amdgpu_decode::compare;
 
 constexpr uint32_t kOpNop = 0;
 constexpr uint32_t kOpCopy = 1;
@@ -30,28 +34,6 @@ constexpr uint32_t kPollMemPoll = 1u << 31;       // SDMA_PKT_POLL_REGMEM_HEADER
 constexpr uint32_t kIntContextMask = 0x0fffffff;  // SDMA_PKT_TRAP_INT_CONTEXT_int_context
 constexpr uint32_t kWriteCountMask = 0x000fffff;  // SDMA_PKT_WRITE_UNTILED_DW_3_count
 constexpr uint32_t kNopCountMask = 0x3fff;        // SDMA_PKT_NOP_HEADER_count 29:16
-
-uint64_t addr64(uint32_t lo, uint32_t hi) { return uint64_t{hi} << 32 | lo; }
-
-bool compare(uint32_t func, uint32_t v, uint32_t ref) {  // the WAIT_REG_MEM functions
-  switch (func) {
-    case 0:
-      return true;
-    case 1:
-      return v < ref;
-    case 2:
-      return v <= ref;
-    case 3:
-      return v == ref;
-    case 4:
-      return v != ref;
-    case 5:
-      return v >= ref;
-    case 6:
-      return v > ref;
-  }
-  return false;
-}
 
 }  // namespace
 
