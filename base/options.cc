@@ -26,7 +26,9 @@ struct Field {
 
 // The single definition of every option. CACHE_DIR's default is computed (default_cache_dir).
 constexpr Field kFields[] = {
-    {{"DEV", "string", "", "device: CPU, CPU:C, NULL, NV[:n], MOCK+NV, CUDA[:n]; empty is CPU"},
+    {{"DEV", "string", "",
+      "device: CPU, CPU:C, NULL, NV[:n], MOCK+NV, AMD[:n], MOCK+AMD, CUDA[:n], CL[:n]; empty is "
+      "CPU"},
      &Options::dev},
     {{"DEBUG", "int", "0",
       "log level: 1 kernel names and timings, 2 pass timings, 3 IR after passes, "
@@ -81,6 +83,9 @@ constexpr Field kFields[] = {
     {{"LD_LLD", "path", "",
       "the ld.lld that links AMD code objects; empty uses LLVM 19's (lld-19), then ld.lld on PATH"},
      &Options::ld_lld},
+    {{"AMD_AQL", "string", "",
+      "the AMD compute queue: 1 AQL, 0 PM4; empty is AQL on GPUs with several XCCs, else PM4"},
+     &Options::amd_aql},
     {{"BAREGRAD_LIBCUDA", "path", "",
       "the CUDA driver library DEV=CUDA loads; empty loads libcuda.so.1 (tests name a fake)"},
      &Options::libcuda},

@@ -21,6 +21,7 @@ struct Options {
   std::string ptxas;           // PTXAS: the ptxas binary ("" searches CUDA_PATH, /usr/local/cuda).
   std::string cuda_path;       // CUDA_PATH: the CUDA toolkit root.
   std::string ld_lld;          // LD_LLD: the linker of AMD code objects ("" searches LLVM 19's).
+  std::string amd_aql;         // AMD_AQL: AMD compute queue, 1 AQL, 0 PM4, "" by the GPU.
   std::string libcuda;         // BAREGRAD_LIBCUDA: the driver library DEV=CUDA loads.
   std::string libcublas;       // BAREGRAD_LIBCUBLAS: the cuBLAS library DEV=CUDA loads.
 

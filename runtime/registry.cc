@@ -68,9 +68,18 @@ Opened open_nv(const std::string& name, int index) {
   return hcq_device(name, std::move(*target), std::move(dev));
 }
 
-Opened open_amd(const std::string& name, int index) {
+// The options of an AMD device named `name`: AMD_AQL picks its compute queue.
+Result<amd::DeviceOptions> amd_options(const std::string& name) {
   amd::DeviceOptions options;
   options.name = name;
+  Result<amd::ComputeQueueMode> mode = amd::compute_queue_mode(baregrad::options().amd_aql);
+  if (!mode.ok()) return Status(mode.status().code(), name + ": " + mode.status().message());
+  options.compute = *mode;
+  return options;
+}
+
+Opened open_amd(const std::string& name, int index) {
+  ASSIGN_OR_RETURN(amd::DeviceOptions options, amd_options(name));
   ASSIGN_OR_RETURN(std::unique_ptr<amd::Device> dev,
                    amd::Device::create(hcq::unowned(hcq::linux_os()), index, options));
   std::string gfx(dev->arch().name);
@@ -102,7 +111,8 @@ const std::vector<DeviceLine>& device_table() {
       // The AMD driver over a fake KFD and GPU (a gfx1100); AMD is the driver over /dev/kfd.
       {"MOCK+AMD", true,
        [](auto& n, int) -> Opened {
-         ASSIGN_OR_RETURN(mock::MockAmd m, mock::open_mock_amd_with_twins(n));
+         ASSIGN_OR_RETURN(amd::DeviceOptions options, amd_options(n));
+         ASSIGN_OR_RETURN(mock::MockAmd m, mock::open_mock_amd_with_twins(n, "gfx1100", options));
          return hcq_device(n, std::move(m.target), std::move(m.device));
        }},
       {"AMD", true, open_amd},

@@ -85,6 +85,8 @@ void describe_amd(runtime::HcqDevice& d, amd::Device& dev) {
   std::printf("  compute units  %u (%u SIMDs; %u XCC%s); %u KiB of LDS\n", cus, p.simd_count,
               p.num_xcc, p.num_xcc == 1 ? "" : "s", p.lds_size_in_kb);
   if (p.local_mem_size) std::printf("  memory         %s\n", gib(p.local_mem_size).c_str());
+  std::printf("  queues         %s compute queue (AMD_AQL=%d), SDMA copy queue\n",
+              dev.aql() ? "AQL" : "PM4", dev.aql() ? 1 : 0);
   std::printf("  compiler       %s: LLVM AMDGPU, then ld.lld%s\n", d.target_info().name.c_str(),
               fake(d) ? "; the fake GPU runs each code object's host twin" : "");
   describe_kernels(d.target_info());

@@ -1,6 +1,7 @@
 #include "drivers/amd/aql.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "base/check.h"
 #include "drivers/amd/pm4.h"
@@ -87,6 +88,36 @@ uint32_t encode_pm4_ib(
 
 void aql_publish(AqlSlot slot, uint32_t header_word) {
   std::atomic_ref<uint32_t>(slot[0]).store(header_word, std::memory_order_release);
+}
+
+namespace {
+template <class T>
+void put_at(std::span<uint8_t, AmdQueueLayout::kBytes> q, size_t offset, T v) {
+  std::memcpy(q.data() + offset, &v, sizeof(T));
+}
+}  // namespace
+
+void init_amd_queue(std::span<uint8_t, AmdQueueLayout::kBytes> q,
+                    uint32_t max_cu_id,
+                    uint32_t max_wave_id) {
+  using L = AmdQueueLayout;
+  std::memset(q.data(), 0, q.size());
+  put_at<uint32_t>(q, L::kQueueProperties, L::kPropertiesIsPtr64 | L::kPropertiesEnableProfiling);
+  put_at<uint32_t>(q, L::kReadDispatchIdFieldBaseByteOffset, L::kReadDispatchId);
+  put_at<uint32_t>(q, L::kMaxCuId, max_cu_id);
+  put_at<uint32_t>(q, L::kMaxWaveId, max_wave_id);
+}
+
+void set_amd_queue_scratch(std::span<uint8_t, AmdQueueLayout::kBytes> q, const AqlScratch& s) {
+  using L = AmdQueueLayout;
+  for (size_t i = 0; i < 4; i++)
+    put_at<uint32_t>(q, L::kScratchResourceDescriptor + 4 * i, s.rsrc[i]);
+  put_at<uint64_t>(q, L::kScratchBackingMemoryLocation, s.va);
+  put_at<uint64_t>(q, L::kScratchBackingMemoryByteSize, s.bytes);
+  put_at<uint32_t>(q, L::kScratchWave64LaneByteSize, s.lane_bytes);
+  // Last, with release order: a CP that sees the new ring size sees the memory it describes.
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(q.data() + L::kComputeTmpringSize))
+      .store(s.tmpring_size, std::memory_order_release);
 }
 
 }  // namespace baregrad::amd

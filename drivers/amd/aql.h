@@ -66,4 +66,45 @@ uint32_t encode_pm4_ib(
 // Stores dword 0 of a filled slot with release order: the body is visible before the header.
 void aql_publish(AqlSlot slot, uint32_t header_word);
 
+// amd_queue_t, the 256-byte (64-aligned) block an AQL queue's read and write pointers live in:
+// KFD is given &read_dispatch_id and &write_dispatch_id, and the CP finds the rest of the block
+// (the scratch it hands to dispatches) from the read pointer and
+// read_dispatch_id_field_base_byte_offset. Byte offsets. Source: LLVM
+// amd/device-libs/ockl/inc/amd_hsa_queue.h (amd_queue_t after the 40-byte hsa_queue_t of
+// ROCR's hsa.h); tinygrad ops_amd.py create_queue / _ensure_has_local_memory for the fields it
+// fills.
+struct AmdQueueLayout {
+  static constexpr size_t kBytes = 256;
+  static constexpr size_t kWriteDispatchId = 56;  // u64: packets published (the write pointer)
+  static constexpr size_t kMaxCuId = 72, kMaxWaveId = 76;  // u32
+  static constexpr size_t kReadDispatchId = 128;  // u64: packets consumed (the read pointer)
+  static constexpr size_t kReadDispatchIdFieldBaseByteOffset = 136;  // u32
+  static constexpr size_t kComputeTmpringSize = 140;                 // u32
+  static constexpr size_t kScratchResourceDescriptor = 144;          // u32[4]
+  static constexpr size_t kScratchBackingMemoryLocation = 160;       // u64
+  static constexpr size_t kScratchBackingMemoryByteSize = 168;       // u64
+  static constexpr size_t kScratchWave64LaneByteSize = 176;          // u32
+  static constexpr size_t kQueueProperties = 180;                    // u32
+  // amd_queue_properties_t: IS_PTR64 bit 1, ENABLE_PROFILING bit 3.
+  static constexpr uint32_t kPropertiesIsPtr64 = 1u << 1, kPropertiesEnableProfiling = 1u << 3;
+};
+
+// Fills a fresh amd_queue_t at `q` (AmdQueueLayout::kBytes): zero, then queue_properties
+// (IS_PTR64 | ENABLE_PROFILING), read_dispatch_id_field_base_byte_offset, max_cu_id and
+// max_wave_id, as tinygrad does.
+void init_amd_queue(std::span<uint8_t, AmdQueueLayout::kBytes> q,
+                    uint32_t max_cu_id,
+                    uint32_t max_wave_id);
+
+// The scratch of an AQL queue's dispatches: the backing memory (`va`, `bytes` for one XCC),
+// COMPUTE_TMPRING_SIZE, the private segment buffer V# (`rsrc`) and the per-lane bytes of a
+// wave64 (the per-work-item need).
+struct AqlScratch {
+  uint64_t va = 0, bytes = 0;
+  uint32_t tmpring_size = 0;
+  uint32_t rsrc[4] = {};
+  uint32_t lane_bytes = 0;
+};
+void set_amd_queue_scratch(std::span<uint8_t, AmdQueueLayout::kBytes> q, const AqlScratch& s);
+
 }  // namespace baregrad::amd

@@ -1,6 +1,7 @@
 #include "drivers/amd/compute_queue.h"
 
 #include "base/format.h"
+#include "drivers/amd/aql.h"
 #include "drivers/amd/pm4.h"
 #include "drivers/amd/program.h"
 #include "drivers/amd/scratch.h"
@@ -71,6 +72,29 @@ hcq::HwQueue& ComputeQueue::exec(const hcq::Program& hprg,
                             " (" + std::to_string(ka.size) + " bytes) is not a 16-byte aligned " +
                             "kernarg segment of " + std::to_string(prg->descriptor().kernarg_size) +
                             " bytes"));
+    return *this;
+  }
+  if (dev_.aql()) {
+    if (!fits(kAqlPacketWords)) return *this;
+    // One kernel dispatch packet: its header's barrier bit orders it after everything before it
+    // in the queue, its system-scope acquire and release fences invalidate and write back the
+    // caches; the CP takes the registers from the kernel descriptor, the scratch from the
+    // queue's amd_queue_t (Device::ensure_scratch).
+    aql_at_.push_back(static_cast<uint32_t>(cs_.size()));
+    std::span<uint32_t> w = cs_.reserve(kAqlPacketWords);
+    KernelDispatch d{
+        .dims = 3,
+        .workgroup_size = {static_cast<uint16_t>(block.x), static_cast<uint16_t>(block.y),
+                           static_cast<uint16_t>(block.z)},
+        .grid_size = {grid.x * block.x, grid.y * block.y, grid.z * block.z},
+        .private_segment_size = prg->scratch_bytes(),
+        .group_segment_size = prg->lds_bytes(),
+        .kernel_object = prg->descriptor_va(),
+        .kernarg_address = ka.va,
+    };
+    w[0] = encode_kernel_dispatch(AqlSlot(w.data(), kAqlPacketWords), d);
+    args_.push_back(&args);
+    kernels_.push_back(prg->name());
     return *this;
   }
   const ArchInfo& arch = dev_.arch();

@@ -6,6 +6,8 @@
 // private segment buffer V# when the kernel asks for one, then the kernarg pointer),
 // RESOURCE_LIMITS, START_X/Y/Z and NUM_THREAD_X/Y/Z, DISPATCH_DIRECT (work-groups; CS_W32_EN for
 // wave32 kernels) and EVENT_WRITE CS_PARTIAL_FLUSH, so launches in a queue run one after another.
+// On an AQL device (Device::aql()) exec is one AQL kernel dispatch packet instead (tinygrad's
+// AMDComputeAQLQueue) and the rest stays PM4, which the ring calls through PM4-IB packets.
 
 #include "drivers/amd/queue.h"
 
@@ -39,5 +41,7 @@ class ComputeQueue final : public Queue {
 
 // Words an exec records (an upper bound, checked before emitting).
 constexpr size_t kExecWords = 64;
+// Words of an AQL packet (an exec on an AQL device).
+constexpr size_t kAqlPacketWords = 16;
 
 }  // namespace baregrad::amd

@@ -7,6 +7,7 @@
 
 #include "base/format.h"
 #include "base/log.h"
+#include "drivers/amd/aql.h"
 #include "drivers/amd/compute_queue.h"
 #include "drivers/amd/copy_queue.h"
 #include "drivers/amd/scratch.h"
@@ -19,8 +20,9 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 constexpr size_t kMinRingBytes = 4096;
 // The compute queue's end-of-pipe buffer: RELEASE_MEM needs one (tinygrad: 0x1000 of VRAM).
 constexpr uint64_t kEopBytes = 0x1000;
-// Read/write pointer slots in the pointer page: compute rptr, wptr; SDMA rptr, wptr.
-constexpr uint64_t kComputePointers = 0, kCopyPointers = 64;
+// The pointer page: the PM4 compute queue's rptr and wptr, the SDMA queue's, and the AQL
+// compute queue's amd_queue_t (64-aligned), which holds that queue's pointers.
+constexpr uint64_t kComputePointers = 0, kCopyPointers = 64, kAmdQueue = 256;
 
 // KFD memory behind hcq buffers: device memory is VRAM (CPU-mapped, PUBLIC, on request), host
 // memory (pinned or uncached: staging, signals, argument blocks) is CPU-mapped GTT. One KFD
@@ -81,6 +83,15 @@ CwsrSizes cwsr_sizes(const KfdNodeProperties& p) {
   return s;
 }
 
+Result<ComputeQueueMode> compute_queue_mode(std::string_view v) {
+  if (v.empty()) return ComputeQueueMode::kAuto;
+  if (v == "0") return ComputeQueueMode::kPm4;
+  if (v == "1") return ComputeQueueMode::kAql;
+  return invalid_argument("AMD_AQL=" + std::string(v) +
+                          ": must be 1 (AQL compute queue), 0 (PM4) or empty (AQL on GPUs with "
+                          "several XCCs, else PM4)");
+}
+
 Device::Device(std::shared_ptr<hcq::Os> os, DeviceOptions options)
     : hcq::Device(options.name), os_(std::move(os)), options_(std::move(options)) {}
 
@@ -107,6 +118,15 @@ Result<std::unique_ptr<Device>> Device::create(std::shared_ptr<hcq::Os> os,
                                ", which baregrad does not support (" + supported + ")");
   }
   dev->arch_ = *arch;
+  uint32_t xccs = std::max(1u, dev->kfd_->node().props.num_xcc);
+  ComputeQueueMode mode = dev->options_.compute;
+  if (mode == ComputeQueueMode::kPm4 && xccs > 1)
+    return failed_precondition(
+        "AMD GPU " + std::to_string(index) + " (" + std::string(dev->arch_->name) + ") has " +
+        std::to_string(xccs) +
+        " XCCs: a PM4 compute queue there needs PRED_EXEC per XCC, which baregrad does not "
+        "emit; use the AQL compute queue (AMD_AQL=1, or leave AMD_AQL unset)");
+  dev->aql_ = mode == ComputeQueueMode::kAql || (mode == ComputeQueueMode::kAuto && xccs > 1);
   // NOTE: no GPU page-table entries in another device's VA space yet: a group of its own.
   dev->peer_group_ = !dev->options_.peer_group.empty()
                          ? dev->options_.peer_group
@@ -128,22 +148,34 @@ Status Device::setup() {
   CwsrSizes cwsr = cwsr_sizes(kfd_->node().props);
   ASSIGN_OR_RETURN(cwsr_, kfd_->alloc(cwsr.buffer_bytes, KfdMemKind::kVram, false));
   auto* ptrs = static_cast<uint8_t*>(pointers_.cpu());
+  const KfdNodeProperties& p = kfd_->node().props;
+  if (aql_) {
+    uint32_t cus = p.simd_per_cu ? p.simd_count / p.simd_per_cu : 0;
+    init_amd_queue(
+        std::span<uint8_t, AmdQueueLayout::kBytes>(ptrs + kAmdQueue, AmdQueueLayout::kBytes),
+        std::max(cus, 1u) - 1, std::max(p.max_waves_per_simd * p.simd_per_cu, 1u) - 1);
+  }
 
-  compute_ring_ = std::make_unique<Ring>(*this, Ring::Kind::kPm4, "compute queue of " + name());
-  KfdQueueRequest creq{.type = KfdQueueType::kCompute,
+  compute_ring_ =
+      std::make_unique<Ring>(*this, aql_ ? Ring::Kind::kAql : Ring::Kind::kPm4,
+                             std::string(aql_ ? "AQL " : "") + "compute queue of " + name());
+  KfdQueueRequest creq{.type = aql_ ? KfdQueueType::kComputeAql : KfdQueueType::kCompute,
                        .eop = &eop_,
                        .ctx_save_restore = &cwsr_,
                        .ctx_save_restore_size = cwsr.ctx_save_restore_size,
                        .ctl_stack_size = cwsr.ctl_stack_size};
-  RETURN_IF_ERROR(compute_ring_->init(*kfd_, options_.compute_ring_bytes, ptrs + kComputePointers,
-                                      pointers_.va() + kComputePointers, creq));
+  uint64_t rptr = aql_ ? kAmdQueue + AmdQueueLayout::kReadDispatchId : kComputePointers;
+  uint64_t wptr = aql_ ? kAmdQueue + AmdQueueLayout::kWriteDispatchId : kComputePointers + 8;
+  RETURN_IF_ERROR(compute_ring_->init(*kfd_, options_.compute_ring_bytes, ptrs, pointers_.va(),
+                                      rptr, wptr, creq));
   copy_ring_ = std::make_unique<Ring>(*this, Ring::Kind::kSdma, "copy queue (SDMA) of " + name());
-  RETURN_IF_ERROR(copy_ring_->init(*kfd_, options_.copy_ring_bytes, ptrs + kCopyPointers,
-                                   pointers_.va() + kCopyPointers,
+  RETURN_IF_ERROR(copy_ring_->init(*kfd_, options_.copy_ring_bytes, ptrs, pointers_.va(),
+                                   kCopyPointers, kCopyPointers + 8,
                                    KfdQueueRequest{.type = KfdQueueType::kSdma}));
-  BG_LOG(1) << name() << ": " << kfd_->where() << ", KFD " << kfd_->version().str()
-            << ", compute queue " << compute_ring_->queue_id() << ", SDMA queue "
-            << copy_ring_->queue_id() << ", CWSR " << cwsr.buffer_bytes << " bytes";
+  BG_LOG(1) << name() << ": " << kfd_->where() << ", KFD " << kfd_->version().str() << ", "
+            << (aql_ ? "AQL" : "PM4") << " compute queue " << compute_ring_->queue_id()
+            << ", SDMA queue " << copy_ring_->queue_id() << ", CWSR " << cwsr.buffer_bytes
+            << " bytes";
   return Status();
 }
 
@@ -180,15 +212,27 @@ Status Device::ensure_scratch(uint32_t bytes_per_item) {
   std::lock_guard lock(scratch_mu_);
   if (bytes_per_item <= scratch_per_item_) return Status();
   const KfdNodeProperties& p = kfd_->node().props;
-  if (p.num_xcc > 1)
+  if (p.num_xcc > 1 && !aql_)
     return failed_precondition(std::to_string(bytes_per_item) +
-                               " bytes of scratch per work-item "
-                               "on " +
-                               kfd_->where() + ", which has " + std::to_string(p.num_xcc) +
-                               " XCCs: scratch on several XCCs is not supported yet");
+                               " bytes of scratch per work-item on " + kfd_->where() +
+                               ", which has " + std::to_string(p.num_xcc) +
+                               " XCCs: the PM4 queue cannot give each XCC its scratch");
   ASSIGN_OR_RETURN(ScratchLayout l, scratch_layout(*arch_, p, bytes_per_item));
   ASSIGN_OR_RETURN(KfdMemory m, kfd_->alloc(l.bytes, KfdMemKind::kVram, false));
   scratch_ = {m.va(), l.tmpring_size};
+  if (aql_) {
+    // NOTE: as tinygrad: the buffer holds one share per XCC, and the CP (not checked on
+    // hardware here) hands each XCC its own.
+    AqlScratch a{.va = m.va(),
+                 .bytes = l.bytes / std::max(1u, p.num_xcc),
+                 .tmpring_size = l.tmpring_size,
+                 .lane_bytes = l.bytes_per_lane};
+    private_segment_buffer(m.va(), a.rsrc);
+    set_amd_queue_scratch(
+        std::span<uint8_t, AmdQueueLayout::kBytes>(
+            static_cast<uint8_t*>(pointers_.cpu()) + kAmdQueue, AmdQueueLayout::kBytes),
+        a);
+  }
   scratch_mem_.push_back(std::move(m));
   scratch_per_item_ = l.bytes_per_lane;
   BG_LOG(1) << name() << ": scratch of " << l.bytes << " bytes (" << l.bytes_per_lane

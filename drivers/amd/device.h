@@ -25,18 +25,30 @@
 
 namespace baregrad::amd {
 
+// Which compute queue a device drives. PM4: the MEC runs our packets, dispatches included. AQL:
+// the CP's HSA front end takes kernel dispatch packets, and the PM4 between them runs as PM4-IB
+// packets (tinygrad's AMD_AQL). kAuto is AQL on a GPU with several XCCs (a PM4 queue drives
+// every XCC, so it needs PRED_EXEC per XCC, which baregrad does not emit) and PM4 elsewhere, as
+// tinygrad chooses.
+enum class ComputeQueueMode : uint8_t { kAuto, kPm4, kAql };
+
 // Names, sizes and limits of a device (tests make the rings small and the timeout short).
 struct DeviceOptions {
   std::string name;  // "" -> "AMD" for GPU 0, "AMD:<n>" for GPU n
   // Devices whose queues reach each other's memory and signals share a peer group; "" puts the
   // device in a group of its own (no peer GPU mappings yet).
   std::string peer_group;
-  size_t compute_ring_bytes = 1 << 20;  // PM4 ring, a power of two (tinygrad: 16 MiB)
+  ComputeQueueMode compute = ComputeQueueMode::kAuto;
+  size_t compute_ring_bytes = 1 << 20;  // PM4 or AQL ring, a power of two (tinygrad: 16 MiB)
   size_t copy_ring_bytes = 1 << 20;     // SDMA ring, a power of two
   // How long a submission waits for ring space, or a queue for its submissions, without the
   // engine making progress.
   std::chrono::milliseconds timeout = hcq::default_timeout();
 };
+
+// The mode the AMD_AQL option names: "" kAuto, "0" kPm4, "1" kAql; InvalidArgument naming the
+// value otherwise.
+Result<ComputeQueueMode> compute_queue_mode(std::string_view amd_aql);
 
 // The longest a host wait sleeps in AMDKFD_IOC_WAIT_EVENTS before it checks its signal again.
 constexpr uint32_t kEventWaitMs = 1;
@@ -56,7 +68,8 @@ class Device : public hcq::Device {
  public:
   // Opens GPU `index` through KFD (KfdIface::open), checks its gfx target against the supported
   // ones (FailedPrecondition naming it and them), creates the event, the compute and copy
-  // queues and the timeline. The device keeps `os` alive.
+  // queues and the timeline. FailedPrecondition for a PM4 compute queue on a GPU with several
+  // XCCs. The device keeps `os` alive.
   static Result<std::unique_ptr<Device>> create(std::shared_ptr<hcq::Os> os,
                                                 int index = 0,
                                                 DeviceOptions options = {});
@@ -77,6 +90,8 @@ class Device : public hcq::Device {
   std::string peer_group() const override { return peer_group_; }
 
   const ArchInfo& arch() const { return *arch_; }
+  // Whether the compute queue is AQL (options().compute resolved at create()).
+  bool aql() const { return aql_; }
   KfdIface& kfd() { return *kfd_; }
   const DeviceOptions& options() const { return options_; }
   // The KFD signal event every queue signal interrupts (its id and mailbox).
@@ -94,7 +109,9 @@ class Device : public hcq::Device {
   Scratch scratch();
   // Grows the scratch (scratch.h) for a program needing `bytes_per_item` per work-item. An
   // outgrown buffer stays allocated while the device lives (work in flight may use it).
-  // FailedPrecondition on a GPU with several XCCs (each needs its own base: not done yet).
+  // On an AQL device it also describes the buffer in the queue's amd_queue_t, where the CP
+  // finds it (one XCC's share per XCC, as tinygrad). FailedPrecondition on a PM4 device with
+  // several XCCs (each XCC needs its own base there).
   Status ensure_scratch(uint32_t bytes_per_item);
   // Remembers that kernel `name` (of the Binary whose id is `binary_id`) has its code at
   // [code_va, code_va + bytes), for fault reports.
@@ -125,9 +142,10 @@ class Device : public hcq::Device {
   std::string peer_group_;
   std::unique_ptr<KfdIface> kfd_;
   const ArchInfo* arch_ = nullptr;
+  bool aql_ = false;
   std::unique_ptr<hcq::Allocator> allocator_;
   KfdEvent signal_event_, memory_event_, hw_event_;
-  KfdMemory pointers_;    // read/write pointer slots of both rings (GTT)
+  KfdMemory pointers_;    // read/write pointer slots of both rings, and amd_queue_t (GTT)
   KfdMemory eop_, cwsr_;  // the compute queue's end-of-pipe buffer and CWSR area (VRAM)
   std::unique_ptr<Ring> compute_ring_, copy_ring_;
   bool timeline_ready_ = false;

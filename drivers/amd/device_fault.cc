@@ -153,7 +153,7 @@ std::string Device::describe_hang() {
     if (!p->kernels.empty())
       line += "; submission " + std::to_string(p->seq) + " launches " + kernel_list(p->kernels);
     std::vector<uint32_t> words = r->words_of(*p);
-    for (const MemWait& w : r->kind() == Ring::Kind::kPm4 ? pm4_waits(words) : sdma_waits(words)) {
+    for (const MemWait& w : r->kind() == Ring::Kind::kSdma ? sdma_waits(words) : pm4_waits(words)) {
       std::optional<hcq::Buffer> b = allocator_->find(w.addr);
       if (!b || !b->cpu || w.addr + 4 > b->va + b->size) continue;
       uint32_t now = 0;

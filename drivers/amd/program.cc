@@ -10,7 +10,8 @@ namespace baregrad::amd {
 namespace {
 
 // The user-SGPR inputs other than the private segment buffer and the kernarg pointer (llvm
-// AMDHSAKernelDescriptor.h KERNEL_CODE_PROPERTY_ENABLE_SGPR_*): the PM4 dispatch provides none.
+// AMDHSAKernelDescriptor.h KERNEL_CODE_PROPERTY_ENABLE_SGPR_*): the PM4 dispatch provides none;
+// on an AQL queue the CP sets them up from the descriptor (the dispatch packet, amd_queue_t).
 constexpr struct {
   uint16_t bit;
   const char* name;
@@ -47,10 +48,10 @@ Result<std::unique_ptr<Program>> Program::load(Device& dev, const ArchInfo& arch
                   std::to_string(d.private_segment_fixed_size) +
                   " bytes of scratch per work-item and more): scratch is sized at load");
   for (const auto& s : kUnsupportedSgprs) {
-    if (d.kernel_code_properties & s.bit)
+    if ((d.kernel_code_properties & s.bit) && !dev.aql())
       return refuse("the kernel asks for " + std::string(s.name) +
                     ": the PM4 dispatch passes only the private segment buffer and the kernarg "
-                    "segment pointer");
+                    "segment pointer (the AQL compute queue, AMD_AQL=1, passes it)");
   }
   // In user-SGPR order: the private segment buffer (4), then the kernarg pointer (2). LLVM may
   // count more (WORKAROUND(gfx11): the user SGPR init bug pads user + system SGPRs to 16).

@@ -59,7 +59,8 @@ hcq::HwQueue& Queue::exec(const hcq::Program& prg,
 
 Status Queue::bind() {
   if (bound_.size) return failed_precondition(cs_.name() + " is already bound");
-  if (engine() == hcq::Engine::kCompute && cs_.size() > kMaxIndirectBufferDwords)
+  // PM4 calls the bound words with one INDIRECT_BUFFER (AQL splits its PM4-IB packets).
+  if (ring().kind() == Ring::Kind::kPm4 && cs_.size() > kMaxIndirectBufferDwords)
     return resource_exhausted(cs_.name() + ": " + std::to_string(cs_.size()) +
                               " words exceed an INDIRECT_BUFFER's " +
                               std::to_string(kMaxIndirectBufferDwords));
@@ -82,7 +83,9 @@ Status Queue::submit(std::span<const int64_t> vars) {
   submitted_ = true;
   drained_ = false;
   Status s;
-  if (bound_.size && engine() == hcq::Engine::kCompute) {
+  if (ring().kind() == Ring::Kind::kAql) {
+    s = ring().submit_aql(cs_.words(), aql_at_, bound_.size ? bound_.va : 0, kernels_, &last_seq_);
+  } else if (bound_.size && engine() == hcq::Engine::kCompute) {
     std::array<uint32_t, 4> ib =
         indirect_buffer_packet(bound_.va, static_cast<uint32_t>(cs_.size()));
     s = ring().submit(ib, kernels_, &last_seq_);
@@ -99,6 +102,7 @@ void Queue::reset() {
   cs_.clear();
   args_.clear();
   kernels_.clear();
+  aql_at_.clear();
   clear_refusal();
 }
 

@@ -4,7 +4,9 @@
 // SDMA on the copy queue (copy_queue.h). Queue holds what both share: the stream, the argument
 // blocks patched at submit, bind() and submit(), which hands the words (or, bound on PM4, an
 // INDIRECT_BUFFER calling them) to the engine's Ring (ring.h: the order of ring words, write
-// pointer and doorbell).
+// pointer and doorbell). On a device whose compute queue is AQL (DeviceOptions::compute), a
+// compute recording is PM4 words with 16-word AQL dispatch packets among them (aql_at_), which
+// the ring publishes as packets (Ring::submit_aql).
 //
 // Signal values: every signal writes the whole 64-bit value (RELEASE_MEM DATA_SEL 64-bit; on
 // SDMA two 32-bit FENCEs, low word first, so a reader never sees more than the new value), and
@@ -53,6 +55,7 @@ class Queue : public hcq::HwQueue {
   hcq::CmdStream cs_;
   std::vector<const hcq::ArgsState*> args_;  // patched at submit
   std::vector<std::string> kernels_;         // launched by the recording (reports)
+  std::vector<uint32_t> aql_at_;  // AQL compute queue: word offsets of the dispatch packets
 
  private:
   uint64_t last_seq_ = 0;  // the ring's sequence number of our last submission

@@ -1,4 +1,5 @@
-// The conformance suite's AMD backends: mock_amd and amd (see backends.h). On a GPU the CTS
+// The conformance suite's AMD backends: mock_amd, mock_amd_aql, amd and amd_aql (see
+// backends.h). On a GPU the CTS
 // kernels must be device code: each CPU-ABI kernel has an AMDGPU twin here, written by hand as
 // LLVM IR to the same contract (item i = workgroup.id.x * block.x + workitem.id.x over
 // grid.x * block.x items, block.x = 1 as the CTS launches them; kernarg segment: one 8-byte
@@ -315,34 +316,49 @@ std::vector<Backend> amd_backends() {
        "device's VA space yet): no map_into() and no waits on another device's signals"},
   };
   std::string missing = missing_tools();
-  v.push_back({
-      .name = "mock_amd",
-      .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-        ASSIGN_OR_RETURN(auto d, mock::open_mock_amd("gfx1100"));
-        return std::unique_ptr<hcq::Device>(std::move(d));
-      },
-      .program = [](const ProgramRequest& r) { return code_object_program(r, true); },
-      .add_one_binary =
-          [](hcq::Device& d, std::vector<std::shared_ptr<void>>* keep) {
-            return code_object_add_one_binary(d, keep, true);
-          },
-      .unsupported = unsupported,
-      .missing_tool = missing,
-  });
-  if (missing.empty() && ::access("/dev/kfd", F_OK) == 0)
+  // mock_amd drives the PM4 compute queue of a fake gfx1100, mock_amd_aql the AQL one of a fake
+  // gfx942 (wave64, CDNA's registers).
+  for (auto [name, gfx, mode] :
+       {std::tuple{"mock_amd", "gfx1100", amd::ComputeQueueMode::kPm4},
+        std::tuple{"mock_amd_aql", "gfx942", amd::ComputeQueueMode::kAql}}) {
     v.push_back({
-        .name = "amd",
-        .open = []() -> Result<std::unique_ptr<hcq::Device>> {
-          ASSIGN_OR_RETURN(auto d, amd::Device::create(hcq::unowned(hcq::linux_os()), 0));
+        .name = name,
+        .open = [gfx, mode]() -> Result<std::unique_ptr<hcq::Device>> {
+          amd::DeviceOptions o;
+          o.compute = mode;
+          ASSIGN_OR_RETURN(auto d, mock::open_mock_amd(gfx, o));
           return std::unique_ptr<hcq::Device>(std::move(d));
         },
-        .program = [](const ProgramRequest& r) { return code_object_program(r, false); },
+        .program = [](const ProgramRequest& r) { return code_object_program(r, true); },
         .add_one_binary =
             [](hcq::Device& d, std::vector<std::shared_ptr<void>>* keep) {
-              return code_object_add_one_binary(d, keep, false);
+              return code_object_add_one_binary(d, keep, true);
             },
         .unsupported = unsupported,
+        .missing_tool = missing,
     });
+  }
+  // On a machine with an AMD GPU: amd (the compute queue its GPU gets by default) and amd_aql.
+  if (missing.empty() && ::access("/dev/kfd", F_OK) == 0) {
+    for (auto [name, mode] : {std::pair{"amd", amd::ComputeQueueMode::kAuto},
+                              std::pair{"amd_aql", amd::ComputeQueueMode::kAql}}) {
+      v.push_back({
+          .name = name,
+          .open = [mode]() -> Result<std::unique_ptr<hcq::Device>> {
+            amd::DeviceOptions o;
+            o.compute = mode;
+            ASSIGN_OR_RETURN(auto d, amd::Device::create(hcq::unowned(hcq::linux_os()), 0, o));
+            return std::unique_ptr<hcq::Device>(std::move(d));
+          },
+          .program = [](const ProgramRequest& r) { return code_object_program(r, false); },
+          .add_one_binary =
+              [](hcq::Device& d, std::vector<std::shared_ptr<void>>* keep) {
+                return code_object_add_one_binary(d, keep, false);
+              },
+          .unsupported = unsupported,
+      });
+    }
+  }
   return v;
 }
 

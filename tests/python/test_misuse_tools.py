@@ -28,7 +28,8 @@ PYENV = {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"), os.path.jo
 
 
 def run(cmd, timeout=120, **env):
-  e = {k: v for k, v in os.environ.items() if k not in ("THREADS", "DEBUG", "SPEC", "DEV")}
+  e = {k: v for k, v in os.environ.items() if k not in ("THREADS", "DEBUG", "SPEC", "DEV",
+                                                         "AMD_AQL")}
   e.update(env)
   return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
 
@@ -122,6 +123,11 @@ def test_info_describes_the_fake_amd_gpu_and_names_why_amd_is_missing():
                    r"instrument\)$", r.stdout, re.M), r.stdout
   assert re.search(r"^  architecture   gfx1100 \(gfx_target_version 110000; GC 11\.0\.0\); wave32; "
                    r"nv PM4; SDMA 6$", r.stdout, re.M), r.stdout
+  assert "  queues         PM4 compute queue (AMD_AQL=0), SDMA copy queue\n" in r.stdout, r.stdout
+  aql = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+AMD"], AMD_AQL="1")
+  assert "  queues         AQL compute queue (AMD_AQL=1), SDMA copy queue\n" in aql.stdout, aql.stdout
+  bad = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+AMD"], AMD_AQL="2")
+  assert "AMD_AQL=2: must be 1 (AQL compute queue), 0 (PM4) or empty" in bad.stdout, bad.stdout
   assert "  kernels        work-groups of up to 128 threads (LOCAL, 3-D); shared memory (GROUP, " \
          "GROUPTOP, STAGE); warp exchanges of 32 lanes; buffers 16-byte aligned (vector accesses)" \
          in r.stdout, r.stdout

@@ -127,14 +127,20 @@ TEST(AmdDevice, BringsUpEveryTargetWithAComputeAndAnSdmaQueueAndReleasesEverythi
       EXPECT_FALSE(dev->host_addressable());
       std::vector<mock::FakeKfdQueue> qs = kfd->queues();
       ASSERT_EQ(qs.size(), 2u);
-      EXPECT_EQ(qs[0].type, kKfdIocQueueTypeCompute);
+      // gfx942's preset has 8 XCCs: the default compute queue there is AQL.
+      bool aql = std::string(gfx) == "gfx942";
+      EXPECT_EQ(dev->aql(), aql);
+      EXPECT_EQ(qs[0].type, aql ? kKfdIocQueueTypeComputeAql : kKfdIocQueueTypeCompute);
       EXPECT_EQ(qs[0].ring_size, 64u << 10);
       EXPECT_EQ(qs[0].eop_buffer_size, 0x1000u);  // RELEASE_MEM needs an EOP buffer
       CwsrSizes cwsr = cwsr_sizes(dev->kfd().node().props);
       EXPECT_EQ(qs[0].ctx_save_restore_size, cwsr.ctx_save_restore_size);
       EXPECT_EQ(qs[0].ctl_stack_size, cwsr.ctl_stack_size);
       EXPECT_NE(qs[0].ctx_save_restore_address, 0u);
-      EXPECT_EQ(qs[0].write_pointer_address, qs[0].read_pointer_address + 8);
+      // PM4: the write pointer after the read pointer; AQL: amd_queue_t's write_dispatch_id (56)
+      // and read_dispatch_id (128).
+      EXPECT_EQ(qs[0].write_pointer_address,
+                aql ? qs[0].read_pointer_address - 128 + 56 : qs[0].read_pointer_address + 8);
       EXPECT_EQ(qs[1].type, kKfdIocQueueTypeSdma);
       EXPECT_EQ(kfd->events().size(), 3u);  // signal, memory and HW exception
       EXPECT_EQ(dev->timeline_value(), 1u);
@@ -284,26 +290,55 @@ TEST(AmdDevice, LoadsACompiledCodeObjectAndRefusesOtherFormatsArchsAndCorruptObj
   EXPECT_THAT(r.status().message(), HasSubstr("kernarg segment of 32 bytes"));
 }
 
+// A compute queue of a device on a fake `gfx` KFD (no GPU: drains give up after 50 ms) that
+// recorded and submitted wait(s, 5), exec of the scale kernel on a 7x2x1 grid of 64x1x1, and
+// signal(s, 6); the fake KFD has read the doorbells.
+struct Recorded {
+  std::shared_ptr<FakeKfd> kfd;
+  std::unique_ptr<Device> dev;
+  std::unique_ptr<hcq::Program> prg;
+  hcq::Buffer mem;  // the argument block (32 bytes of host memory)
+  std::unique_ptr<hcq::ArgsState> args;
+  std::unique_ptr<hcq::Signal> sig;
+  std::unique_ptr<hcq::HwQueue> q;
+
+  Recorded(const std::string& gfx, ComputeQueueMode mode) : kfd(fake_kfd(gfx)) {
+    DeviceOptions o = small(std::chrono::milliseconds(50));
+    o.compute = mode;
+    dev = open(kfd, o);
+    compiler::CompiledKernel k = compile(gfx);
+    Result<std::unique_ptr<hcq::Program>> p = dev->load_program(k.binary);
+    CHECK(p.ok()) << p.status().to_string();
+    prg = std::move(*p);
+    Result<hcq::Buffer> m = dev->allocator().alloc(32, {.host = true, .cpu_access = true});
+    CHECK(m.ok());
+    mem = *m;
+    args = std::make_unique<hcq::ArgsState>(mem, 0, 2, 2);
+    Result<std::unique_ptr<hcq::Signal>> s = dev->new_signal("s");
+    CHECK(s.ok());
+    sig = std::move(*s);
+    q = dev->compute_queue();
+    q->wait(*sig, 5).exec(program(), *args, {7, 2, 1}, {64, 1, 1}).signal(*sig, 6);
+    Status st = q->submit();
+    CHECK(st.ok()) << st.to_string();
+    kfd->progress();
+  }
+  const Program& program() const { return static_cast<const Program&>(*prg); }
+};
+
 TEST(AmdDevice, TheComputeQueuePublishesPm4WordsThenTheWritePointerThenTheDoorbell) {
   REQUIRE_LLD();
   for (const char* gfx : {"gfx90a", "gfx1100"}) {
     SCOPED_TRACE(gfx);
-    auto kfd = fake_kfd(gfx);  // no GPU: the queues' drains give up after the short timeout
-    std::unique_ptr<Device> dev = open(kfd, small(std::chrono::milliseconds(50)));
+    Recorded rec(gfx, ComputeQueueMode::kPm4);
+    FakeKfd* kfd = rec.kfd.get();
+    Device* dev = rec.dev.get();
     const ArchInfo& arch = dev->arch();
-    compiler::CompiledKernel k = compile(gfx);
-    Result<std::unique_ptr<hcq::Program>> p = dev->load_program(k.binary);
-    ASSERT_TRUE(p.ok()) << p.status().to_string();
-    const auto& prg = static_cast<const Program&>(**p);
-    Result<hcq::Buffer> mem = dev->allocator().alloc(32, {.host = true, .cpu_access = true});
-    ASSERT_TRUE(mem.ok());
-    hcq::ArgsState args(*mem, 0, 2, 2);
-    Result<std::unique_ptr<hcq::Signal>> sig = dev->new_signal("s");
-    ASSERT_TRUE(sig.ok());
-    std::unique_ptr<hcq::HwQueue> q = dev->compute_queue();
-    q->wait(**sig, 5).exec(prg, args, {7, 2, 1}, {64, 1, 1}).signal(**sig, 6);
-    ASSERT_TRUE(q->submit().ok()) << q->submit().to_string();
-    kfd->progress();  // the fake KFD reads the doorbells
+    const Program& prg = rec.program();
+    const hcq::Buffer* mem = &rec.mem;
+    hcq::ArgsState& args = *rec.args;
+    std::unique_ptr<hcq::Signal>* sig = &rec.sig;
+    hcq::HwQueue* q = rec.q.get();
 
     mock::FakeKfdQueue cq = kfd->queues()[0];
     std::vector<uint64_t> bells = kfd->doorbell_writes(cq.id);
@@ -371,6 +406,102 @@ TEST(AmdDevice, TheComputeQueuePublishesPm4WordsThenTheWritePointerThenTheDoorbe
     q->wait(**sig, int64_t{1} << 33);
     EXPECT_THAT(q->refusal().message(), HasSubstr("compare 32-bit values"));
   }
+}
+
+// The AQL compute queue: the PM4 around a dispatch goes out as PM4-IB packets calling copies of
+// those words, the dispatch as an HSA kernel dispatch packet; then the ring's completion release
+// (PM4-IB); free slots keep an INVALID header; the write pointer is write_dispatch_id (packets)
+// and the doorbell gets the last packet's index. Offsets from ROCR's hsa.h and amd_queue_t.
+TEST(AmdDevice, TheAqlComputeQueuePublishesPacketsThenWriteDispatchIdThenTheDoorbell) {
+  REQUIRE_LLD();
+  for (const char* gfx : {"gfx90a", "gfx1100"}) {
+    SCOPED_TRACE(gfx);
+    Recorded rec(gfx, ComputeQueueMode::kAql);
+    FakeKfd* kfd = rec.kfd.get();
+    const Program& prg = rec.program();
+    const hcq::Buffer* mem = &rec.mem;
+
+    mock::FakeKfdQueue cq = kfd->queues()[0];
+    ASSERT_EQ(cq.type, kKfdIocQueueTypeComputeAql);
+    uint64_t wptr;
+    std::memcpy(&wptr, *kfd->resolve(cq.write_pointer_address, 8), 8);
+    EXPECT_EQ(wptr, 4u) << "wait, dispatch, signal, completion release";
+    EXPECT_EQ(kfd->doorbell_writes(cq.id), std::vector<uint64_t>{3}) << "the last packet's index";
+    std::vector<uint32_t> w = ring_words(*kfd, cq, 16 * 5);
+    auto packet = [&](int i) {
+      return std::vector<uint32_t>(w.begin() + 16 * i, w.begin() + 16 * i + 16);
+    };
+    // The PM4 words a PM4-IB packet calls: dword 1 is INDIRECT_BUFFER (type 3, opcode 0x3f,
+    // count 2), then the address, then the size with VALID (bit 23); dword 5 dw_count_remain 10.
+    auto ib_words = [&](const std::vector<uint32_t>& pk) {
+      EXPECT_EQ(pk[0], 0x1500u | 1u << 16) << "vendor-specific, barrier, system scopes, PM4-IB";
+      EXPECT_EQ(pk[1], 3u << 30 | 2u << 16 | 0x3fu << 8);
+      EXPECT_EQ(pk[5], 10u);
+      uint64_t va = pk[2] | uint64_t{pk[3]} << 32;
+      uint32_t n = pk[4] & 0xfffff;
+      EXPECT_EQ(pk[4] >> 23 & 1, 1u);
+      std::vector<uint32_t> out(n);
+      std::optional<uint8_t*> h = kfd->resolve(va, 4 * n);
+      EXPECT_TRUE(h.has_value()) << "the IB is GPU memory";
+      if (h) std::memcpy(out.data(), *h, 4 * n);
+      return out;
+    };
+    auto ops = [](const std::vector<uint32_t>& words) {
+      std::vector<uint32_t> out;
+      for (auto& [op, body] : pm4_packets(words)) out.push_back(op);
+      return out;
+    };
+    EXPECT_EQ(ops(ib_words(packet(0))), std::vector<uint32_t>{kPacket3WaitRegMem});
+    // hsa_kernel_dispatch_packet_t: header type 2 | barrier | system scopes, setup 3 dims;
+    // workgroup 64x1x1; grid in work-items 448x2x1; private and group segment sizes; the
+    // kernel descriptor; the kernarg segment; no completion signal.
+    std::vector<uint32_t> d = packet(1);
+    EXPECT_EQ(d[0], 0x1502u | 3u << 16);
+    EXPECT_EQ(d[1], 64u | 1u << 16);
+    EXPECT_EQ(d[2], 1u);
+    EXPECT_EQ((std::vector<uint32_t>{d[3], d[4], d[5]}), (std::vector<uint32_t>{448, 2, 1}));
+    EXPECT_EQ(d[6], prg.scratch_bytes());
+    EXPECT_EQ(d[7], prg.lds_bytes());
+    EXPECT_EQ(d[8] | uint64_t{d[9]} << 32, prg.descriptor_va());
+    EXPECT_EQ(d[10] | uint64_t{d[11]} << 32, mem->va);
+    EXPECT_EQ(d[14] | uint64_t{d[15]} << 32, 0u);
+    EXPECT_EQ(ops(ib_words(packet(2))),
+              (std::vector<uint32_t>{kPacket3ReleaseMem, kPacket3ReleaseMem}));
+    EXPECT_EQ(ops(ib_words(packet(3))), std::vector<uint32_t>{kPacket3ReleaseMem});
+    EXPECT_EQ(packet(4)[0], 1u) << "a free slot's header is INVALID";
+    // amd_queue_t around the pointers: read_dispatch_id_field_base_byte_offset and the flags.
+    uint8_t* amdq = *kfd->resolve(cq.read_pointer_address - 128, 256);
+    uint32_t field, props;
+    std::memcpy(&field, amdq + 136, 4);
+    std::memcpy(&props, amdq + 180, 4);
+    EXPECT_EQ(field, 128u);
+    EXPECT_EQ(props, 1u << 1 | 1u << 3) << "IS_PTR64 | ENABLE_PROFILING";
+  }
+}
+
+// A GPU with several XCCs gets the AQL queue by default; a PM4 queue there is refused by name.
+TEST(AmdDevice, SeveralXccsGetTheAqlQueueAndPm4IsRefusedThere) {
+  FakeAmdGpuConfig cfg = FakeAmdGpuConfig::preset("gfx942");
+  ASSERT_GT(cfg.num_xcc, 1u);
+  auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {cfg}});
+  DeviceOptions o = small();
+  o.compute = ComputeQueueMode::kPm4;
+  Result<std::unique_ptr<Device>> d = Device::create(kfd, 0, o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(d.status().message(), HasSubstr("has " + std::to_string(cfg.num_xcc) + " XCCs"));
+  EXPECT_THAT(d.status().message(), HasSubstr("PRED_EXEC"));
+  EXPECT_THAT(d.status().message(), HasSubstr("AMD_AQL=1"));
+  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{}) << "nothing left behind";
+  // A fresh KFD: like the kernel's, the fake keeps the first render node's VM for the process.
+  std::unique_ptr<Device> dev = open(std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {cfg}}));
+  EXPECT_TRUE(dev->aql());
+  // On one XCC the default is PM4, and AMD_AQL's values parse.
+  EXPECT_FALSE(open(fake_kfd("gfx1100"))->aql());
+  EXPECT_EQ(*compute_queue_mode(""), ComputeQueueMode::kAuto);
+  EXPECT_EQ(*compute_queue_mode("0"), ComputeQueueMode::kPm4);
+  EXPECT_EQ(*compute_queue_mode("1"), ComputeQueueMode::kAql);
+  EXPECT_THAT(compute_queue_mode("yes").status().message(), HasSubstr("AMD_AQL=yes: must be 1"));
 }
 
 TEST(AmdDevice, CopyQueueRecordsSdmaAndRefusesWhatItCannotDo) {
@@ -649,31 +780,37 @@ TEST(AmdDeviceOnFakeGpu, AVmFaultBecomesTheStickyErrorNamingTheAddressAndBuffer)
 }
 
 TEST(AmdDeviceOnFakeGpu, AnInjectedHangTimesOutWithAReportInsteadOfFreezing) {
-  Rig rig("gfx1100", small(std::chrono::milliseconds(300)));
-  Device& dev = *rig.dev;
-  Result<std::unique_ptr<hcq::Signal>> gate = dev.new_signal("gate");
-  ASSERT_TRUE(gate.ok());
-  std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
-  // First a submission stuck in a wait the CPU never satisfies, then a hung queue.
-  Result<uint64_t> v = dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) { q.wait(**gate, 7); });
-  ASSERT_TRUE(v.ok());
-  auto t0 = std::chrono::steady_clock::now();
-  Status s = dev.synchronize(std::chrono::milliseconds(300));
-  auto waited = std::chrono::steady_clock::now() - t0;
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
-  EXPECT_LT(waited, std::chrono::seconds(5));
-  EXPECT_THAT(s.message(), HasSubstr("host wait on signal 'timeline'"));
-  EXPECT_THAT(s.message(), HasSubstr("compute queue of AMD: submissions"));
-  EXPECT_THAT(s.message(), HasSubstr("it waits for signal 'gate' at " + hex((*gate)->va()) +
-                                     " to reach 7 (it holds 0)"));
-  EXPECT_TRUE(dev.failed());
+  // On either compute queue (AQL: the wait is in a PM4-IB packet's words).
+  for (ComputeQueueMode mode : {ComputeQueueMode::kPm4, ComputeQueueMode::kAql}) {
+    SCOPED_TRACE(mode == ComputeQueueMode::kAql ? "AQL" : "PM4");
+    DeviceOptions o = small(std::chrono::milliseconds(300));
+    o.compute = mode;
+    Rig rig("gfx1100", o);
+    Device& dev = *rig.dev;
+    Result<std::unique_ptr<hcq::Signal>> gate = dev.new_signal("gate");
+    ASSERT_TRUE(gate.ok());
+    std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
+    // First a submission stuck in a wait the CPU never satisfies, then a hung queue.
+    Result<uint64_t> v = dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) { q.wait(**gate, 7); });
+    ASSERT_TRUE(v.ok());
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = dev.synchronize(std::chrono::milliseconds(300));
+    auto waited = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
+    EXPECT_LT(waited, std::chrono::seconds(5));
+    EXPECT_THAT(s.message(), HasSubstr("host wait on signal 'timeline'"));
+    EXPECT_THAT(s.message(), HasSubstr("compute queue of AMD: submissions"));
+    EXPECT_THAT(s.message(), HasSubstr("it waits for signal 'gate' at " + hex((*gate)->va()) +
+                                       " to reach 7 (it holds 0)"));
+    EXPECT_TRUE(dev.failed());
+  }
 
   Rig hung("gfx1100", small(std::chrono::milliseconds(300)));
   hung.gpu->inject_hang(hung.kfd->queues()[0].id);
   std::unique_ptr<hcq::HwQueue> q2 = hung.dev->compute_queue();
   ASSERT_TRUE(hung.dev->submit_on_timeline(*q2, [](hcq::HwQueue&) {}).ok());
-  s = hung.dev->synchronize(std::chrono::milliseconds(300));
+  Status s = hung.dev->synchronize(std::chrono::milliseconds(300));
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
   EXPECT_THAT(s.message(), HasSubstr("submissions 0 of 1 done"));
 }

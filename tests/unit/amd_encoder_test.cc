@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "drivers/amd/aql.h"
@@ -432,6 +433,36 @@ TEST(AmdAql, BarrierAndAndPm4IbPackets) {
   // reserved[8], completion signal.
   EXPECT_EQ(slot, (std::array<uint32_t, 16>{0xdeadbeef, 0xc0023f00, 0x4000, 0x7f00, 0x800018, 10, 0,
                                             0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+// amd_queue_t as 64 little-endian dwords, offsets from LLVM device-libs amd_hsa_queue.h: max_cu_id
+// dword 18, max_wave_id 19, read_dispatch_id_field_base_byte_offset 34, compute_tmpring_size 35,
+// scratch_resource_descriptor 36..39, scratch_backing_memory_location 40..41, its byte size
+// 42..43, scratch_wave64_lane_byte_size 44, queue_properties 45.
+TEST(AmdAql, AmdQueueTFieldsFollowAmdHsaQueueH) {
+  std::array<uint8_t, 256> q;
+  q.fill(0xee);
+  init_amd_queue(q, 95, 31);
+  std::array<uint32_t, 64> want{};
+  want[18] = 95;
+  want[19] = 31;
+  want[34] = 128;
+  want[45] = 0xa;  // IS_PTR64 (bit 1) | ENABLE_PROFILING (bit 3)
+  auto dwords = [&] {
+    std::array<uint32_t, 64> d;
+    std::memcpy(d.data(), q.data(), 256);
+    return d;
+  };
+  EXPECT_EQ(dwords(), want);
+  AqlScratch s{.va = 0x7f1234560000, .bytes = 0x300000, .tmpring_size = 0xa200, .lane_bytes = 40};
+  s.rsrc[0] = 1, s.rsrc[1] = 2, s.rsrc[2] = 3, s.rsrc[3] = 4;
+  set_amd_queue_scratch(q, s);
+  want[35] = 0xa200;
+  want[36] = 1, want[37] = 2, want[38] = 3, want[39] = 4;
+  want[40] = 0x34560000, want[41] = 0x7f12;
+  want[42] = 0x300000, want[43] = 0;
+  want[44] = 40;
+  EXPECT_EQ(dwords(), want);
 }
 
 }  // namespace

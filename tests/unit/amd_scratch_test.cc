@@ -1,7 +1,8 @@
 // Scratch on the AMD device: the buffer and COMPUTE_TMPRING_SIZE sized as tinygrad sizes them
 // (worked by hand below), grown by a program that needs it, and handed to the dispatch: the
 // base in COMPUTE_DISPATCH_SCRATCH_BASE (architected flat scratch) or in the private segment
-// buffer V# (gfx90a); the fake GPU refuses a scratch dispatch the CP could not run.
+// buffer V# (gfx90a), or on the AQL queue in amd_queue_t; the fake GPU refuses a scratch
+// dispatch the CP could not run.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -70,7 +71,8 @@ TEST(AmdScratch, LayoutFollowsTinygradsSizing) {
 
 // A kernel that indexes a private array with a run-time index: LLVM puts it in scratch.
 // NOTE: on gfx90a (no architected flat scratch) such a kernel also asks for the flat scratch
-// init SGPRs, which the PM4 dispatch does not provide yet: refused by name (below).
+// init SGPRs, which the PM4 dispatch does not provide: refused by name there (below); the AQL
+// queue runs it.
 Result<Binary> scratch_kernel(const std::string& gfx) {
   const std::string ir =
       "define amdgpu_kernel void @k(ptr addrspace(1) %out, ptr addrspace(1) %in) {\n"
@@ -103,67 +105,134 @@ Result<Binary> scratch_kernel(const std::string& gfx) {
   return b;
 }
 
+// Loads the scratch kernel on a fake `gfx` with `xccs` XCCs and the compute queue `mode`, checks
+// the scratch it grew, and runs it: the fake GPU checks the dispatch's scratch (from the PM4
+// registers, or from the AQL queue's amd_queue_t), the twin does the kernel's work.
+// With `unset_tmpring`, the AQL queue's compute_tmpring_size is zeroed first (a driver that forgot
+// it): the fake GPU must refuse the dispatch by name.
+void run_scratch_kernel(const std::string& gfx,
+                        ComputeQueueMode mode,
+                        uint32_t xccs = 1,
+                        bool unset_tmpring = false) {
+  FakeAmdGpuConfig cfg = FakeAmdGpuConfig::preset(gfx);
+  cfg.num_xcc = xccs;
+  cfg.simd_count *= xccs;  // KFD counts SIMDs and arrays over every XCC
+  cfg.array_count *= xccs;
+  auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {cfg}});
+  DeviceOptions o;
+  o.compute = mode;
+  o.compute_ring_bytes = o.copy_ring_bytes = 64 << 10;
+  o.timeout = std::chrono::milliseconds(2000);
+  Result<std::unique_ptr<Device>> dev = Device::create(kfd, 0, o);
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  mock::FakeAmdGpu gpu(*kfd);
+  EXPECT_EQ((*dev)->scratch().va, 0u) << "no scratch before a program needs it";
+  Result<Binary> b = scratch_kernel(gfx);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  Result<std::unique_ptr<hcq::Program>> p = (*dev)->load_program(*b);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const auto& prg = static_cast<const Program&>(**p);
+  ASSERT_GT(prg.scratch_bytes(), 0u) << "LLVM put the array in registers after all";
+  Device::Scratch s = (*dev)->scratch();
+  ASSERT_NE(s.va, 0u);
+  Result<ScratchLayout> want =
+      scratch_layout((*dev)->arch(), (*dev)->kfd().node().props, prg.scratch_bytes());
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(s.tmpring_size, want->tmpring_size);
+  ASSERT_TRUE(kfd->resolve(s.va, want->bytes).has_value()) << "the scratch is mapped whole";
+  if ((*dev)->aql()) {
+    // amd_queue_t (LLVM device-libs amd_hsa_queue.h): KFD got &read_dispatch_id (offset 128);
+    // compute_tmpring_size at 140, the V# at 144, the backing memory at 160 and its bytes (one
+    // XCC's share) at 168, the bytes per lane at 176.
+    const mock::FakeKfdQueue q = kfd->queues()[0];
+    ASSERT_EQ(q.type, 2u) << "KFD_IOC_QUEUE_TYPE_COMPUTE_AQL";
+    uint8_t* amdq = *kfd->resolve(q.read_pointer_address - 128, 256);
+    auto u32 = [&](size_t at) {
+      uint32_t v;
+      std::memcpy(&v, amdq + at, 4);
+      return v;
+    };
+    auto u64 = [&](size_t at) {
+      uint64_t v;
+      std::memcpy(&v, amdq + at, 8);
+      return v;
+    };
+    EXPECT_EQ(q.write_pointer_address, q.read_pointer_address - 128 + 56);
+    EXPECT_EQ(u32(136), 128u);
+    EXPECT_EQ(u32(140), want->tmpring_size);
+    EXPECT_EQ(u32(144), static_cast<uint32_t>(s.va));
+    EXPECT_EQ(u64(160), s.va);
+    EXPECT_EQ(u64(168), want->bytes / xccs);
+    EXPECT_EQ(u32(176), want->bytes_per_lane);
+    if (unset_tmpring) std::memset(amdq + 140, 0, 4);
+  }
+  std::vector<int32_t> host_out;
+  gpu.twins().add(
+      prg.code_va(),
+      [&](std::span<const uint8_t> ka, hcq::Dim3, hcq::Dim3 block) {
+        uint64_t out, in;
+        std::memcpy(&out, ka.data(), 8);
+        std::memcpy(&in, ka.data() + 8, 8);
+        auto* o = reinterpret_cast<int32_t*>(*kfd->resolve(out, 256));
+        auto* i = reinterpret_cast<int32_t*>(*kfd->resolve(in, 256));
+        for (uint32_t t = 0; t < block.x; t++) o[t] = (i[t] & 1) ? static_cast<int32_t>(t) : -1;
+      },
+      prg.private_segment_buffer() ? 4 : 0);
+  Result<hcq::Buffer> in = (*dev)->allocator().alloc(256, {.cpu_access = true});
+  Result<hcq::Buffer> out = (*dev)->allocator().alloc(256, {.cpu_access = true});
+  Result<hcq::Buffer> args = (*dev)->allocator().alloc(64, {.host = true, .cpu_access = true});
+  ASSERT_TRUE(in.ok() && out.ok() && args.ok());
+  hcq::ArgsState a(*args, 0, 2, 0);
+  a.set_buf(0, static_cast<int64_t>(out->va));
+  a.set_buf(1, static_cast<int64_t>(in->va));
+  Result<std::unique_ptr<hcq::Signal>> sig = (*dev)->new_signal("done");
+  ASSERT_TRUE(sig.ok());
+  std::unique_ptr<hcq::HwQueue> q = (*dev)->compute_queue();
+  q->exec(prg, a, {1, 1, 1}, {64, 1, 1}).signal(**sig, 1);
+  ASSERT_TRUE(q->submit().ok());
+  if (unset_tmpring) {
+    EXPECT_FALSE((*sig)->wait(1, std::chrono::milliseconds(300)).ok());
+    ASSERT_EQ(gpu.faults().size(), 1u);
+    EXPECT_NE(gpu.faults()[0].to_string().find("amd_queue_t has compute_tmpring_size 0x0"),
+              std::string::npos)
+        << gpu.faults()[0].to_string();
+    EXPECT_EQ(gpu.counters().dispatches, 0u);
+    return;
+  }
+  ASSERT_TRUE((*sig)->wait(1, std::chrono::milliseconds(2000)).ok()) << (*dev)->describe_hang();
+  EXPECT_TRUE(gpu.faults().empty()) << gpu.faults()[0].to_string();
+  EXPECT_EQ(gpu.counters().dispatches, 1u);
+}
+
 TEST(AmdScratch, AProgramThatNeedsScratchGrowsItAndItsDispatchNamesIt) {
   if (!compiler::LdLld::find().ok()) GTEST_SKIP() << "needs ld.lld";
   for (const char* gfx : {"gfx1100", "gfx1201"}) {
     SCOPED_TRACE(gfx);
-    auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {FakeAmdGpuConfig::preset(gfx)}});
-    DeviceOptions o;
-    o.compute_ring_bytes = o.copy_ring_bytes = 64 << 10;
-    o.timeout = std::chrono::milliseconds(2000);
-    Result<std::unique_ptr<Device>> dev = Device::create(kfd, 0, o);
-    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
-    mock::FakeAmdGpu gpu(*kfd);
-    EXPECT_EQ((*dev)->scratch().va, 0u) << "no scratch before a program needs it";
-    Result<Binary> b = scratch_kernel(gfx);
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    Result<std::unique_ptr<hcq::Program>> p = (*dev)->load_program(*b);
-    ASSERT_TRUE(p.ok()) << p.status().to_string();
-    const auto& prg = static_cast<const Program&>(**p);
-    ASSERT_GT(prg.scratch_bytes(), 0u) << "LLVM put the array in registers after all";
-    Device::Scratch s = (*dev)->scratch();
-    ASSERT_NE(s.va, 0u);
-    Result<ScratchLayout> want =
-        scratch_layout((*dev)->arch(), (*dev)->kfd().node().props, prg.scratch_bytes());
-    ASSERT_TRUE(want.ok());
-    EXPECT_EQ(s.tmpring_size, want->tmpring_size);
-    ASSERT_TRUE(kfd->resolve(s.va, want->bytes).has_value()) << "the scratch is mapped whole";
-
-    // The fake GPU checks the dispatch's scratch; the twin does the kernel's work.
-    std::vector<int32_t> host_out;
-    gpu.twins().add(
-        prg.code_va(),
-        [&](std::span<const uint8_t> ka, hcq::Dim3, hcq::Dim3 block) {
-          uint64_t out, in;
-          std::memcpy(&out, ka.data(), 8);
-          std::memcpy(&in, ka.data() + 8, 8);
-          auto* o = reinterpret_cast<int32_t*>(*kfd->resolve(out, 256));
-          auto* i = reinterpret_cast<int32_t*>(*kfd->resolve(in, 256));
-          for (uint32_t t = 0; t < block.x; t++) o[t] = (i[t] & 1) ? static_cast<int32_t>(t) : -1;
-        },
-        prg.private_segment_buffer() ? 4 : 0);
-    Result<hcq::Buffer> in = (*dev)->allocator().alloc(256, {.cpu_access = true});
-    Result<hcq::Buffer> out = (*dev)->allocator().alloc(256, {.cpu_access = true});
-    Result<hcq::Buffer> args = (*dev)->allocator().alloc(64, {.host = true, .cpu_access = true});
-    ASSERT_TRUE(in.ok() && out.ok() && args.ok());
-    hcq::ArgsState a(*args, 0, 2, 0);
-    a.set_buf(0, static_cast<int64_t>(out->va));
-    a.set_buf(1, static_cast<int64_t>(in->va));
-    Result<std::unique_ptr<hcq::Signal>> sig = (*dev)->new_signal("done");
-    ASSERT_TRUE(sig.ok());
-    std::unique_ptr<hcq::HwQueue> q = (*dev)->compute_queue();
-    q->exec(prg, a, {1, 1, 1}, {64, 1, 1}).signal(**sig, 1);
-    ASSERT_TRUE(q->submit().ok());
-    ASSERT_TRUE((*sig)->wait(1, std::chrono::milliseconds(2000)).ok()) << (*dev)->describe_hang();
-    EXPECT_TRUE(gpu.faults().empty()) << gpu.faults()[0].to_string();
-    EXPECT_EQ(gpu.counters().dispatches, 1u);
+    run_scratch_kernel(gfx, ComputeQueueMode::kPm4);
   }
+}
+
+// On the AQL queue the CP finds the scratch in amd_queue_t and sets up every user SGPR the
+// descriptor asks for: gfx90a kernels wanting the flat scratch init run, and a GPU with several
+// XCCs gets scratch (one share per XCC).
+TEST(AmdScratch, TheAqlQueueDescribesScratchInAmdQueueT) {
+  if (!compiler::LdLld::find().ok()) GTEST_SKIP() << "needs ld.lld";
+  for (const char* gfx : {"gfx90a", "gfx1100"}) {
+    SCOPED_TRACE(gfx);
+    run_scratch_kernel(gfx, ComputeQueueMode::kAql);
+  }
+  SCOPED_TRACE("gfx942 with 4 XCCs");
+  run_scratch_kernel("gfx942", ComputeQueueMode::kAuto, 4);
+  SCOPED_TRACE("amd_queue_t without the scratch ring size");
+  run_scratch_kernel("gfx1100", ComputeQueueMode::kAql, 1, true);
 }
 
 TEST(AmdScratch, Gfx90aKernelsThatWantFlatScratchInitAreRefusedByName) {
   if (!compiler::LdLld::find().ok()) GTEST_SKIP() << "needs ld.lld";
   auto kfd = std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {FakeAmdGpuConfig::preset("gfx90a")}});
-  Result<std::unique_ptr<Device>> dev = Device::create(kfd, 0);
+  DeviceOptions o;
+  o.compute = ComputeQueueMode::kPm4;
+  Result<std::unique_ptr<Device>> dev = Device::create(kfd, 0, o);
   ASSERT_TRUE(dev.ok()) << dev.status().to_string();
   Result<Binary> b = scratch_kernel("gfx90a");
   ASSERT_TRUE(b.ok()) << b.status().to_string();
@@ -172,6 +241,7 @@ TEST(AmdScratch, Gfx90aKernelsThatWantFlatScratchInitAreRefusedByName) {
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find("ENABLE_SGPR_FLAT_SCRATCH_INIT"), std::string::npos)
       << p.status().message();
+  EXPECT_NE(p.status().message().find("AMD_AQL=1"), std::string::npos) << p.status().message();
 }
 
 }  // namespace

@@ -85,9 +85,10 @@ class TwinAmdTarget final : public compiler::AmdTarget {
 
 }  // namespace
 
-Result<MockAmd> open_mock_amd_with_twins(const std::string& name, const std::string& gfx) {
+Result<MockAmd> open_mock_amd_with_twins(const std::string& name,
+                                         const std::string& gfx,
+                                         amd::DeviceOptions options) {
   MockAmd m;
-  amd::DeviceOptions options;
   options.name = name;
   ASSIGN_OR_RETURN(m.device, open_mock_amd(gfx, options));
   Result<compiler::LdLld> lld = compiler::LdLld::find();

@@ -20,9 +20,10 @@ struct MockAmd {
   std::unique_ptr<compiler::Target> target;
 };
 
-// A MOCK+AMD device named `name` on a fake `gfx` GPU, and its twin-making target. NotFound
-// (naming the device) when there is no ld.lld.
+// A MOCK+AMD device named `name` on a fake `gfx` GPU with `options` (its name replaced), and
+// its twin-making target. NotFound (naming the device) when there is no ld.lld.
 Result<MockAmd> open_mock_amd_with_twins(const std::string& name,
-                                         const std::string& gfx = "gfx1100");
+                                         const std::string& gfx = "gfx1100",
+                                         amd::DeviceOptions options = {});
 
 }  // namespace baregrad::mock

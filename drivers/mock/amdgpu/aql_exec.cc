@@ -3,8 +3,11 @@
 // hsa_kernel_dispatch_packet_t, hsa_barrier_and/or_packet_t), src/inc/amd_hsa_signal.h
 // (amd_signal_t: value at 0x08, event_mailbox_ptr 0x10, event_id 0x18), AMD's
 // amd_aql_pm4_ib_packet_t (format 1 at bits 31:16 of dword 0, an INDIRECT_BUFFER in dwords 1-4,
-// dw_count_remain, completion_signal at 56) and LLVM's kernel_descriptor_t (kernarg_size at 8,
-// kernel_code_entry_byte_offset at 16).
+// dw_count_remain, completion_signal at 56), LLVM's kernel_descriptor_t (kernarg_size at 8,
+// kernel_code_entry_byte_offset at 16, compute_pgm_rsrc2 at 52) and amd_queue_t (LLVM
+// amd/device-libs/ockl/inc/amd_hsa_queue.h: read_dispatch_id at 128, then
+// read_dispatch_id_field_base_byte_offset 136, compute_tmpring_size 140,
+// scratch_backing_memory_location 160, scratch_wave64_lane_byte_size 176).
 #include <atomic>
 #include <cstring>
 
@@ -20,6 +23,8 @@ constexpr uint32_t kTypeBarrierAnd = 3, kTypeBarrierOr = 5;
 constexpr uint32_t kPm4IbFormat = 1;  // AMD_AQL_PM4_IB_FORMAT
 constexpr uint32_t kPacket3IndirectBuffer = 0x3f;
 constexpr uint64_t kSignalValue = 0x08, kSignalMailbox = 0x10, kSignalEventId = 0x18;
+constexpr uint64_t kQueueReadDispatchId = 128, kQueueTmpringSize = 140;
+constexpr uint64_t kQueueScratchBase = 160, kQueueScratchLaneBytes = 176;
 
 template <class T>
 T get(const uint8_t* slot, size_t offset) {
@@ -113,6 +118,39 @@ FakeAmdGpu::Step FakeAmdGpu::exec_aql(Queue& q, uint8_t* slot, uint64_t va, bool
       l.grid = {grid[0] / wg[0], grid[1] / wg[1], grid[2] / wg[2]};
       l.block = {wg[0], wg[1], wg[2]};
       l.lds_bytes = get<uint32_t>(slot, 28);  // group_segment_size
+      // COMPUTE_PGM_RSRC2 bit 0 (the private segment) or a private_segment_size: the CP hands
+      // each wave COMPUTE_TMPRING_SIZE.WAVESIZE units of the scratch that the queue's amd_queue_t
+      // describes. It finds that block from the read pointer KFD was given (read_dispatch_id)
+      // minus read_dispatch_id_field_base_byte_offset, which must say so.
+      const uint32_t private_size = get<uint32_t>(slot, 24);
+      if ((get<uint32_t>(desc, 52) & 1) != 0 || private_size != 0) {
+        const uint64_t rd = q.info.read_pointer_address;
+        auto field = load(q, rd + 8, 4, va, "amd_queue_t.read_dispatch_id_field_base_byte_offset");
+        if (!field) return Step::kStop;
+        if (*field != kQueueReadDispatchId)
+          return bad_packet(q, va,
+                            "a scratch dispatch, but amd_queue_t.read_dispatch_id_field_base_" +
+                                std::string("byte_offset is ") + std::to_string(*field) +
+                                " (128 expected): the CP cannot find the queue's scratch");
+        const uint64_t amdq = rd - kQueueReadDispatchId;
+        auto tmpring = load(q, amdq + kQueueTmpringSize, 4, va, "amd_queue_t.compute_tmpring_size");
+        auto base =
+            load(q, amdq + kQueueScratchBase, 8, va, "amd_queue_t.scratch_backing_memory_location");
+        auto lane = load(q, amdq + kQueueScratchLaneBytes, 4, va,
+                         "amd_queue_t.scratch_wave64_lane_byte_size");
+        if (!tmpring || !base || !lane) return Step::kStop;
+        const uint64_t wave_units = *tmpring >> 12;
+        if (wave_units == 0 || *lane < private_size)
+          return bad_packet(q, va,
+                            "a dispatch of " + std::to_string(private_size) +
+                                " scratch bytes per work-item, but the queue's amd_queue_t has " +
+                                "compute_tmpring_size " + hex(*tmpring) + " and " +
+                                std::to_string(*lane) + " bytes per lane");
+        const uint64_t bytes = wave_units * arch_->scratch_align_bytes;
+        if (access(q, *base, bytes, va,
+                   "scratch of a wave (" + std::to_string(bytes) + " bytes)") == nullptr)
+          return Step::kStop;
+      }
       l.queue_id = q.info.id;
       l.packet_va = va;
       return launch(q, l);
