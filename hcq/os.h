@@ -21,6 +21,11 @@ class Os {
  public:
   virtual ~Os() = default;
 
+  // A number no other Os of this process has had: process-wide state kept per Os (e.g. a file
+  // the kernel pins for the process's life, kept open across devices) tells instances apart
+  // with it, where an address could be reused.
+  uint64_t instance() const { return instance_; }
+
   // A new fd for `path` (open(2) flags; the real Os adds O_CLOEXEC). Errors name the path and the
   // errno text: ENOENT -> NotFound, EACCES/EPERM -> FailedPrecondition.
   virtual Result<int> open(const std::string& path, int flags) = 0;
@@ -48,6 +53,10 @@ class Os {
 
   // How often the real ioctl is reissued after EINTR/EAGAIN before the error is returned.
   static constexpr int kIoctlRetries = 1000;
+
+ private:
+  static uint64_t next_instance();
+  const uint64_t instance_ = next_instance();
 };
 
 // The real syscalls. One process-wide instance (a stateless object).
@@ -122,6 +131,11 @@ class Mapping {
   // The mapped length in bytes (0 when empty).
   size_t size() const { return len_; }
   bool valid() const { return addr_ != nullptr; }
+  // Leaves this empty without unmapping: the mapping stays for the process's life.
+  void release() {
+    addr_ = nullptr;
+    len_ = 0;
+  }
   // Unmaps now (a munmap error is dropped) and leaves this empty.
   void reset() {
     if (addr_ == nullptr) return;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -146,6 +147,11 @@ class LinuxOs final : public Os {
 };
 
 }  // namespace
+
+uint64_t Os::next_instance() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Os& linux_os() {
   static LinuxOs os;

@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "base/format.h"
@@ -39,11 +41,7 @@ std::string KfdVersion::str() const { return std::to_string(major) + "." + std::
 KfdIface::KfdIface(std::shared_ptr<hcq::Os> os, hcq::Fd kfd)
     : os_(std::move(os)), kfd_(std::move(kfd)) {}
 
-KfdIface::~KfdIface() {
-  Status s = event_page_.free();
-  if (!s.ok()) BG_LOG(1) << "amd: freeing the event page: " << s;
-  doorbells_.reset();
-}
+KfdIface::~KfdIface() { doorbells_.reset(); }
 
 Result<std::unique_ptr<KfdIface>> KfdIface::open(std::shared_ptr<hcq::Os> os, int index) {
   Result<hcq::Fd> kfd = hcq::open_fd(*os, kKfdPath, O_RDWR);
@@ -96,11 +94,28 @@ Status KfdIface::check_version() {
   return Status();
 }
 
+KfdProcess& KfdProcess::of(const hcq::Os& os) {
+  static auto* processes = new std::map<uint64_t, KfdProcess>();  // never freed, as KFD's state
+  return (*processes)[os.instance()];
+}
+
+std::mutex& KfdProcess::mu() {
+  static std::mutex mu;
+  return mu;
+}
+
 Status KfdIface::open_render_node() {
   std::string path = render_node_path(node_.props.drm_render_minor);
-  Result<hcq::Fd> fd = hcq::open_fd(*os_, path, O_RDWR);
+  std::lock_guard lock(KfdProcess::mu());
+  KfdProcess& p = KfdProcess::of(*os_);
+  if (auto it = p.render_fds.find(path); it != p.render_fds.end()) {
+    render_fd_ = it->second;
+    return Status();
+  }
+  Result<int> fd = os_->open(path, O_RDWR);
   if (!fd.ok()) return device_open_error(fd.status(), path);
-  render_ = std::move(*fd);
+  render_fd_ = *fd;
+  p.render_fds.emplace(path, *fd);
   return Status();
 }
 

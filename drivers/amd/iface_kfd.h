@@ -16,9 +16,11 @@
 
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,6 +87,9 @@ class KfdMemory {
   // AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, munmap, AMDKFD_IOC_FREE_MEMORY_OF_GPU: every step runs,
   // the first error is returned; afterwards this holds nothing.
   Status free();
+  // Lets go of the memory without unmapping or freeing it: it stays allocated and mapped for
+  // the process's life (the event page, which KFD refuses to free). Afterwards this holds nothing.
+  void pin();
 
  private:
   friend class KfdIface;
@@ -210,13 +215,25 @@ struct KfdWaitResult {
   bool fault() const { return memory.has_value() || hw.has_value(); }
 };
 
+// What KFD keeps per process and the driver must therefore keep too, per Os (one per process
+// for the real kernel, one per fake): the render-node fds (render_fd()) and the event page
+// (create_event()). Guarded by mu().
+struct KfdProcess {
+  std::map<std::string, int> render_fds;  // by render node path
+  uint64_t event_page_va = 0, event_page_handle = 0;
+  std::set<uint32_t> event_page_gpus;  // gpu_ids it is mapped into
+  static KfdProcess& of(const hcq::Os& os);
+  static std::mutex& mu();
+};
+
 class KfdIface {
  public:
   // Opens GPU `index` of those KFD lists (see the file comment for the steps). NotFound
   // without /dev/kfd or for an index past the GPUs; FailedPrecondition on EACCES (naming the
   // render and video groups) and for a KFD older than kMinKfdVersion (naming both).
   static Result<std::unique_ptr<KfdIface>> open(std::shared_ptr<hcq::Os> os, int index);
-  // Frees the event page, unmaps the doorbell page and closes the fds.
+  // Unmaps the doorbell page and closes /dev/kfd; the render node and the event page stay for
+  // the process (render_fd(), create_event()).
   ~KfdIface();
   KfdIface(const KfdIface&) = delete;
   KfdIface& operator=(const KfdIface&) = delete;
@@ -228,7 +245,11 @@ class KfdIface {
   int gpu_count() const { return gpu_count_; }  // GPUs in the topology
   KfdVersion version() const { return version_; }
   int kfd_fd() const { return kfd_.get(); }
-  int render_fd() const { return render_.get(); }
+  // The render node's fd: one per Os and render node for the process's life, never closed (KFD
+  // pins the file of a process's first ACQUIRE_VM until the process ends and answers EBUSY to
+  // ACQUIRE_VM with another: kfd_chardev.c kfd_ioctl_acquire_vm), so that a GPU reopened in
+  // the same process acquires its VM again.
+  int render_fd() const { return render_fd_; }
   // "AMD GPU 0 (gpu_id 0x5a10, gfx1100)".
   std::string where() const;
 
@@ -237,16 +258,18 @@ class KfdIface {
   Result<KfdMemory> alloc(uint64_t size, KfdMemKind kind, bool cpu_access);
   // AMDKFD_IOC_CREATE_QUEUE, mapping the doorbell page on the first queue. Thread-safe.
   Result<KfdQueue> create_queue(const KfdQueueRequest& req);
-  // AMDKFD_IOC_CREATE_EVENT; the first event allocates the event page (kKfdEventPageBytes of
-  // CPU-mapped GTT) and passes its handle. Thread-safe.
+  // AMDKFD_IOC_CREATE_EVENT. The process's first event (per Os) allocates the event page
+  // (kKfdEventPageBytes of CPU-mapped GTT) and passes its handle; KFD keeps it for the process,
+  // refuses a second one (EINVAL) and refuses to free it (EPERM), so it is never freed, and
+  // another GPU's first event maps it into that GPU (MAP_MEMORY_TO_GPU). Thread-safe.
   Result<KfdEvent> create_event(KfdEventType type, bool auto_reset);
   // AMDKFD_IOC_SET_EVENT (signal events).
   Status set_event(const KfdEvent& event);
   // AMDKFD_IOC_WAIT_EVENTS for any of `events`, at most timeout_ms (<= kKfdMaxFiniteTimeoutMs:
   // never an unbounded wait). Aborted when KFD reports an event destroyed during the wait.
   Result<KfdWaitResult> wait(std::span<const KfdEvent* const> events, uint32_t timeout_ms);
-  // The event page (invalid until the first create_event).
-  const KfdMemory& event_page() const { return event_page_; }
+  // The address of the process's event page (CPU and GPU), 0 before its first create_event.
+  uint64_t event_page_va() const;
 
  private:
   friend class KfdMemory;
@@ -265,14 +288,15 @@ class KfdIface {
   Result<hcq::Mmio> doorbell_page(uint64_t doorbell_offset);
 
   std::shared_ptr<hcq::Os> os_;
-  hcq::Fd kfd_, render_;
+  hcq::Fd kfd_;
+  int render_fd_ = -1;  // kept (render_fd())
   KfdGpuNode node_;
   int index_ = 0, gpu_count_ = 0;
   KfdVersion version_;
-  std::mutex mu_;  // the lazily made doorbell mapping and event page
+  mutable std::mutex mu_;  // the lazily made doorbell mapping and event page
   hcq::Mapping doorbells_;
   uint64_t doorbells_base_ = 0;
-  KfdMemory event_page_;
+  uint64_t event_page_va_ = 0;  // under mu_; 0 until this GPU reaches the event page
 };
 
 }  // namespace baregrad::amd

@@ -114,6 +114,12 @@ Status KfdMemory::free() {
   return first;
 }
 
+void KfdMemory::pin() {
+  range_.release();
+  allocated_ = gpu_mapped_ = false;
+  iface_ = nullptr;
+}
+
 // ---- KfdIface ----------------------------------------------------------------------------------
 
 Result<KfdMemory> KfdIface::alloc(uint64_t size, KfdMemKind kind, bool cpu_access) {
@@ -159,7 +165,7 @@ Result<KfdMemory> KfdIface::alloc(uint64_t size, KfdMemKind kind, bool cpu_acces
   m.handle_ = a.handle;
   m.allocated_ = true;
   if (m.cpu_ && !user) {
-    int fd = kind == KfdMemKind::kMmioRemap ? kfd_.get() : render_.get();
+    int fd = kind == KfdMemKind::kMmioRemap ? kfd_.get() : render_fd_;
     Result<void*> p = os_->mmap(reinterpret_cast<void*>(m.va_), m.size_, PROT_READ | PROT_WRITE,
                                 MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(a.mmap_offset));
     if (!p.ok()) return in_context(what + ": mapping it for the CPU", p.status());

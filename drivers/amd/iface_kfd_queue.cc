@@ -187,16 +187,29 @@ Result<KfdEvent> KfdIface::create_event(KfdEventType type, bool auto_reset) {
   a.event_type = static_cast<uint32_t>(type);
   a.auto_reset = auto_reset ? 1 : 0;
   std::lock_guard lock(mu_);
-  bool new_page = !event_page_.valid();
-  if (new_page) {
-    ASSIGN_OR_RETURN(event_page_, alloc(kKfdEventPageBytes, KfdMemKind::kGtt, true));
-    a.event_page_offset = event_page_.handle();
+  std::lock_guard process_lock(KfdProcess::mu());
+  KfdProcess& p = KfdProcess::of(*os_);
+  KfdMemory page;  // the process's first event: the event page it passes
+  if (p.event_page_va == 0) {
+    ASSIGN_OR_RETURN(page, alloc(kKfdEventPageBytes, KfdMemKind::kGtt, true));
+    a.event_page_offset = page.handle();
+  } else if (!p.event_page_gpus.contains(gpu_id())) {
+    // Another GPU of the process: the page's GPU mapping on this one too (tinygrad maps its
+    // class-wide event page into each GPU it opens).
+    RETURN_IF_ERROR(in_context(
+        what + ": mapping the process's event page at " + hex(p.event_page_va) + " into this GPU",
+        map_to_gpu(p.event_page_handle)));
+    p.event_page_gpus.insert(gpu_id());
   }
   Status s = kfd_ioctl(kAmdkfdIocCreateEvent, &a, "AMDKFD_IOC_CREATE_EVENT");
-  if (!s.ok()) {
-    if (new_page) (void)event_page_.free();  // the next event passes a new page
-    return in_context(what, s);
+  if (!s.ok()) return in_context(what, s);  // a page not passed is freed
+  if (page.valid()) {
+    p.event_page_va = page.va();
+    p.event_page_handle = page.handle();
+    p.event_page_gpus.insert(gpu_id());
+    page.pin();  // KFD holds it for the process
   }
+  event_page_va_ = p.event_page_va;
   KfdEvent e;
   e.iface_ = this;
   e.id_ = a.event_id;
@@ -207,9 +220,14 @@ Result<KfdEvent> KfdIface::create_event(KfdEventType type, bool auto_reset) {
     if (a.event_slot_index >= kKfdSignalEventLimit) {
       return internal(what + ": KFD gave slot " + std::to_string(a.event_slot_index));
     }
-    e.mailbox_va_ = event_page_.va() + uint64_t{a.event_slot_index} * 8;
+    e.mailbox_va_ = event_page_va_ + uint64_t{a.event_slot_index} * 8;
   }
   return e;
+}
+
+uint64_t KfdIface::event_page_va() const {
+  std::lock_guard lock(mu_);
+  return event_page_va_;
 }
 
 Status KfdIface::set_event(const KfdEvent& event) {

@@ -145,7 +145,11 @@ TEST(AmdDevice, BringsUpEveryTargetWithAComputeAndAnSdmaQueueAndReleasesEverythi
       EXPECT_EQ(kfd->events().size(), 3u);  // signal, memory and HW exception
       EXPECT_EQ(dev->timeline_value(), 1u);
     }
-    EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{}) << "everything is released";
+    EXPECT_EQ(kfd->live(), mock::kProcessKept) << "everything is released";
+    // Reopened in the same process: KFD (and the fake) answer EBUSY to ACQUIRE_VM from another
+    // render-node file, so the device must use the one it kept.
+    std::unique_ptr<Device> again = open(kfd);
+    EXPECT_EQ(again->arch().name, gfx);
   }
 }
 
@@ -187,7 +191,7 @@ TEST(AmdDevice, RefusesAnUnsupportedGpuAndBadOptionsByName) {
   EXPECT_EQ(d.status().message(),
             "AMD GPU 0 is gfx1030, which baregrad does not support (gfx90a, gfx942, gfx1100, "
             "gfx1201)");
-  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{});
+  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{.fds = 1}) << "the render node (pinned at ACQUIRE_VM)";
 
   DeviceOptions o = small();
   o.compute_ring_bytes = 3000;
@@ -492,9 +496,9 @@ TEST(AmdDevice, SeveralXccsGetTheAqlQueueAndPm4IsRefusedThere) {
   EXPECT_THAT(d.status().message(), HasSubstr("has " + std::to_string(cfg.num_xcc) + " XCCs"));
   EXPECT_THAT(d.status().message(), HasSubstr("PRED_EXEC"));
   EXPECT_THAT(d.status().message(), HasSubstr("AMD_AQL=1"));
-  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{}) << "nothing left behind";
-  // A fresh KFD: like the kernel's, the fake keeps the first render node's VM for the process.
-  std::unique_ptr<Device> dev = open(std::make_shared<FakeKfd>(FakeKfdConfig{.gpus = {cfg}}));
+  EXPECT_EQ(kfd->live(), mock::FakeKfdCounts{.fds = 1}) << "the render node alone";
+  // The same KFD again: the device reuses the render node whose file ACQUIRE_VM pinned.
+  std::unique_ptr<Device> dev = open(kfd);
   EXPECT_TRUE(dev->aql());
   // On one XCC the default is PM4, and AMD_AQL's values parse.
   EXPECT_FALSE(open(fake_kfd("gfx1100"))->aql());

@@ -557,7 +557,8 @@ TEST(AmdFakeGpuSdma, PollBlocksAndTrapSignalsTheEvent) {
   r = rig.iface->wait(events, 1000);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->timed_out);
-  EXPECT_EQ(at<uint64_t>(rig.iface->event_page(), ev->slot_index() * 8).load(), ev->id());
+  uint64_t mailbox = rig.iface->event_page_va() + ev->slot_index() * 8;
+  EXPECT_EQ(std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mailbox)).load(), ev->id());
 }
 
 TEST(AmdFakeGpuSdma, PaddedRingWrapAndUnknownOp) {

@@ -87,6 +87,11 @@ struct FakeKfdCounts {
   int fds = 0, allocations = 0, gpu_mappings = 0, cpu_mappings = 0, queues = 0, events = 0;
   bool operator==(const FakeKfdCounts&) const = default;
 };
+// What is live after a driver let go of a GPU it opened: what KFD keeps for the process, and the
+// driver with it (amd::KfdProcess): the render node's fd (KFD pins that file at ACQUIRE_VM) and
+// the event page (allocated, CPU- and GPU-mapped; KFD refuses to free it).
+inline constexpr FakeKfdCounts kProcessKept{
+    .fds = 1, .allocations = 1, .gpu_mappings = 1, .cpu_mappings = 1};
 
 class FakeKfd final : public hcq::Os {
  public:

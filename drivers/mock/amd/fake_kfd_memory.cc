@@ -124,8 +124,10 @@ int FakeKfd::State::map_memory(KfdIoctlMapMemoryToGpuArgs& a, bool map) {
   FakeKfdAllocation& info = it->second.info;
   for (; a.n_success < a.n_devices; ++a.n_success) {
     KfdGpuState* g = gpu_by_id(ids[a.n_success]);
-    // NOTE: one GPU per allocation in the fake: peer mappings are not modelled.
-    if (g == nullptr || g->acquired_fd < 0 || g - gpus.data() != info.gpu) {
+    // NOTE: one GPU per allocation in the fake, except GTT (system memory, which every GPU of
+    // the process reaches: the event page): VRAM peer mappings are not modelled.
+    bool gtt = (info.flags & kKfdIocAllocMemFlagsGtt) != 0;
+    if (g == nullptr || g->acquired_fd < 0 || (g - gpus.data() != info.gpu && !gtt)) {
       return refuse(EINVAL, call + ": gpu_id " + hex(ids[a.n_success]));
     }
     if (!map && !info.gpu_mapped) return refuse(EINVAL, call + ": not mapped");
