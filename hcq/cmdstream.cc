@@ -6,9 +6,10 @@
 
 namespace baregrad::hcq {
 
-void PatchTable::add(size_t offset, int32_t var, Width width, uint64_t mask, int shift) {
+void PatchTable::add(
+    size_t offset, int32_t var, Width width, uint64_t mask, int shift, int64_t addend) {
   CHECK(var >= 0) << "patch at offset " << offset << " has no variable";
-  entries_.push_back({offset, var, width, mask, shift});
+  entries_.push_back({offset, var, width, mask, shift, addend});
   last_.clear();
 }
 
@@ -23,7 +24,8 @@ size_t PatchTable::apply(uint8_t* base, std::span<const int64_t> vars) {
     int64_t v = vars[e.var];
     if (!all && last_[i] == v) continue;
     last_[i] = v;
-    uint64_t bits = (static_cast<uint64_t>(v) << e.shift) & e.mask;
+    uint64_t bits =
+        ((static_cast<uint64_t>(v) + static_cast<uint64_t>(e.addend)) << e.shift) & e.mask;
     if (e.width == Width::k32) {
       uint32_t old;
       std::memcpy(&old, base + e.offset, 4);
@@ -80,13 +82,14 @@ void CmdStream::put(size_t pos, const Word& w) {
   CHECK(pos < size_) << name_ << ": put of word " << pos << " past the end (" << size_ << ")";
   if (!w.value.symbolic()) {
     CHECK_LT(w.shift, 64u);
-    data_[pos] = static_cast<uint32_t>(static_cast<uint64_t>(w.value.imm) >> w.shift);
+    data_[pos] = static_cast<uint32_t>(
+        (static_cast<uint64_t>(w.value.imm) + static_cast<uint64_t>(w.addend)) >> w.shift);
     return;
   }
   CHECK_LE(w.shift, 32u) << name_ << ": a symbolic word takes bits [shift, shift + 32)";
   data_[pos] = kPlaceholder;
   if (w.shift == 0) {
-    patches_.add(pos * 4, w.value.var, PatchTable::Width::k32, 0xffffffffull);
+    patches_.add(pos * 4, w.value.var, PatchTable::Width::k32, 0xffffffffull, 0, w.addend);
     return;
   }
   // NOTE: PatchTable only shifts left. Bits [shift, shift + 32) of the value land in this word
@@ -94,7 +97,7 @@ void CmdStream::put(size_t pos, const Word& w) {
   // 32 - shift; the mask keeps the previous word.
   CHECK_GT(pos, 0u) << name_ << ": a shifted symbolic word cannot be the stream's first";
   patches_.add((pos - 1) * 4, w.value.var, PatchTable::Width::k64, 0xffffffff00000000ull,
-               static_cast<int>(32 - w.shift));
+               static_cast<int>(32 - w.shift), w.addend);
 }
 
 void CmdStream::set(size_t pos, uint32_t w) {

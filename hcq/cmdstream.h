@@ -30,9 +30,15 @@ class PatchTable {
  public:
   enum class Width : uint8_t { k32, k64 };
 
-  // At `offset`: ((vars[var] << shift) & mask) replaces the bits of `mask` (read-modify-write
-  // when mask is partial, as bitfields in QMDs need).
-  void add(size_t offset, int32_t var, Width width, uint64_t mask = ~0ull, int shift = 0);
+  // At `offset`: (((vars[var] + addend) << shift) & mask) replaces the bits of `mask`
+  // (read-modify-write when mask is partial, as bitfields in QMDs need; the addend serves
+  // fields that hold a count minus one).
+  void add(size_t offset,
+           int32_t var,
+           Width width,
+           uint64_t mask = ~0ull,
+           int shift = 0,
+           int64_t addend = 0);
   // Writes the entries whose variable changed since the last apply, all of them on the first
   // apply or after invalidate(); returns how many it wrote. CHECKs every index against `vars`.
   size_t apply(uint8_t* base, std::span<const int64_t> vars);
@@ -48,22 +54,31 @@ class PatchTable {
     Width width;
     uint64_t mask;
     int shift;
+    int64_t addend;
   };
   std::vector<Entry> entries_;
   std::vector<int64_t> last_;  // the values of the last apply; empty: none yet
 };
 
 // One 32-bit command word: a constant, or bits [shift, shift + 32) of a possibly symbolic Value
-// (lo: shift 0, hi: shift 32, an address >> 8: shift 8). CmdStream::put writes a symbolic word
-// as kPlaceholder plus a patch; symbolic shifts are 0..32, constant ones 0..63.
+// plus an addend (lo: shift 0, hi: shift 32, an address >> 8: shift 8, a count minus one:
+// minus_one). CmdStream::put writes a symbolic word as kPlaceholder plus a patch; symbolic shifts
+// are 0..32, constant ones 0..63.
 struct Word {
   Value value;
   uint32_t shift = 0;
+  int64_t addend = 0;
 
   Word(uint32_t v) : value(static_cast<int64_t>(v)) {}  // NOLINT: constants convert implicitly
   static Word lo(Value v) { return Word(v, 0); }
   static Word hi(Value v) { return Word(v, 32); }
   static Word shr(Value v, uint32_t shift) { return Word(v, shift); }
+  // The low 32 bits of v - 1 (fields that hold a count minus one).
+  static Word minus_one(Value v) {
+    Word w(v, 0);
+    w.addend = -1;
+    return w;
+  }
 
  private:
   Word(Value v, uint32_t s) : value(v), shift(s) {}

@@ -33,15 +33,20 @@ hcq::HwQueue& CopyQueue::timestamp(const hcq::Signal& s) {
 }
 
 hcq::HwQueue& CopyQueue::copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) {
-  if (bytes.symbolic()) {
-    refuse(unimplemented("copy on the " + cs_.name() +
-                         ": a symbolic byte count (COPY_LINEAR holds bytes - 1)"));
-    return *this;
-  }
   // Constant ranges are checked now; symbolic addresses fault on the GPU.
   if (!check_copy(dst, src, bytes, cs_.name())) return *this;
-  auto n = static_cast<uint64_t>(bytes.imm);
   uint64_t max = copy_linear_max_bytes(dev_.arch().sdma);
+  if (bytes.symbolic()) {
+    // One COPY_LINEAR whose COUNT (bytes - 1) is patched at submit, which checks the count fits
+    // it: a symbolic size cannot be split into packets when recorded.
+    if (!fits(kSdmaCopyLinearDwords)) return *this;
+    emit_sdma_copy_linear_sym(cs_, dst, src, bytes);
+    bounds_.push_back({bytes.var, 1, static_cast<int64_t>(max),
+                       "copy on the " + cs_.name() + ": a symbolic byte count (one SDMA " +
+                           "COPY_LINEAR holds 1 to " + std::to_string(max) + " bytes)"});
+    return *this;
+  }
+  auto n = static_cast<uint64_t>(bytes.imm);
   if (fits(kSdmaCopyLinearDwords * ((n + max - 1) / max)))
     ok(emit_sdma_copy_linear(cs_, dev_.arch().sdma, dst, src, n));
   return *this;

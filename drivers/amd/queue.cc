@@ -76,6 +76,16 @@ Status Queue::submit(std::span<const int64_t> vars) {
   RETURN_IF_ERROR(dev_.error());
   // A bound queue's words and argument blocks are patched in place: the engine must be done
   // with their last submission first, even one made outside the timeline.
+  for (const VarBound& b : bounds_) {
+    if (static_cast<size_t>(b.var) >= vars.size())
+      return invalid_argument(b.what + ": variable " + std::to_string(b.var) + " of " +
+                              std::to_string(vars.size()) + " submitted");
+    int64_t v = vars[b.var];
+    if (v < b.lo || v > b.hi)
+      return invalid_argument(b.what + ": " + std::to_string(v) + " (variable " +
+                              std::to_string(b.var) + ") is outside " + std::to_string(b.lo) +
+                              ".." + std::to_string(b.hi));
+  }
   if (bound_.size && last_seq_) RETURN_IF_ERROR(ring().wait(last_seq_, "replaying a bound queue"));
   cs_.apply(vars);
   for (const hcq::ArgsState* a : args_) a->apply(vars);
@@ -103,6 +113,7 @@ void Queue::reset() {
   args_.clear();
   kernels_.clear();
   aql_at_.clear();
+  bounds_.clear();
   clear_refusal();
 }
 

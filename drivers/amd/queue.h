@@ -56,6 +56,14 @@ class Queue : public hcq::HwQueue {
   std::vector<const hcq::ArgsState*> args_;  // patched at submit
   std::vector<std::string> kernels_;         // launched by the recording (reports)
   std::vector<uint32_t> aql_at_;  // AQL compute queue: word offsets of the dispatch packets
+  // Symbolic values a recorded packet can hold only within [lo, hi], checked at submit (before
+  // anything is patched); `what` names the command.
+  struct VarBound {
+    int32_t var;
+    int64_t lo, hi;
+    std::string what;
+  };
+  std::vector<VarBound> bounds_;
 
  private:
   uint64_t last_seq_ = 0;  // the ring's sequence number of our last submission

@@ -24,9 +24,9 @@ constexpr uint32_t kPollRetryShift = 16;
 constexpr uint32_t kTrapIntContextMask = 0x0fffffff;
 constexpr uint32_t kWriteCountMask = 0x000fffff;
 
-void emit_one_copy(hcq::CmdStream& cs, Value dst, Value src, uint64_t bytes) {
+void emit_one_copy(hcq::CmdStream& cs, Value dst, Value src, Value bytes) {
   // COPY_LINEAR: header, COUNT (bytes - 1), PARAMETER (0: no swaps), src lo/hi, dst lo/hi.
-  emit_words(cs, {header(kSdmaOpCopy, kSdmaSubopCopyLinear), static_cast<uint32_t>(bytes - 1), 0u,
+  emit_words(cs, {header(kSdmaOpCopy, kSdmaSubopCopyLinear), Word::minus_one(bytes), 0u,
                   Word::lo(src), Word::hi(src), Word::lo(dst), Word::hi(dst)});
 }
 
@@ -45,10 +45,15 @@ Status emit_sdma_copy_linear(
       return a.symbolic() ? a
                           : Value::of(static_cast<int64_t>(static_cast<uint64_t>(a.imm) + done));
     };
-    emit_one_copy(cs, at(dst), at(src), n);
+    emit_one_copy(cs, at(dst), at(src), Value::of(static_cast<int64_t>(n)));
     done += n;
   }
   return {};
+}
+
+void emit_sdma_copy_linear_sym(hcq::CmdStream& cs, Value dst, Value src, Value bytes) {
+  CHECK(bytes.symbolic()) << "emit_sdma_copy_linear_sym of a constant count";
+  emit_one_copy(cs, dst, src, bytes);
 }
 
 void emit_sdma_fence(hcq::CmdStream& cs, SdmaVersion v, Value addr, Word data) {

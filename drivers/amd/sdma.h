@@ -38,6 +38,12 @@ constexpr uint32_t kSdmaFenceMtypeUc = 3;
 // is symbolic (a patch cannot add the offset).
 Status emit_sdma_copy_linear(
     hcq::CmdStream& cs, SdmaVersion v, hcq::Value dst, hcq::Value src, uint64_t bytes);
+// One COPY_LINEAR of a symbolic byte count (COUNT patched to bytes - 1 at submit). The count
+// must be 1..copy_linear_max_bytes(v) when submitted: the caller checks it then.
+void emit_sdma_copy_linear_sym(hcq::CmdStream& cs,
+                               hcq::Value dst,
+                               hcq::Value src,
+                               hcq::Value bytes);
 // FENCE: writes `data` (32 bits) to `addr` (4-aligned, CHECKed when constant) once prior
 // packets are done; MTYPE UC on SDMA 5+.
 void emit_sdma_fence(hcq::CmdStream& cs, SdmaVersion v, hcq::Value addr, Word data);

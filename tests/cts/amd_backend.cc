@@ -309,8 +309,6 @@ std::vector<Backend> amd_backends() {
   std::map<std::string, std::string> unsupported = {
       {"compute queue copies",
        "the AMD compute queue (PM4) refuses copies: AMD copies go through the SDMA copy queue"},
-      {"symbolic copy sizes",
-       "SDMA COPY_LINEAR holds bytes - 1, which a patched command word cannot hold"},
       {"peers",
        "each AMD device is a peer group of its own (no GPU page-table entries in another "
        "device's VA space yet): no map_into() and no waits on another device's signals"},

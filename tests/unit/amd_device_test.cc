@@ -536,9 +536,20 @@ TEST(AmdDevice, CopyQueueRecordsSdmaAndRefusesWhatItCannotDo) {
   EXPECT_EQ(w[33], kSdmaOpTrap);
   EXPECT_EQ(w[34], dev->signal_event().id());
 
+  // A symbolic byte count: one COPY_LINEAR, its COUNT patched to bytes - 1; submit refuses a
+  // count outside 1..the packet's largest before patching anything.
   q->reset();
   q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), hcq::Value::sym(0));
-  EXPECT_THAT(q->refusal().message(), HasSubstr("a symbolic byte count"));
+  EXPECT_TRUE(q->refusal().ok()) << q->refusal().to_string();
+  const int64_t max = static_cast<int64_t>(copy_linear_max_bytes(dev->arch().sdma));
+  for (int64_t bad : {int64_t{0}, max + 1}) {
+    Status st = q->submit(std::vector<int64_t>{bad});
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    EXPECT_THAT(st.message(), HasSubstr("a symbolic byte count (one SDMA COPY_LINEAR holds 1 to " +
+                                        std::to_string(max) + " bytes): " + std::to_string(bad) +
+                                        " (variable 0) is outside 1.." + std::to_string(max)));
+  }
+  EXPECT_THAT(q->submit().message(), HasSubstr("variable 0 of 0 submitted"));
   q->reset();
   q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), (9 << 20) + 1);
   EXPECT_THAT(q->refusal().message(), HasSubstr("runs past the end"));

@@ -352,6 +352,17 @@ TEST(AmdSdma, SymbolicCopiesFitOnePacket) {
   EXPECT_EQ(cs.size(), 7u);
 }
 
+// A symbolic byte count: COUNT is the placeholder, patched to bytes - 1 (Word::minus_one).
+TEST(AmdSdma, ASymbolicCountPatchesBytesMinusOne) {
+  CmdStream cs("sdma", 16);
+  emit_sdma_copy_linear_sym(cs, kDst, Value::sym(1), Value::sym(0));
+  EXPECT_EQ(words(cs), (Words{0x1, kP, 0, kP, kP, 0x20000000, 0x7f00}));
+  cs.apply(std::vector<int64_t>{4096, 0x7f0030000000});
+  EXPECT_EQ(words(cs), (Words{0x1, 4095, 0, 0x30000000, 0x7f00, 0x20000000, 0x7f00}));
+  cs.apply(std::vector<int64_t>{1, 0x7f0030000000});
+  EXPECT_EQ(words(cs)[1], 0u);
+}
+
 TEST(AmdSdma, FencePollTimestampTrapWriteNop) {
   CmdStream cs("sdma", 64);
   emit_sdma_fence(cs, SdmaVersion::k4, Value::of(0x7f0000001000), 5u);

@@ -89,6 +89,28 @@ TEST(HcqPatchTable, MaskedPatchesReplaceOnlyTheirBits) {
   EXPECT_EQ(t.apply(mem.data(), std::vector<int64_t>{0xabc, 42}), 2u);  // all again
 }
 
+// An addend is added before the shift and mask: a count-minus-one field, and Word::minus_one on
+// a constant and on a symbolic value (also shifted: bits 8.. of v - 1).
+TEST(HcqPatchTable, AddendsApplyBeforeTheShiftAndMask) {
+  std::vector<uint8_t> mem(8, 0);
+  PatchTable t;
+  t.add(0, 0, PatchTable::Width::k32, 0x003fffff, 0, -1);
+  t.apply(mem.data(), std::vector<int64_t>{4096});
+  uint32_t w;
+  std::memcpy(&w, mem.data(), 4);
+  EXPECT_EQ(w, 4095u);
+  CmdStream cs("t", 8);
+  cs.reserve(3);
+  cs.put(0, Word::minus_one(Value::of(1)));
+  cs.put(1, Word::minus_one(Value::sym(0)));
+  cs.put(2, Word::lo(Value::sym(0)));
+  EXPECT_EQ(cs.words()[0], 0u);
+  EXPECT_EQ(cs.words()[1], CmdStream::kPlaceholder);
+  cs.apply(std::vector<int64_t>{0x100000000});
+  EXPECT_EQ(cs.words()[1], 0xffffffffu) << "the low word of 2^32 - 1";
+  EXPECT_EQ(cs.words()[2], 0u);
+}
+
 TEST(HcqPatchTableDeathTest, AVariableOutOfRangeIsABug) {
   std::vector<uint8_t> mem(8, 0);
   PatchTable t;
