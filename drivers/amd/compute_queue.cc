@@ -1,5 +1,7 @@
 #include "drivers/amd/compute_queue.h"
 
+#include <algorithm>
+
 #include "base/format.h"
 #include "drivers/amd/aql.h"
 #include "drivers/amd/pm4.h"
@@ -51,11 +53,32 @@ hcq::HwQueue& ComputeQueue::memory_barrier() {
   return *this;
 }
 
-hcq::HwQueue& ComputeQueue::copy(hcq::Value, hcq::Value, hcq::Value bytes) {
-  refuse(unimplemented(
-      "copy of " +
-      (bytes.symbolic() ? std::string("a symbolic count of") : std::to_string(bytes.imm)) +
-      " bytes on the " + cs_.name() + ": AMD copies go through the copy queue (SDMA)"));
+hcq::HwQueue& ComputeQueue::copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) {
+  // Constant ranges are checked now; symbolic addresses fault on the GPU.
+  if (!check_copy(dst, src, bytes, cs_.name())) return *this;
+  if (bytes.symbolic()) {
+    if (!fits(kDmaDataDwords)) return *this;
+    emit_dma_data_copy(cs_, dst, src, bytes);
+    bounds_.push_back({bytes.var, 1, static_cast<int64_t>(kDmaDataMaxBytes),
+                       "copy on the " + cs_.name() + ": a symbolic byte count (one DMA_DATA " +
+                           "holds 1 to " + std::to_string(kDmaDataMaxBytes) + " bytes)"});
+    return *this;
+  }
+  auto n = static_cast<uint64_t>(bytes.imm);
+  if ((dst.symbolic() || src.symbolic()) && n > kDmaDataMaxBytes) {
+    refuse(invalid_argument("copy of " + std::to_string(n) + " bytes on the " + cs_.name() +
+                            " between symbolic addresses: over the " +
+                            std::to_string(kDmaDataMaxBytes) + " of one DMA_DATA"));
+    return *this;
+  }
+  if (!fits(kDmaDataDwords * ((n + kDmaDataMaxBytes - 1) / kDmaDataMaxBytes))) return *this;
+  for (uint64_t done = 0; done < n; done += kDmaDataMaxBytes) {
+    auto at = [done](hcq::Value a) {
+      return a.symbolic() ? a : hcq::Value::of(a.imm + static_cast<int64_t>(done));
+    };
+    emit_dma_data_copy(cs_, at(dst), at(src),
+                       static_cast<int64_t>(std::min(n - done, kDmaDataMaxBytes)));
+  }
   return *this;
 }
 

@@ -35,7 +35,9 @@ class ComputeQueue final : public Queue {
                      const hcq::ArgsState& args,
                      hcq::Dim3 grid,
                      hcq::Dim3 block) override;
-  // Refused: copies go through the copy queue (SDMA).
+  // DMA_DATA (CP DMA) through L2 with CP_SYNC, split at kDmaDataMaxBytes; a symbolic byte count
+  // is one packet, checked at submit to lie in 1..kDmaDataMaxBytes. (The device's own copies go
+  // through the copy queue, SDMA.)
   hcq::HwQueue& copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) override;
 };
 

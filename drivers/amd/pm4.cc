@@ -264,4 +264,14 @@ void emit_copy_data(hcq::CmdStream& cs, const CopyData& c, Value src, Value dst)
                {control, Word::lo(src), Word::hi(src), Word::lo(dst), Word::hi(dst)});
 }
 
+void emit_dma_data_copy(hcq::CmdStream& cs, Value dst, Value src, Value bytes) {
+  CHECK(bytes.symbolic() || (bytes.imm > 0 && static_cast<uint64_t>(bytes.imm) <= kDmaDataMaxBytes))
+      << "DMA_DATA of " << bytes.imm << " bytes";
+  constexpr uint32_t kL2 = 3, kDstSelShift = 20, kSrcSelShift = 29, kCpSync = 1u << 31;
+  uint32_t control = kL2 << kDstSelShift | kL2 << kSrcSelShift | kCpSync;  // ENGINE 0: ME
+  emit_packet3(
+      cs, kPacket3DmaData,
+      {control, Word::lo(src), Word::hi(src), Word::lo(dst), Word::hi(dst), Word::lo(bytes)});
+}
+
 }  // namespace baregrad::amd

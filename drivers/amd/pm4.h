@@ -31,6 +31,7 @@ constexpr uint32_t kPacket3AcquireMem = 0x58;           // PACKET3_ACQUIRE_MEM
 constexpr uint32_t kPacket3SetShReg = 0x76;             // PACKET3_SET_SH_REG
 constexpr uint32_t kPacket3SetUconfigReg = 0x79;        // PACKET3_SET_UCONFIG_REG
 constexpr uint32_t kPacket3WaitRegMem64 = 0x93;         // PACKET3_WAIT_REG_MEM64 (nvd.h only)
+constexpr uint32_t kPacket3DmaData = 0x50;              // PACKET3_DMA_DATA
 constexpr uint32_t kSetShRegStart = 0x2c00;             // PACKET3_SET_SH_REG_START
 constexpr uint32_t kSetShRegEnd = 0x3000;               // PACKET3_SET_SH_REG_END
 constexpr uint32_t kSetUconfigRegStart = 0xc000;        // PACKET3_SET_UCONFIG_REG_START
@@ -173,5 +174,16 @@ struct CopyData {
 };
 // COPY_DATA from `src` (address, register or immediate) to `dst`, each two words.
 void emit_copy_data(hcq::CmdStream& cs, const CopyData& c, hcq::Value src, hcq::Value dst);
+
+// DMA_DATA (CP DMA) copies of memory to memory: at most kDmaDataMaxBytes per packet (COMMAND
+// BYTE_COUNT is 25:0; packets are kept well inside it), 6 body dwords.
+constexpr uint64_t kDmaDataMaxBytes = uint64_t{1} << 25;
+constexpr size_t kDmaDataDwords = 7;
+// One DMA_DATA of `bytes` (1..kDmaDataMaxBytes; symbolic: patched as it is, the caller bounds
+// it at submit) from `src` to `dst`, both through L2 (SRC_SEL / DST_SEL 3), ENGINE ME, CP_SYNC:
+// the CP finishes the copy before the next packet. Source: nvd.h / soc15d.h PACKET3_DMA_DATA
+// (CONTROL: ENGINE 0, SRC_CACHE_POLICY 14:13, DST_SEL 21:20, DST_CACHE_POLICY 26:25, SRC_SEL
+// 30:29, CP_SYNC 31; COMMAND: BYTE_COUNT 25:0, SAS 26, DAS 27, SAIC 28, DAIC 29, RAW_WAIT 30).
+void emit_dma_data_copy(hcq::CmdStream& cs, hcq::Value dst, hcq::Value src, hcq::Value bytes);
 
 }  // namespace baregrad::amd

@@ -307,8 +307,6 @@ std::vector<Backend> amd_backends() {
   // What the AMD device refuses (with Unimplemented or InvalidArgument) that the suite asks of
   // backends with execution.
   std::map<std::string, std::string> unsupported = {
-      {"compute queue copies",
-       "the AMD compute queue (PM4) refuses copies: AMD copies go through the SDMA copy queue"},
       {"peers",
        "each AMD device is a peer group of its own (no GPU page-table entries in another "
        "device's VA space yet): no map_into() and no waits on another device's signals"},

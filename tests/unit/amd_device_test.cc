@@ -554,9 +554,17 @@ TEST(AmdDevice, CopyQueueRecordsSdmaAndRefusesWhatItCannotDo) {
   q->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), (9 << 20) + 1);
   EXPECT_THAT(q->refusal().message(), HasSubstr("runs past the end"));
   q->reset();
+  // The compute queue copies with DMA_DATA: a symbolic count is bounded at submit, and a large
+  // copy between symbolic addresses (which cannot be split) is refused when recorded.
   std::unique_ptr<hcq::HwQueue> cq = dev->compute_queue();
-  cq->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), 16);
-  EXPECT_THAT(cq->refusal().message(), HasSubstr("go through the copy queue (SDMA)"));
+  cq->copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), hcq::Value::sym(0));
+  EXPECT_TRUE(cq->refusal().ok()) << cq->refusal().to_string();
+  Status st = cq->submit(std::vector<int64_t>{int64_t{kDmaDataMaxBytes} + 1});
+  EXPECT_THAT(st.message(), HasSubstr("a symbolic byte count (one DMA_DATA holds 1 to 33554432 "
+                                      "bytes): 33554433 (variable 0) is outside 1..33554432"));
+  cq->reset();
+  cq->copy(hcq::Value::sym(0), static_cast<int64_t>(a->va), int64_t{kDmaDataMaxBytes} + 1);
+  EXPECT_THAT(cq->refusal().message(), HasSubstr("between symbolic addresses: over the 33554432"));
 }
 
 // ---- end to end with the fake GPU ------------------------------------------------------------
@@ -638,6 +646,53 @@ TEST(AmdDeviceOnFakeGpu, CopiesThroughSdmaAndPadsSubmissionsAtTheRingEnd) {
   EXPECT_GE(rig.gpu->counters().copies, 102u);
   dev.allocator().free(*a);
   dev.allocator().free(*b);
+}
+
+// The compute queue's DMA_DATA copies, on both compute queues: a constant copy over one packet's
+// largest (split), a symbolic count and addresses patched at submit; the bytes checked.
+TEST(AmdDeviceOnFakeGpu, TheComputeQueueCopiesWithDmaData) {
+  for (ComputeQueueMode mode : {ComputeQueueMode::kPm4, ComputeQueueMode::kAql}) {
+    SCOPED_TRACE(mode == ComputeQueueMode::kAql ? "AQL" : "PM4");
+    DeviceOptions o = small();
+    o.compute = mode;
+    Rig rig("gfx1100", o);
+    Device& dev = *rig.dev;
+    const size_t n = kDmaDataMaxBytes + 4096 + 3;
+    std::vector<uint8_t> data(n);
+    for (size_t i = 0; i < n; i++) data[i] = static_cast<uint8_t>(i * 37 + (i >> 13));
+    Result<hcq::Buffer> a = dev.allocator().alloc(n), b = dev.allocator().alloc(n);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(dev.allocator().copy_in(*a, data.data(), n).ok());
+    std::unique_ptr<hcq::HwQueue> cq = dev.compute_queue();
+    const uint64_t copies = rig.gpu->counters().copies;  // copy_in's staging copies before
+    Result<uint64_t> v = dev.submit_on_timeline(*cq, [&](hcq::HwQueue& q) {
+      q.copy(static_cast<int64_t>(b->va), static_cast<int64_t>(a->va), static_cast<int64_t>(n));
+    });
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_TRUE(dev.synchronize(std::chrono::milliseconds(5000)).ok()) << rig.faults();
+    EXPECT_EQ(rig.gpu->counters().copies - copies, 2u) << "split into two DMA_DATA packets";
+    std::vector<uint8_t> back(n);
+    ASSERT_TRUE(dev.allocator().copy_out(back.data(), *b, n).ok()) << rig.faults();
+    EXPECT_TRUE(back == data);
+    // Symbolic: 100 bytes from a + 5 to b + 7, the count and the source patched.
+    std::vector<uint8_t> zeros(256, 0);
+    ASSERT_TRUE(dev.allocator().copy_in(*b, zeros.data(), zeros.size()).ok());
+    v = dev.submit_on_timeline(
+        *cq,
+        [&](hcq::HwQueue& q) {
+          q.copy(static_cast<int64_t>(b->va + 7), hcq::Value::sym(0), hcq::Value::sym(1));
+        },
+        std::vector<int64_t>{static_cast<int64_t>(a->va + 5), 100});
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_TRUE(dev.allocator().copy_out(back.data(), *b, 256).ok()) << rig.faults();
+    for (size_t i = 0; i < 256; i++) {
+      uint8_t want = i >= 7 && i < 107 ? data[i - 7 + 5] : 0;
+      ASSERT_EQ(back[i], want) << i;
+    }
+    EXPECT_EQ(rig.faults(), "");
+    dev.allocator().free(*a);
+    dev.allocator().free(*b);
+  }
 }
 
 // Runs case `c` compiled for `gfx` on the fake GPU, its host twin registered at the program's

@@ -314,6 +314,17 @@ TEST(AmdPm4DeathTest, IndirectBufferSizeIsBounded) {
 
 constexpr uint64_t kSrc = 0x7f0010000000, kDst = 0x7f0020000000;
 
+// DMA_DATA n 5 = 0xc0055000; CONTROL DST_SEL 3<<20 | SRC_SEL 3<<29 | CP_SYNC 1<<31 = 0xe0300000;
+// src lo/hi, dst lo/hi, COMMAND = the byte count (a symbolic one patched as it is).
+TEST(AmdPm4, DmaDataCopiesThroughL2WithCpSync) {
+  CmdStream cs("pm4", 16);
+  emit_dma_data_copy(cs, Value::of(0x7f0020000000), Value::of(0x7f0010000000), 4096);
+  emit_dma_data_copy(cs, Value::of(0x7f0020000000), Value::sym(0), Value::sym(1));
+  cs.apply(std::vector<int64_t>{0x7f0030000004, 17});
+  EXPECT_EQ(words(cs), (Words{0xc0055000, 0xe0300000, 0x10000000, 0x7f00, 0x20000000, 0x7f00, 4096,
+                              0xc0055000, 0xe0300000, 0x30000004, 0x7f00, 0x20000000, 0x7f00, 17}));
+}
+
 TEST(AmdSdma, CopyLinearSplitsAtTheVersionsMaximum) {
   // COPY_LINEAR: OP_COPY 1 | SUB_OP COPY_LINEAR 0 = 0x1, COUNT bytes - 1, PARAMETER 0,
   // src lo/hi, dst lo/hi.

@@ -336,6 +336,34 @@ TEST(AmdFakeGpuPm4, CopyDataFromImmediateMemoryAndTheClock) {
   EXPECT_NE(at<uint64_t>(m, 24).load(), 0u);
 }
 
+// DMA_DATA, hand-written from nvd.h's layout: memory to memory through L2 with CP_SYNC copies;
+// a register destination (COMMAND DAS, bit 27) is a bad packet.
+TEST(AmdFakeGpuPm4, DmaDataCopiesMemoryAndRefusesRegisters) {
+  Rig rig;
+  Queue q(rig, KfdQueueType::kCompute);
+  KfdMemory m = rig.alloc(4096);
+  for (uint32_t i = 0; i < 16; i++) at<uint32_t>(m, 4 * i).store(0x11111111u * i);
+  const uint64_t src = m.va(), dst = m.va() + 1024;
+  const uint32_t ok[] = {0xc0055000,
+                         3u << 29 | 3u << 20 | 1u << 31,
+                         static_cast<uint32_t>(src),
+                         static_cast<uint32_t>(src >> 32),
+                         static_cast<uint32_t>(dst),
+                         static_cast<uint32_t>(dst >> 32),
+                         64};
+  q.submit(ok);
+  for (uint32_t i = 0; i < 16; i++)
+    EXPECT_EQ(at<uint32_t>(m, 1024 + 4 * i).load(), 0x11111111u * i);
+  EXPECT_EQ(rig.gpu->counters().copies, 1u);
+  uint32_t reg[7];
+  std::copy(std::begin(ok), std::end(ok), reg);
+  reg[6] = 64 | 1u << 27;
+  q.submit(reg);
+  auto f = rig.gpu->faults();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_THAT(f[0].to_string(), HasSubstr("DMA_DATA CONTROL 0xe0300000 COMMAND 0x8000040"));
+}
+
 TEST(AmdFakeGpuPm4, APacketWrappingTheRingEndRuns) {
   Rig rig;
   const amd::ArchInfo& a = rig.arch();

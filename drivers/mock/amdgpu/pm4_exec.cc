@@ -1,6 +1,7 @@
 // PM4 type-3 packets as the MEC executes them, on compute (PM4) queues and in indirect buffers.
 // Decoded from Linux drivers/gpu/drm/amd/amdgpu/soc15d.h and nvd.h (PACKET3 header, opcodes,
-// WAIT_REG_MEM, INDIRECT_BUFFER, PRED_EXEC, COPY_DATA fields) and amdkfd/kfd_pm4_headers_ai.h
+// WAIT_REG_MEM, INDIRECT_BUFFER, PRED_EXEC, COPY_DATA, DMA_DATA fields) and
+// amdkfd/kfd_pm4_headers_ai.h
 // (pm4_mec_release_mem: ordinals and the DST_SEL / INT_SEL / DATA_SEL enums); register
 // addresses are drivers/amd's per-arch table (ArchInfo::regs).
 #include <algorithm>
@@ -26,6 +27,7 @@ constexpr uint32_t kIndirectBuffer = 0x3f;
 constexpr uint32_t kCopyData = 0x40;
 constexpr uint32_t kEventWrite = 0x46;
 constexpr uint32_t kReleaseMem = 0x49;
+constexpr uint32_t kDmaData = 0x50;
 constexpr uint32_t kAcquireMem = 0x58;
 constexpr uint32_t kSetShReg = 0x76;
 constexpr uint32_t kSetUconfigReg = 0x79;
@@ -54,6 +56,8 @@ const char* opcode_name(uint32_t op) {
       return "INDIRECT_BUFFER";
     case kCopyData:
       return "COPY_DATA";
+    case kDmaData:
+      return "DMA_DATA";
     case kEventWrite:
       return "EVENT_WRITE";
     case kReleaseMem:
@@ -196,6 +200,30 @@ FakeAmdGpu::Step FakeAmdGpu::exec_pm4(Queue& q,
     case kNop:
     case kEventWrite:  // caches and pipeline events: everything before it is already done
       return Step::kNext;
+    case kDmaData: {
+      // CONTROL, SRC_ADDR lo/hi, DST_ADDR lo/hi, COMMAND. Memory to memory only: SRC_SEL 30:29
+      // and DST_SEL 21:20 0 (through DAS/SAS) or 3 (through L2), ENGINE 0 (the MEC has only the
+      // ME); COMMAND SAS 26 / DAS 27 (registers) and SAIC 28 / DAIC 29 (no increment) clear.
+      if (body.size() != 6) return wrong_size("6");
+      const uint32_t c = body[0], cmd = body[5];
+      const uint32_t src_sel = c >> 29 & 3, dst_sel = c >> 20 & 3;
+      if ((src_sel != 0 && src_sel != 3) || (dst_sel != 0 && dst_sel != 3) || (c & 1) != 0 ||
+          (cmd >> 26 & 0xf) != 0) {
+        return bad_packet(q, va,
+                          "DMA_DATA CONTROL " + hex(c) + " COMMAND " + hex(cmd) +
+                              ": only memory-to-memory copies by the ME are modelled");
+      }
+      const uint64_t bytes = cmd & 0x3ffffff;
+      if (bytes == 0) return Step::kNext;
+      uint8_t* src = access(q, addr64(body[1], body[2]), bytes, va, "DMA_DATA source");
+      if (src == nullptr) return Step::kStop;
+      uint8_t* dst = access(q, addr64(body[3], body[4]), bytes, va, "DMA_DATA destination");
+      if (dst == nullptr) return Step::kStop;
+      std::memmove(dst, src, bytes);
+      count(&AmdGpuCounters::copies);
+      count(&AmdGpuCounters::bytes_copied, bytes);
+      return Step::kNext;
+    }
     case kAcquireMem: {
       size_t want = arch_->pm4 == amd::Pm4Family::kSoc15 ? 6 : 7;  // soc15d.h 5 / nvd.h 6
       return body.size() == want ? Step::kNext : wrong_size(std::to_string(want));
