@@ -10,6 +10,7 @@
 
 #include "base/tool_main.h"
 #include "drivers/amd/device.h"
+#include "drivers/amd/libdrm.h"
 #include "drivers/nv/device.h"
 #include "runtime/cl/cl_device.h"
 #include "runtime/cuda/cuda_device.h"
@@ -85,6 +86,18 @@ void describe_amd(runtime::HcqDevice& d, amd::Device& dev) {
   std::printf("  compute units  %u (%u SIMDs; %u XCC%s); %u KiB of LDS\n", cus, p.simd_count,
               p.num_xcc, p.num_xcc == 1 ? "" : "s", p.lds_size_in_kb);
   if (p.local_mem_size) std::printf("  memory         %s\n", gib(p.local_mem_size).c_str());
+  if (fake(d)) {
+    std::printf("  libdrm         not queried (a fake GPU has no DRM device)\n");
+  } else if (Result<amd::AmdgpuDrmInfo> m = amd::amdgpu_drm_info(kfd.render_fd()); m.ok()) {
+    std::printf(
+        "  libdrm         %s; %s %d.%d.%d (interface %u.%u); VRAM %s (%s CPU-visible), GTT %s\n",
+        m->marketing_name.empty() ? "(no marketing name)" : m->marketing_name.c_str(),
+        m->driver.c_str(), m->major, m->minor, m->patch, m->interface_major, m->interface_minor,
+        gib(m->vram_bytes).c_str(), gib(m->vram_cpu_visible_bytes).c_str(),
+        gib(m->gtt_bytes).c_str());
+  } else {
+    std::printf("  libdrm         not queried: %s\n", m.status().message().c_str());
+  }
   std::printf("  queues         %s compute queue (AMD_AQL=%d), SDMA copy queue\n",
               dev.aql() ? "AQL" : "PM4", dev.aql() ? 1 : 0);
   std::printf("  compiler       %s: LLVM AMDGPU, then ld.lld%s\n", d.target_info().name.c_str(),
@@ -92,11 +105,29 @@ void describe_amd(runtime::HcqDevice& d, amd::Device& dev) {
   describe_kernels(d.target_info());
 }
 
+// What DRM sees (libdrm): tells a missing KFD (amdgpu loaded, no /dev/kfd) from a missing GPU.
+void describe_drm() {
+  Result<std::vector<amd::DrmRenderNode>> nodes = amd::drm_render_nodes();
+  if (!nodes.ok()) {
+    std::printf("  DRM            not listed: %s\n", nodes.status().message().c_str());
+    return;
+  }
+  if (nodes->empty()) std::printf("  DRM            no render node (no /dev/dri)\n");
+  for (const amd::DrmRenderNode& r : *nodes) {
+    std::printf("  DRM            %s", r.path.c_str());
+    if (r.pci)
+      std::printf(" (PCI %04x:%04x rev %02x at %s%s)", r.vendor_id, r.device_id, r.revision,
+                  r.pci_slot.c_str(), r.vendor_id == 0x1002 ? ", AMD" : "");
+    std::printf("\n");
+  }
+}
+
 // Opens `name` and describes it; false (with the reason printed) when it does not open.
 bool describe(const std::string& name) {
   auto dev = runtime::open_device(name);
   if (!dev.ok()) {
     std::printf("%s: not available: %s\n", name.c_str(), dev.status().message().c_str());
+    if (name == "AMD" || name.rfind("AMD:", 0) == 0) describe_drm();
     return false;
   }
   if (auto* hd = dynamic_cast<runtime::HcqDevice*>(dev->get())) {
@@ -205,6 +236,7 @@ int info_main(int argc, char** argv) {
     for (int i = 1; i < gpus; i++) describe("AMD:" + std::to_string(i));
   } else {
     std::printf("AMD: not available: %s\n", amd0.status().message().c_str());
+    describe_drm();
   }
   describe_cuda();
   describe_cl();

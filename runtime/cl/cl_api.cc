@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "runtime/dl.h"
+#include "base/dl.h"
 
 namespace baregrad::runtime::cl {
 namespace {

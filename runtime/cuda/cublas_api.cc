@@ -6,8 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/dl.h"
 #include "base/options.h"
-#include "runtime/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {

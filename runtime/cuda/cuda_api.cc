@@ -4,8 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "base/dl.h"
 #include "base/options.h"
-#include "runtime/dl.h"
 
 namespace baregrad::runtime::cuda {
 namespace {

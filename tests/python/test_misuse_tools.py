@@ -124,6 +124,7 @@ def test_info_describes_the_fake_amd_gpu_and_names_why_amd_is_missing():
   assert re.search(r"^  architecture   gfx1100 \(gfx_target_version 110000; GC 11\.0\.0\); wave32; "
                    r"nv PM4; SDMA 6$", r.stdout, re.M), r.stdout
   assert "  queues         PM4 compute queue (AMD_AQL=0), SDMA copy queue\n" in r.stdout, r.stdout
+  assert "  libdrm         not queried (a fake GPU has no DRM device)\n" in r.stdout, r.stdout
   aql = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+AMD"], AMD_AQL="1")
   assert "  queues         AQL compute queue (AMD_AQL=1), SDMA copy queue\n" in aql.stdout, aql.stdout
   bad = run([os.path.join(BUILD, "tools", "bare_info"), "MOCK+AMD"], AMD_AQL="2")
@@ -135,6 +136,9 @@ def test_info_describes_the_fake_amd_gpu_and_names_why_amd_is_missing():
   if not os.path.exists("/dev/kfd"):
     assert re.search(r"^AMD: not available: no AMD GPU: /dev/kfd does not exist \(load the amdgpu "
                      r"kernel module", listing.stdout, re.M), listing.stdout
+    # And what DRM sees (libdrm): render nodes, or none.
+    assert re.search(r"^AMD: not available: .*\n  DRM            (no render node|/dev/dri/renderD)",
+                     listing.stdout, re.M), listing.stdout
 
 
 def test_context_refuses_a_bad_thread_count_and_keeps_the_old_one():

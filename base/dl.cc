@@ -1,6 +1,6 @@
-#include "runtime/dl.h"
+#include "base/dl.h"
 
-namespace baregrad::runtime {
+namespace baregrad {
 
 Result<void*> dl_open(const std::string& path, const std::string& what) {
   dlerror();
@@ -21,4 +21,4 @@ Result<void*> dl_symbol(void* lib,
                    (err ? err : "dlsym returned null"));
 }
 
-}  // namespace baregrad::runtime
+}  // namespace baregrad
