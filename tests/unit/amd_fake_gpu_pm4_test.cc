@@ -23,7 +23,7 @@
 namespace baregrad::mock {
 namespace {
 
-using namespace fake_gpu_test;  // NOLINT: the rig is this file's vocabulary
+using namespace amd_fake_gpu_test;  // NOLINT: the rig is this file's vocabulary
 using ::testing::HasSubstr;
 
 // ---- PM4 ---------------------------------------------------------------------------------

@@ -16,7 +16,9 @@
 #include "drivers/mock/amd/fake_kfd.h"
 #include "drivers/mock/amdgpu/fake_gpu.h"
 
-namespace baregrad::mock::fake_gpu_test {
+// NOTE: a namespace of its own (not nv_fake_gpu_rig.h's fake_gpu_test): both rigs define Rig,
+// and one name for two inline classes in one program is an ODR violation.
+namespace baregrad::mock::amd_fake_gpu_test {
 
 using amd::KfdEvent;
 using amd::KfdEventType;
@@ -136,4 +138,4 @@ inline void release32(hcq::CmdStream& cs, const amd::ArchInfo& a, uint64_t addr,
   amd::emit_release_mem(cs, a, {.addr = val(addr), .data = v, .data_sel = amd::DataSel::k32BitLow});
 }
 
-}  // namespace baregrad::mock::fake_gpu_test
+}  // namespace baregrad::mock::amd_fake_gpu_test
