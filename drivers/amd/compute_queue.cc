@@ -59,9 +59,7 @@ hcq::HwQueue& ComputeQueue::copy(hcq::Value dst, hcq::Value src, hcq::Value byte
   if (bytes.symbolic()) {
     if (!fits(kDmaDataDwords)) return *this;
     emit_dma_data_copy(cs_, dst, src, bytes);
-    bounds_.push_back({bytes.var, 1, static_cast<int64_t>(kDmaDataMaxBytes),
-                       "copy on the " + cs_.name() + ": a symbolic byte count (one DMA_DATA " +
-                           "holds 1 to " + std::to_string(kDmaDataMaxBytes) + " bytes)"});
+    bound_copy_count(bytes, kDmaDataMaxBytes, "DMA_DATA");
     return *this;
   }
   auto n = static_cast<uint64_t>(bytes.imm);

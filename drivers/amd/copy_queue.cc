@@ -41,9 +41,7 @@ hcq::HwQueue& CopyQueue::copy(hcq::Value dst, hcq::Value src, hcq::Value bytes) 
     // it: a symbolic size cannot be split into packets when recorded.
     if (!fits(kSdmaCopyLinearDwords)) return *this;
     emit_sdma_copy_linear_sym(cs_, dst, src, bytes);
-    bounds_.push_back({bytes.var, 1, static_cast<int64_t>(max),
-                       "copy on the " + cs_.name() + ": a symbolic byte count (one SDMA " +
-                           "COPY_LINEAR holds 1 to " + std::to_string(max) + " bytes)"});
+    bound_copy_count(bytes, max, "SDMA COPY_LINEAR");
     return *this;
   }
   auto n = static_cast<uint64_t>(bytes.imm);

@@ -49,6 +49,12 @@ bool Queue::check_wait_value(const hcq::Signal& s, hcq::Value v) {
   return false;
 }
 
+void Queue::bound_copy_count(hcq::Value bytes, uint64_t max, const std::string& packet) {
+  bounds_.push_back({bytes.var, 1, static_cast<int64_t>(max),
+                     "copy on the " + cs_.name() + ": a symbolic byte count (one " + packet +
+                         " holds 1 to " + std::to_string(max) + " bytes)"});
+}
+
 hcq::HwQueue& Queue::exec(const hcq::Program& prg,
                           const hcq::ArgsState& args,
                           hcq::Dim3,

@@ -45,6 +45,8 @@ class Queue : public hcq::HwQueue {
   bool fits(size_t words);
   // Refuses when `s` is an error; true when OK.
   bool ok(Status s);
+  // Records that symbolic copy count `bytes` must be 1..`max` at submit: one `packet` holds it.
+  void bound_copy_count(hcq::Value bytes, uint64_t max, const std::string& packet);
   // Refuses a constant value a 32-bit wait cannot compare; true when usable.
   bool check_wait_value(const hcq::Signal& s, hcq::Value v);
   // Waits for the engine to finish everything this queue submitted (destructors call it first).
@@ -56,6 +58,8 @@ class Queue : public hcq::HwQueue {
   std::vector<const hcq::ArgsState*> args_;  // patched at submit
   std::vector<std::string> kernels_;         // launched by the recording (reports)
   std::vector<uint32_t> aql_at_;  // AQL compute queue: word offsets of the dispatch packets
+
+ private:
   // Symbolic values a recorded packet can hold only within [lo, hi], checked at submit (before
   // anything is patched); `what` names the command.
   struct VarBound {
@@ -64,8 +68,6 @@ class Queue : public hcq::HwQueue {
     std::string what;
   };
   std::vector<VarBound> bounds_;
-
- private:
   uint64_t last_seq_ = 0;  // the ring's sequence number of our last submission
   hcq::Buffer bound_;
   bool submitted_ = false;
