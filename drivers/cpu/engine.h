@@ -24,7 +24,8 @@ class Engine {
   Engine(Device& dev, std::string name);
   ~Engine();
   // Appends `words` to the ring (waiting for room, up to the queue timeout) and rings the
-  // doorbell; ResourceExhausted when they could never fit.
+  // doorbell; ResourceExhausted when they could never fit. A small submission that finds the
+  // engine idle runs at once on the calling thread instead (see runs_inline()).
   Status publish(std::span<const uint32_t> words);
   const std::string& name() const { return name_; }
   // Whether the worker is executing packets now (not waiting for the doorbell).
@@ -32,6 +33,11 @@ class Engine {
 
  private:
   void run();
+  // Whether `words` may run on the submitting thread: every wait is already met, every kernel
+  // is serial (Program::serial) and every copy is under kInlineCopyBytes, and nothing is
+  // indirect. Such work takes less than handing it to the worker and back (two cache-line
+  // transfers between cores and, in a VM, often a wakeup), and cannot block.
+  bool runs_inline(std::span<const uint32_t> words) const;
   // Executes packets in [words, words + n); false after a fault.
   bool execute(const uint32_t* words, size_t n, bool indirect);
   bool exec(const uint32_t* p);

@@ -186,6 +186,61 @@ TEST(CpuEngine, SerialProgramsRunTheirItemsInOneCall) {
   }
 }
 
+// Which thread ran the kernel last.
+std::atomic<std::thread::id> g_ran_on;
+void note_thread(void* const*, const int64_t*, int64_t, int64_t) {
+  g_ran_on = std::this_thread::get_id();
+}
+
+// A small submission (its waits met, its kernels serial) on an idle engine runs on the
+// submitting thread: done when submit returns, without a handoff to the worker and back. Any
+// other runs on the engine's worker, in order behind what the ring still holds.
+TEST(CpuEngine, SmallSubmissionsOnAnIdleEngineRunOnTheSubmittingThread) {
+  auto dev = std::move(cpu::Device::create(2).value());
+  auto sig = dev->new_signal("cts inline").value();
+  auto gate = dev->new_signal("cts gate").value();
+  auto args_for = [&](const cpu::Program& prg) {
+    hcq::Buffer mem =
+        dev->allocator().alloc(prg.args_prefix() + 8, {.host = true, .cpu_access = true}).value();
+    auto args = std::make_unique<hcq::ArgsState>(mem, prg.args_prefix(), 1, 0);
+    args->set_buf(0, 0);
+    return std::pair{mem, std::move(args)};
+  };
+  cpu::Program serial("note_thread", note_thread, std::vector<size_t>{0}, 0, nullptr, true);
+  cpu::Program pooled("note_thread", note_thread, std::vector<size_t>{0}, 0, nullptr, false);
+  auto [mem_s, args_s] = args_for(serial);
+  auto [mem_p, args_p] = args_for(pooled);
+  auto q = dev->compute_queue();
+  const auto me = std::this_thread::get_id();
+  uint64_t v = 0;
+  auto submit = [&](const cpu::Program& prg, const hcq::ArgsState& args, uint64_t wait_for) {
+    q->reset();
+    q->wait(*gate, wait_for).exec(prg, args, {1, 1, 1}, {1, 1, 1}).signal(*sig, ++v);
+    ASSERT_TRUE(q->submit().ok());
+  };
+  // Serial, waits met, engine idle: run here, finished on return.
+  g_ran_on = std::thread::id();
+  submit(serial, *args_s, 0);
+  EXPECT_EQ(sig->value(), v);
+  EXPECT_EQ(g_ran_on.load(), me);
+  // A pooled kernel goes to the worker (the engine thread takes the first share).
+  submit(pooled, *args_p, 0);
+  ASSERT_TRUE(sig->wait(v, 5s).ok());
+  EXPECT_NE(g_ran_on.load(), me);
+  // An unmet wait goes to the worker, and a serial kernel behind it (the ring is not empty)
+  // waits its turn there rather than overtaking it.
+  submit(serial, *args_s, 1);
+  uint64_t gated = v;
+  submit(serial, *args_s, 0);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_LT(sig->value(), gated);  // neither ran: the second is behind the first
+  gate->set(1);
+  ASSERT_TRUE(sig->wait(v, 5s).ok());
+  EXPECT_NE(g_ran_on.load(), me);
+  dev->allocator().free(mem_s);
+  dev->allocator().free(mem_p);
+}
+
 // When the host gives up on a kernel (a hang), the CPU device fails; freeing the buffer the
 // kernel still writes and destroying the device must neither crash the kernel nor wait for it: what
 // the hung work uses is left to the process's exit. Run in a child process (the kernel spins until
