@@ -67,7 +67,13 @@ struct ShapeTracker {
 
   bool operator==(const ShapeTracker&) const = default;
   static ShapeTracker contiguous(std::vector<int64_t> shape) {
-    return ShapeTracker{{View::contiguous(std::move(shape))}};
+    return of(View::contiguous(std::move(shape)));
+  }
+  // One view, moved in (ShapeTracker{{v}} copies it out of the initializer list).
+  static ShapeTracker of(View v) {
+    ShapeTracker st;
+    st.views.push_back(std::move(v));
+    return st;
   }
   const std::vector<int64_t>& shape() const { return views.back().shape; }
   std::string str() const;

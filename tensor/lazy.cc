@@ -135,6 +135,7 @@ Lazy lazy_const(const std::shared_ptr<runtime::Device>& dev,
   // A const is one element broadcast to `shape`.
   b->shape = {};
   Lazy scalar = make(std::move(b));
+  if (shape.empty()) return scalar;
   std::vector<int64_t> ones(shape.size(), 1);
   return lazy_view(scalar, compiler::expand(compiler::reshape(scalar.st, ones), shape));
 }
@@ -170,10 +171,11 @@ void check_same_device(std::string_view op, const Lazy& a, const Lazy& b) {
 
 Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype) {
   CHECK(!srcs.empty());
-  if (srcs.size() > 1) {
-    std::string name = compiler::op_name(op);
+  for (size_t i = 1; i < srcs.size(); i++) {
+    if (srcs[i].base->device == srcs[0].base->device) continue;
+    std::string name = compiler::op_name(op);  // only for the error: a tiny op's build is ~1 us
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (size_t i = 1; i < srcs.size(); i++) check_same_device(name, srcs[0], srcs[i]);
+    check_same_device(name, srcs[0], srcs[i]);
   }
   // Constant folding: an op on constants is a constant (so no kernel lacks a shape to run in).
   // Of symbolic views, it is a constant of the current values' shape.

@@ -124,6 +124,15 @@ Lazy lazy_iota(const std::shared_ptr<runtime::Device>& dev, DType dtype, int64_t
 // devices: a kernel reads every input through its own device's address space.
 void check_same_device(std::string_view op, const Lazy& a, const Lazy& b);
 // Checks its sources' devices (check_same_device, naming the ALU op) as a last line of defence.
+// Lazies in a vector, each copied once (an initializer list {a, b} copies each twice, and a
+// copy allocates its views: a tiny op's build is ~1 us).
+template <class... L>
+std::vector<Lazy> lazies(const L&... l) {
+  std::vector<Lazy> v;
+  v.reserve(sizeof...(l));
+  (v.push_back(l), ...);
+  return v;
+}
 Lazy lazy_alu(Op op, std::vector<Lazy> srcs, DType dtype);
 Lazy lazy_reduce(Op op, const Lazy& src, std::vector<int> axes);
 Lazy lazy_cast(const Lazy& src, DType dtype);

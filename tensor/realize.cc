@@ -75,11 +75,11 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
     } else if (out->numel() > 0) {
       auto* capture = detail::jit_capture();
       KernelPlan plan = plan_kernel(item.ast, /*inline_all=*/capture != nullptr);
-      std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};
-      std::vector<runtime::Buffer> bufs{realized->buffer};
+      std::vector<runtime::Buffer> bufs;
+      bufs.reserve(item.bufs.size());
+      bufs.push_back(realized->buffer);
       for (size_t i = 1; i < item.bufs.size(); i++) {
         CHECK(item.bufs[i]->realized) << "realize: input " << i << " was not computed first";
-        owners.push_back(item.bufs[i]->realized);
         bufs.push_back(item.bufs[i]->realized->buffer);
       }
       for (auto [slot, bytes] : plan.shifts) {  // the AST reads these buffers from further on
@@ -104,6 +104,8 @@ void run_schedule(std::vector<ScheduleItem> schedule) {
         if (item.specialized)
           capture->specialize("kernel " + (*prg)->spec.name +
                               " was built for the current values of its Variables");
+        std::vector<std::shared_ptr<DeviceBuffer>> owners{realized};
+        for (size_t i = 1; i < item.bufs.size(); i++) owners.push_back(item.bufs[i]->realized);
         capture->record_kernel(*prg, std::move(owners), std::move(vars));
       }
     }

@@ -367,15 +367,20 @@ Tensor binary(const char* name, Op op, const Tensor& a, const Tensor& b, DType o
     default:
       fn = [](const Tensor&) { return Grads{std::nullopt, std::nullopt}; };
   }
-  return Tensor::record(lazy_alu(op, {x.lazy(), y.lazy()}, out), name, {x, y}, std::move(fn));
+  return Tensor::record(lazy_alu(op, lazies(x.lazy(), y.lazy()), out), name, {x, y}, std::move(fn));
 }
 
 // A scalar operand is "weak": it takes the tensor's dtype unless a float meets an int tensor.
-Tensor Tensor::scalar_like(double v) const {
-  DType t = dtype();
+namespace {
+DType scalar_dtype(DType t, double v) {
   if (!dtypes::is_float(t) && v != std::trunc(v)) t = dtypes::kFloat32;
   if (dtypes::is_bool(t)) t = v == 0 || v == 1 ? t : dtypes::kInt32;
-  Tensor c(lazy_const(impl_->lazy.base->device, t, v, {}));
+  return t;
+}
+}  // namespace
+
+Tensor Tensor::scalar_like(double v) const {
+  Tensor c(lazy_const(impl_->lazy.base->device, scalar_dtype(dtype(), v), v, {}));
   c.impl_->mode = GradMode::kOff;  // as tinygrad's scalar operands: never a gradient target
   return c;
 }
@@ -395,12 +400,11 @@ Tensor Tensor::operator/(const Tensor& o) const {
 Tensor Tensor::operator+(double v) const { return scalar_op("add", v); }
 Tensor Tensor::operator-(double v) const { return scalar_op("sub", v); }
 Tensor Tensor::scalar_op(std::string_view op, double v, bool reverse) const {
-  Tensor c = scalar_like(v);
-  if (!impl_->lazy.sym && ndim() > 0) {  // broadcast at once: one stride-0 view, as expand makes
-    compiler::View view{shape(), Shape(shape().size(), 0), 0, std::nullopt, nullptr};
-    c = Tensor(lazy_view(c.lazy(), ShapeTracker{{std::move(view)}}));
-    c.impl_->mode = GradMode::kOff;
-  }
+  Lazy k = lazy_const(impl_->lazy.base->device, scalar_dtype(dtype(), v), v, {});
+  if (!impl_->lazy.sym && ndim() > 0)  // broadcast at once: one stride-0 view, as expand makes
+    k.st = ShapeTracker::of({shape(), Shape(shape().size(), 0), 0, std::nullopt, nullptr});
+  Tensor c(std::move(k));
+  c.impl_->mode = GradMode::kOff;  // as tinygrad's scalar operands: never a gradient target
   const Tensor& a = reverse ? c : *this;
   const Tensor& b = reverse ? *this : c;
   if (op == "add") return a + b;
@@ -445,8 +449,8 @@ Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto [c2, y2] = broadcast("where", c, y);
   DType t = least_upper_dtype(a.dtype(), b.dtype());
   Tensor cb = c2.cast(dtypes::kBool).detach(), xt = x2.cast(t), yt = y2.cast(t);
-  return record(lazy_alu(Op::WHERE, {cb.lazy(), xt.lazy(), yt.lazy()}, t), "where", {cb, xt, yt},
-                [cb](const Tensor& g) {
+  return record(lazy_alu(Op::WHERE, lazies(cb.lazy(), xt.lazy(), yt.lazy()), t), "where",
+                {cb, xt, yt}, [cb](const Tensor& g) {
                   Tensor z = Tensor::zeros_like(g);
                   return Grads{std::nullopt, where(cb, g, z), where(cb, z, g)};
                 });
@@ -472,7 +476,7 @@ Tensor Tensor::bitcast(DType t) const {
 }
 
 Tensor Tensor::unary(Op op) const {
-  Lazy out = lazy_alu(op, {impl_->lazy}, dtype());
+  Lazy out = lazy_alu(op, lazies(impl_->lazy), dtype());
   Tensor x = *this, y(out);  // y: the result without history (saved_output)
   auto result = [x, y, op]() { return saved_output(y, [&] { return x.unary(op); }); };
   BackwardFn fn;
@@ -538,7 +542,7 @@ Tensor Tensor::sigmoid() const {
 // ---- data --------------------------------------------------------------------------------------
 
 const Tensor& Tensor::realize() const {
-  run_schedule(create_schedule({impl_->lazy}));
+  run_schedule(create_schedule(lazies(impl_->lazy)));
   // Undecided history ends here, as tinygrad's realize replaces the graph by the buffer: the
   // activations behind a forward-only result are freed (see autograd.h).
   if (history_realized(*impl_)) {

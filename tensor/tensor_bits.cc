@@ -114,7 +114,7 @@ Tensor Tensor::mod(const Tensor& o) const {
 
 Tensor Tensor::trunc() const {
   if (!dtypes::is_float(dtype())) return *this;
-  return record(lazy_alu(Op::TRUNC, {lazy()}, dtype()), "trunc", {*this},
+  return record(lazy_alu(Op::TRUNC, lazies(lazy()), dtype()), "trunc", {*this},
                 [](const Tensor& g) { return Grads{zeros_like(g)}; });
 }
 Tensor Tensor::floor() const {

@@ -33,7 +33,6 @@ from baregrad.variable import make_sym
 
 ConstType = (bool, int, float)
 _EXACT_INT = 2**53  # doubles hold every integer below this; larger ones go through raw bytes
-_FLOAT_KEYS = frozenset(d.key for d in dtypes.floats)
 _new_object = object.__new__
 _SCALAR_OPS = frozenset("add sub mul maximum minimum lt le gt ge eq ne".split())  # _C.Tensor.scalar_op's
 
@@ -136,11 +135,12 @@ class Tensor(ElementwiseMixin, MovementMixin, ReduceMixin, NNMixin, LinalgMixin,
   def _binary(self, name: str, y, reverse: bool = False, widen: bool = False):
     # The common case, a float tensor and a Python number, without the general promotion: the
     # number takes the tensor's dtype (ElementwiseMixin._binary gives the same result, slower).
-    if (type(y) is float or type(y) is int) and name in _SCALAR_OPS and type(self._c) is _C.Tensor and self._c.dtype in _FLOAT_KEYS:
-      return Tensor._wrap(self._c.scalar_op(name, float(y), reverse))
-    # Two tensors of one float dtype on one device (a * b in a model): nothing to promote or move.
+    if (type(y) is float or type(y) is int) and name in _SCALAR_OPS and type(self._c) is _C.Tensor and \
+       (c := self._c.float_scalar_op(name, float(y), reverse)) is not None:
+      return Tensor._wrap(c)
+    # Two tensors of one float dtype (a * b in a model): nothing to promote (C++ checks devices).
     if type(y) is Tensor and type(self) is Tensor and type(self._c) is _C.Tensor and type(y._c) is _C.Tensor and \
-       (dt := self._c.dtype) in _FLOAT_KEYS and dt == y._c.dtype:
+       self._c.same_float_dtype(y._c):
       a, b = (y._c, self._c) if reverse else (self._c, y._c)
       return Tensor._wrap(getattr(a, name)(b))
     return super()._binary(name, y, reverse, widen)
