@@ -8,13 +8,12 @@
 namespace baregrad::tensor::nn {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 // Throws naming `op` unless `in` and `out` channels split evenly into `groups`.
 void check_groups(const char* op, int64_t in, int64_t out, int64_t groups) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
     fail(op,
-         str(in) + " -> " + str(out) + " channels cannot be split into " + str(groups) + " groups",
+         std::to_string(in) + " -> " + std::to_string(out) + " channels cannot be split into " +
+             std::to_string(groups) + " groups",
          ErrorKind::kValue);
 }
 
@@ -156,12 +155,12 @@ Tensor conv_transpose2d(const Tensor& x,
   if (g < 1 || x.shape()[1] != c || c % g != 0)
     fail("conv_transpose2d",
          "input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
-             " with groups=" + str(g) + ": channels do not match",
+             " with groups=" + std::to_string(g) + ": channels do not match",
          ErrorKind::kValue);
   if (s < 1 || d < 1 || p < 0 || op < 0 || op >= std::max(s, d))
     fail("conv_transpose2d",
-         "stride " + str(s) + ", padding " + str(p) + ", output_padding " + str(op) +
-             ", dilation " + str(d) +
+         "stride " + std::to_string(s) + ", padding " + std::to_string(p) + ", output_padding " +
+             std::to_string(op) + ", dilation " + std::to_string(d) +
              ": need stride, dilation >= 1 and output_padding < "
              "max(stride, dilation)",
          ErrorKind::kValue);
@@ -171,7 +170,7 @@ Tensor conv_transpose2d(const Tensor& x,
   if (oh < 1 || ow < 1)
     fail("conv_transpose2d",
          "input " + shape_str(x.shape()) + " with weight " + shape_str(w.shape()) +
-             " gives an empty output (" + str(oh) + ", " + str(ow) + ")",
+             " gives an empty output (" + std::to_string(oh) + ", " + std::to_string(ow) + ")",
          ErrorKind::kValue);
   // Zeros between input pixels: (H, W) -> (H, 1, W, 1) -> pad to (H, s, W, s) -> crop the tail.
   Tensor xd = x;

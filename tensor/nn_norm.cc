@@ -7,10 +7,8 @@
 namespace baregrad::tensor::nn {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 // A float32 tensor filled with `value` that requires grad (affine weight / bias).
-Tensor param(Shape shape, double value) {
+Tensor affine_param(Shape shape, double value) {
   Tensor t = Tensor::full(std::move(shape), value);
   t.requires_grad_();
   return t;
@@ -47,8 +45,8 @@ Tensor per_channel(const Tensor& t, int ndim) {
 void check_channels(const char* op, const Tensor& x, int64_t c) {
   if (x.ndim() < 2 || x.shape()[1] != c)
     fail(op,
-         "input of shape " + shape_str(x.shape()) + " for a layer of " + str(c) +
-             " channels (need (N, " + str(c) + ", ...))",
+         "input of shape " + shape_str(x.shape()) + " for a layer of " + std::to_string(c) +
+             " channels (need (N, " + std::to_string(c) + ", ...))",
          ErrorKind::kValue);
 }
 
@@ -61,8 +59,8 @@ BatchNorm::BatchNorm(int64_t n, double eps_, bool affine, double momentum_)
       eps(eps_),
       momentum(momentum_) {
   if (affine) {
-    weight = param({n}, 1);
-    bias = param({n}, 0);
+    weight = affine_param({n}, 1);
+    bias = affine_param({n}, 0);
   }
 }
 
@@ -109,8 +107,8 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
     : normalized_shape(std::move(shape)), eps(eps_) {
   if (normalized_shape.empty()) fail("LayerNorm", "normalized_shape is empty", ErrorKind::kValue);
   if (affine) {
-    weight = param(normalized_shape, 1);
-    bias = param(normalized_shape, 0);
+    weight = affine_param(normalized_shape, 1);
+    bias = affine_param(normalized_shape, 0);
   }
 }
 
@@ -136,12 +134,13 @@ void LayerNorm::named(NamedTensors& out, const std::string& prefix) const {
 }
 
 RMSNorm::RMSNorm(int64_t dim_, double eps_, bool affine) : dim(dim_), eps(eps_) {
-  if (affine) weight = param({dim}, 1);
+  if (affine) weight = affine_param({dim}, 1);
 }
 
 Tensor RMSNorm::operator()(const Tensor& x) const {
   if (x.ndim() < 1 || x.shape().back() != dim)
-    fail("RMSNorm", "input of shape " + shape_str(x.shape()) + " for a layer of dim " + str(dim),
+    fail("RMSNorm",
+         "input of shape " + shape_str(x.shape()) + " for a layer of dim " + std::to_string(dim),
          ErrorKind::kValue);
   Tensor y = x * (x.square().mean({-1}, true) + eps).pow(-0.5);
   return weight ? y * *weight : y;
@@ -156,11 +155,13 @@ void RMSNorm::named(NamedTensors& out, const std::string& prefix) const {
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine)
     : num_groups(groups), num_channels(channels), eps(eps_) {
   if (groups < 1 || channels % groups != 0)
-    fail("GroupNorm", str(channels) + " channels cannot be split into " + str(groups) + " groups",
+    fail("GroupNorm",
+         std::to_string(channels) + " channels cannot be split into " + std::to_string(groups) +
+             " groups",
          ErrorKind::kValue);
   if (affine) {
-    weight = param({channels}, 1);
-    bias = param({channels}, 0);
+    weight = affine_param({channels}, 1);
+    bias = affine_param({channels}, 0);
   }
 }
 

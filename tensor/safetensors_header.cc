@@ -27,10 +27,8 @@ constexpr char kHex[] = "0123456789abcdef";
 
 using json = nlohmann::json;
 
-std::string str(uint64_t v) { return std::to_string(v); }
-
 std::string offsets_str(uint64_t begin, uint64_t end) {
-  return "[" + str(begin) + ", " + str(end) + "]";
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
 std::string quote(const std::string& s) { return json_quote(s); }
@@ -149,8 +147,8 @@ class HeaderReader final : public json::json_sax_t {
   };
 
   bool syntax_error(size_t at, const std::string& what) {
-    error_ = "header is not valid JSON at header byte " + str(at) + " (file offset " + str(at + 8) +
-             "): " + what;
+    error_ = "header is not valid JSON at header byte " + std::to_string(at) + " (file offset " +
+             std::to_string(at + 8) + "): " + what;
     return false;
   }
   bool reject(const std::string& what) {
@@ -182,7 +180,8 @@ class HeaderReader final : public json::json_sax_t {
   // Places `v` as the root or the next value of the innermost object or array; an object or
   // array becomes the innermost one. Values nested deeper than kMaxDepth are refused.
   bool add(json v) {
-    if (stack_.size() > kMaxDepth) return reject("nesting deeper than " + str(kMaxDepth));
+    if (stack_.size() > kMaxDepth)
+      return reject("nesting deeper than " + std::to_string(kMaxDepth));
     bool structured = v.is_structured();
     json* at = &root_;
     if (stack_.empty()) {
@@ -235,7 +234,7 @@ std::vector<uint64_t> ints(const std::string& path,
     if (!item.is_number_unsigned())
       bad(path, where + " must hold integers, got " + kind_name(item));
     auto n = item.get<uint64_t>();
-    if (n > max) bad(path, where + " value " + str(n) + " is out of range");
+    if (n > max) bad(path, where + " value " + std::to_string(n) + " is out of range");
     out.push_back(n);
   }
   return out;
@@ -278,18 +277,20 @@ SafetensorsEntry parse_entry(const std::string& path,
   }
   auto off = ints(path, where + " data_offsets", *offsets, std::numeric_limits<uint64_t>::max());
   if (off.size() != 2)
-    bad(path, where + ": data_offsets must hold 2 integers, got " + str(off.size()));
+    bad(path, where + ": data_offsets must hold 2 integers, got " + std::to_string(off.size()));
   e.begin = off[0];
   e.end = off[1];
   std::string span = "data_offsets " + offsets_str(e.begin, e.end);
   if (e.begin > e.end) bad(path, where + ": " + span + " begin after end");
   if (e.end > size)
-    bad(path, where + ": " + span + " exceed the data section (" + str(size) + " bytes)");
+    bad(path,
+        where + ": " + span + " exceed the data section (" + std::to_string(size) + " bytes)");
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<uint64_t>(numel), e.dtype.itemsize(), &bytes) ||
       bytes != e.end - e.begin)
     bad(path, where + ": shape " + tuple_str(e.shape) + " of " + code_text + " needs " +
-                  str(bytes) + " bytes but " + span + " span " + str(e.end - e.begin));
+                  std::to_string(bytes) + " bytes but " + span + " span " +
+                  std::to_string(e.end - e.begin));
   return e;
 }
 
@@ -299,12 +300,13 @@ SafetensorsHeader parse_safetensors_header(const std::string& path,
                                            const uint8_t* file,
                                            size_t file_size) {
   if (file_size < 8)
-    bad(path, "file is " + str(file_size) + " bytes, shorter than the 8-byte header length");
+    bad(path,
+        "file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--) n = n << 8 | file[i];
   if (n > file_size - 8)
-    bad(path, "header length " + str(n) + " exceeds the " + str(file_size - 8) +
-                  " bytes after the length field");
+    bad(path, "header length " + std::to_string(n) + " exceeds the " +
+                  std::to_string(file_size - 8) + " bytes after the length field");
   std::string_view text(reinterpret_cast<const char*>(file) + 8, n);
   HeaderReader reader(text);
   if (!reader.read()) bad(path, reader.error());
@@ -341,14 +343,14 @@ SafetensorsHeader parse_safetensors_header(const std::string& path,
       bad(path, span + " overlap tensor " + quote(prev->name) + " data_offsets " +
                     offsets_str(prev->begin, prev->end));
     if (e->begin > at)
-      bad(path, span + " leave a gap: data bytes [" + str(at) + ", " + str(e->begin) +
-                    ") belong to no tensor");
+      bad(path, span + " leave a gap: data bytes [" + std::to_string(at) + ", " +
+                    std::to_string(e->begin) + ") belong to no tensor");
     at = e->end;
     prev = e;
   }
   if (at != size)
-    bad(path, "tensors cover " + str(at) + " bytes but the data section has " + str(size) +
-                  " (trailing bytes after the last tensor)");
+    bad(path, "tensors cover " + std::to_string(at) + " bytes but the data section has " +
+                  std::to_string(size) + " (trailing bytes after the last tensor)");
   return h;
 }
 

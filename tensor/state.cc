@@ -21,8 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string quote(const std::string& s) { return json_quote(s); }
-
 // ---- files ---------------------------------------------------------------------------------
 
 class UniqueFd {
@@ -138,7 +136,8 @@ void safe_save(const std::map<std::string, Tensor>& tensors,
     try {
       (void)json(s).dump();
     } catch (const json::type_error&) {
-      fail("safe_save", path + ": " + what + " " + quote(s) + " is not UTF-8", ErrorKind::kValue);
+      fail("safe_save", path + ": " + what + " " + json_quote(s) + " is not UTF-8",
+           ErrorKind::kValue);
     }
   };
   // ordered_json keeps insertion order: metadata first, then the tensors sorted by name, and

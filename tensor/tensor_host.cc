@@ -7,7 +7,6 @@ namespace baregrad::tensor {
 namespace {
 using Grads = std::vector<std::optional<Tensor>>;
 
-std::string str(uint64_t v) { return std::to_string(v); }
 }  // namespace
 
 Tensor Tensor::from_bytes(
@@ -20,8 +19,8 @@ Tensor Tensor::from_bytes(
     fail("from_bytes", "unsupported dtype " + dtype.name(), ErrorKind::kType);
   if (static_cast<uint64_t>(n) * dtype.itemsize() != bytes)
     fail("from_bytes",
-         str(bytes) + " bytes for shape " + shape_str(shape) + " of " + dtype.name() + " (" +
-             str(static_cast<uint64_t>(n) * dtype.itemsize()) + " needed)",
+         std::to_string(bytes) + " bytes for shape " + shape_str(shape) + " of " + dtype.name() +
+             " (" + std::to_string(static_cast<uint64_t>(n) * dtype.itemsize()) + " needed)",
          ErrorKind::kValue);
   Tensor t = empty(std::move(shape), dtype, device);
   if (bytes == 0) return t;

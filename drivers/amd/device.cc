@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "base/align.h"
 #include "base/format.h"
 #include "base/log.h"
 #include "drivers/amd/aql.h"
@@ -14,8 +15,6 @@
 
 namespace baregrad::amd {
 namespace {
-
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 constexpr size_t kMinRingBytes = 4096;
 // The compute queue's end-of-pipe buffer: RELEASE_MEM needs one (tinygrad: 0x1000 of VRAM).

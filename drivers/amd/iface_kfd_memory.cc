@@ -4,14 +4,13 @@
 
 #include <utility>
 
+#include "base/align.h"
 #include "base/format.h"
 #include "base/log.h"
 #include "drivers/amd/iface_kfd.h"
 
 namespace baregrad::amd {
 namespace {
-
-constexpr uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 std::string alloc_text(uint64_t size, KfdMemKind kind, bool cpu_access, const std::string& where) {
   return "KFD alloc of " + hex(size) + " bytes of " + std::string(kfd_mem_kind_name(kind)) +

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/align.h"
 #include "base/format.h"
 #include "base/log.h"
 #include "drivers/nv/compute_queue.h"
@@ -22,8 +23,6 @@ constexpr size_t kMinPushbufRingBytes = 256;  // the channel setup and its relea
 // kLocalReserveBytes in program.h), rounded to 32 as tinygrad rounds it.
 constexpr uint32_t kLocalBytesPerThread = 0x240;
 constexpr uint64_t kLocalTpcAlign = 0x8000;
-
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // RM memory behind hcq buffers: device memory is video memory (CPU-mapped on request), host
 // memory pinned process memory, uncached host memory (signals) RM-owned system memory. Small

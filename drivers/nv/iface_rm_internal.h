@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/align.h"
 #include "base/status.h"
 
 namespace baregrad::nv {
@@ -14,8 +15,6 @@ namespace baregrad::nv {
 // The message for a failed open of an NVIDIA device node: a missing /dev/nvidiactl (no driver),
 // /dev/nvidia-uvm (no nvidia-uvm module) or /dev/nvidiaN, or missing permissions.
 Status device_open_error(const Status& s, const std::string& path);
-
-constexpr uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
 
 // Undo steps run in reverse order on destruction unless dismiss()ed: the partial work of a
 // multi-step allocation is released when a later step fails.

@@ -3,14 +3,9 @@
 #include <cstring>
 
 #include "drivers/nv/device.h"
+#include "drivers/nv/qmd.h"
 
 namespace baregrad::nv {
-namespace {
-constexpr uint32_t kMaxBlockThreads = 1024;
-constexpr uint32_t kMaxBlockZ = 64;
-constexpr uint32_t kMaxGridX = 0x7fffffff, kMaxGridYZ = 0xffff;
-}  // namespace
-
 Program::Program(Cubin, std::string name, int num_bufs, int num_vars)
     : hcq::Program(std::move(name), num_bufs, num_vars) {}
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/align.h"
 #include "base/check.h"
 #include "base/format.h"
 
@@ -12,7 +13,6 @@ namespace {
 using hcq::Value;
 
 constexpr uint64_t mask_of(uint32_t width) { return width >= 64 ? ~0ull : (1ull << width) - 1; }
-constexpr uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 // Enumerants of the qmd headers (the fixed fields as tinygrad writes them; release forms).
 constexpr uint32_t kQmdTypeGridCta = 2;              // QMD_TYPE_GRID_CTA (v4, v5)
@@ -26,10 +26,6 @@ constexpr uint32_t kStructureSizeTwoWords = 2;
 constexpr uint32_t kMembarTypeFeSysmembar = 1;       // RELEASE*_MEMBAR_TYPE_FE_SYSMEMBAR
 constexpr uint32_t kDependentActionQmdSchedule = 1;  // DEPENDENT_QMD0_ACTION_QMD_SCHEDULE
 
-// Launch limits (CUDA's, as tinygrad's NVProgram checks them).
-constexpr uint64_t kMaxGridX = 0x7fffffff;
-constexpr uint64_t kMaxGridYZ = 0xffff;
-constexpr uint32_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxBlockThreads = 1024;
 constexpr uint32_t kMaxRegisters = 255;
 constexpr uint32_t kMaxBarriers = 16;
 

@@ -37,6 +37,12 @@ struct QmdArrayField {
 };
 
 constexpr size_t kQmdMaxBytes = 384;
+
+// Launch limits (CUDA's, as tinygrad's NVProgram checks them): make_qmd and Program::check_launch
+// refuse a grid or block over them.
+constexpr uint64_t kMaxGridX = 0x7fffffff;
+constexpr uint64_t kMaxGridYZ = 0xffff;
+constexpr uint32_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxBlockThreads = 1024;
 constexpr int kQmdConstantBuffers = 8;
 constexpr int kQmdReleases = 3;
 

@@ -15,7 +15,7 @@ namespace {
 #define BG_CUBLAS_SYMBOLS(X) \
   X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasGemmEx)
 
-StatusCode code_of(cublasStatus_t s) {
+StatusCode cublas_code_of(cublasStatus_t s) {
   switch (s) {
     case CUBLAS_STATUS_INVALID_VALUE:
       return StatusCode::kInvalidArgument;
@@ -82,7 +82,7 @@ std::string cublas_status_name(cublasStatus_t s) {
 
 Status CublasApi::check(cublasStatus_t s, std::string_view call, Loc loc) const {
   if (s == CUBLAS_STATUS_SUCCESS) return Status();
-  return Status(code_of(s), std::string(call) + " failed: " + cublas_status_name(s), loc);
+  return Status(cublas_code_of(s), std::string(call) + " failed: " + cublas_status_name(s), loc);
 }
 
 Result<const CublasApi*> load_cublas_api(std::string_view path) {

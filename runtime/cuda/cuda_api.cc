@@ -81,7 +81,7 @@ constexpr ResultName kResultNames[] = {
 };
 #undef BG_CU_NAME
 
-StatusCode code_of(CUresult r) {
+StatusCode cu_code_of(CUresult r) {
   switch (r) {
     case CUDA_ERROR_INVALID_VALUE:
       return StatusCode::kInvalidArgument;
@@ -133,7 +133,7 @@ Status CudaApi::check(CUresult r, std::string_view call, std::source_location lo
     msg += "CUresult " + std::to_string(r);
   }
   if (cuGetErrorString(r, &text) == CUDA_SUCCESS && text) msg += std::string(" (") + text + ")";
-  return Status(code_of(r), std::move(msg), loc);
+  return Status(cu_code_of(r), std::move(msg), loc);
 }
 
 Result<const CudaApi*> load_cuda_api(std::string_view path) {

@@ -79,7 +79,7 @@ struct IrKernel {
   const char* body;  // %i: the item (i64)
 };
 
-const IrKernel kKernels[] = {
+const IrKernel kAmdKernels[] = {
     {add_one, false, "ptr addrspace(1) %a", R"(
   %p = getelementptr inbounds i32, ptr addrspace(1) %a, i64 %i
   %v = load i32, ptr addrspace(1) %p, align 4
@@ -113,7 +113,7 @@ const IrKernel kKernels[] = {
 };
 
 const IrKernel* ir_kernel(KernelFn fn) {
-  for (const IrKernel& k : kKernels)
+  for (const IrKernel& k : kAmdKernels)
     if (k.fn == fn) return &k;
   return nullptr;
 }

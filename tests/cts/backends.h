@@ -23,6 +23,8 @@
 
 namespace baregrad::cts {
 
+inline constexpr size_t kMiB = size_t{1} << 20;
+
 // A kernel with the CPU ABI (see cpu::Program): backends that execute run it, the
 // others only record a program of the same arity.
 using KernelFn = cpu::Program::Fn;

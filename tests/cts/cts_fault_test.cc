@@ -30,8 +30,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr size_t kMiB = 1 << 20;
-
 class CtsFault : public Cts {};
 class CtsAllocator : public Cts {};
 

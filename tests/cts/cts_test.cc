@@ -32,8 +32,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr size_t kMiB = 1 << 20;
-
 class CtsSignal : public Cts {};
 class CtsQueue : public Cts {};
 class CtsTimeline : public Cts {};

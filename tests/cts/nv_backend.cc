@@ -91,7 +91,7 @@ struct PtxKernel {
   const char* body;
 };
 
-const PtxKernel kKernels[] = {
+const PtxKernel kNvKernels[] = {
     {add_one, false, ".param .u64 a", R"(
   ld.param.u64 %rd1, [a];
   cvta.to.global.u64 %rd1, %rd1;
@@ -145,7 +145,7 @@ const PtxKernel kKernels[] = {
 };
 
 const PtxKernel* ptx_kernel(KernelFn fn) {
-  for (const PtxKernel& k : kKernels)
+  for (const PtxKernel& k : kNvKernels)
     if (k.fn == fn) return &k;
   return nullptr;
 }

@@ -21,7 +21,6 @@ using namespace compiler;
 using runtime::Buffer;
 using runtime::Device;
 
-constexpr DType kF32 = dtypes::kFloat32;
 constexpr int64_t kN = 1 << 18;  // 1 MiB of floats: a copy racing the kernel would see stale data
 constexpr size_t kBytes = kN * 4;
 

@@ -22,6 +22,8 @@
 
 namespace baregrad::testing {
 using namespace compiler;
+
+inline constexpr DType kF32 = dtypes::kFloat32;
 using runtime::Buffer;
 using runtime::Device;
 

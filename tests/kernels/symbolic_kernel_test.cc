@@ -20,7 +20,6 @@ using namespace compiler;
 using runtime::Buffer;
 using runtime::Device;
 
-constexpr DType kF32 = dtypes::kFloat32;
 const SymVar kI{"i", 1, 10};
 
 class SymbolicKernelTest : public DeviceTest {

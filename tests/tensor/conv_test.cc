@@ -20,7 +20,7 @@ namespace {
 
 const DType kF64 = dtypes::kFloat64;
 
-std::vector<double> rnd(size_t n, uint64_t seed) {
+std::vector<double> uniform_vec(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> d(-1, 1);
   std::vector<double> v(n);
@@ -73,8 +73,8 @@ TEST(Conv, Conv2dMatchesDirectLoops) {
                  std::to_string(p.k) + " s" + std::to_string(p.stride) + " p" +
                  std::to_string(p.pad) + " d" + std::to_string(p.dil) + " g" +
                  std::to_string(p.groups));
-    auto x = rnd(p.n * p.c * p.h * p.w, 1), w = rnd(p.o * p.c / p.groups * p.k * p.k, 2),
-         b = rnd(p.o, 3);
+    auto x = uniform_vec(p.n * p.c * p.h * p.w, 1),
+         w = uniform_vec(p.o * p.c / p.groups * p.k * p.k, 2), b = uniform_vec(p.o, 3);
     int64_t oh, ow;
     auto want = conv_ref(p, x, w, b, &oh, &ow);
     Tensor y = Tensor::from_data(x, {p.n, p.c, p.h, p.w}, kF64)
@@ -87,7 +87,7 @@ TEST(Conv, Conv2dMatchesDirectLoops) {
 }
 
 TEST(Conv, PoolingMatchesDirectLoops) {
-  auto x = rnd(2 * 3 * 6 * 7, 4);
+  auto x = uniform_vec(2 * 3 * 6 * 7, 4);
   Tensor t = Tensor::from_data(x, {2, 3, 6, 7}, kF64);
   for (auto [k, s] : {std::pair<int64_t, int64_t>{2, 2}, {3, 1}, {3, 2}}) {
     int64_t oh = (6 - k) / s + 1, ow = (7 - k) / s + 1;
@@ -116,7 +116,7 @@ TEST(Conv, PoolingMatchesDirectLoops) {
 
 TEST(Conv, GradientsMatchFiniteDifferences) {
   ConvCase p{1, 2, 5, 5, 2, 3, 2, 1, 1, 1};
-  auto x = rnd(50, 5), w = rnd(36, 6), wl = rnd(2 * 3 * 3, 7);
+  auto x = uniform_vec(50, 5), w = uniform_vec(36, 6), wl = uniform_vec(2 * 3 * 3, 7);
   auto loss = [&](const std::vector<double>& xv, const std::vector<double>& wv, Tensor* xt,
                   Tensor* wt) {
     Tensor a = Tensor::from_data(xv, {1, 2, 5, 5}, kF64),
@@ -195,7 +195,7 @@ TEST(Conv, WindowsAndTheirGradientMatchDirectIndexing) {
                  std::to_string(a1.i) + "," + std::to_string(a1.k) + "," + std::to_string(a1.s) +
                  "," + std::to_string(a1.d));
     const int64_t b = 2, o0 = a0.o(), o1 = a1.o();
-    auto xv = rnd(b * a0.i * a1.i, 8), wv = rnd(b * o0 * o1 * a0.k * a1.k, 9);
+    auto xv = uniform_vec(b * a0.i * a1.i, 8), wv = uniform_vec(b * o0 * o1 * a0.k * a1.k, 9);
     Tensor x = Tensor::from_data(xv, {b, a0.i, a1.i}, kF64).requires_grad_();
     Tensor win = x.pool_windows({a0.k, a1.k}, {a0.s, a1.s}, {a0.d, a1.d});
     ASSERT_EQ(win.shape(), (Shape{b, o0, o1, a0.k, a1.k}));

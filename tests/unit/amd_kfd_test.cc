@@ -129,8 +129,8 @@ TEST(KfdTopology, ReadsTheFakesNodesSkippingTheCpu) {
 
 // ---- bring-up and its errors -------------------------------------------------------------------
 
-struct Rig {
-  explicit Rig(FakeKfdConfig c = {}) : fake(std::make_shared<FakeKfd>(std::move(c))) {}
+struct KfdRig {
+  explicit KfdRig(FakeKfdConfig c = {}) : fake(std::make_shared<FakeKfd>(std::move(c))) {}
   Result<std::unique_ptr<KfdIface>> open(int index = 0) { return KfdIface::open(fake, index); }
   std::shared_ptr<FakeKfd> fake;
 };
@@ -143,7 +143,7 @@ class KfdPresets : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KfdPresets, BringsUpTheGpu) {
   FakeAmdGpuConfig cfg = FakeAmdGpuConfig::preset(GetParam());
-  Rig rig(with({cfg}));
+  KfdRig rig(with({cfg}));
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   EXPECT_EQ((*kfd)->gpu_id(), rig.fake->gpu_id(0));
@@ -163,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(Targets,
                          ::testing::Values("gfx90a", "gfx942", "gfx1100", "gfx1201"));
 
 TEST(KfdOpen, NoDevKfd) {
-  Rig rig;
+  KfdRig rig;
   rig.fake->set_missing("/dev/kfd");
   auto kfd = rig.open();
   EXPECT_EQ(kfd.status().code(), StatusCode::kNotFound);
@@ -173,7 +173,7 @@ TEST(KfdOpen, NoDevKfd) {
 
 TEST(KfdOpen, PermissionDeniedNamesTheGroups) {
   for (const char* path : {"/dev/kfd", "/dev/dri/renderD128"}) {
-    Rig rig;
+    KfdRig rig;
     rig.fake->set_open_errno(path, EACCES);
     auto kfd = rig.open();
     EXPECT_EQ(kfd.status().code(), StatusCode::kFailedPrecondition);
@@ -186,7 +186,7 @@ TEST(KfdOpen, PermissionDeniedNamesTheGroups) {
 }
 
 TEST(KfdOpen, OldKfdNamesBothVersions) {
-  Rig rig(with({FakeAmdGpuConfig{}}, 13));
+  KfdRig rig(with({FakeAmdGpuConfig{}}, 13));
   auto kfd = rig.open();
   EXPECT_EQ(kfd.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(kfd.status().message(),
@@ -195,14 +195,14 @@ TEST(KfdOpen, OldKfdNamesBothVersions) {
 }
 
 TEST(KfdOpen, IndexPastTheGpusNamesHowManyThereAre) {
-  Rig rig(with({FakeAmdGpuConfig{}, FakeAmdGpuConfig::preset("gfx942")}));
+  KfdRig rig(with({FakeAmdGpuConfig{}, FakeAmdGpuConfig::preset("gfx942")}));
   auto second = rig.open(1);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ((*second)->where(), "AMD GPU 1 (gpu_id " + hex(rig.fake->gpu_id(1)) + ", gfx942)");
   auto kfd = rig.open(2);
   EXPECT_EQ(kfd.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(kfd.status().message(), "no AMD GPU 2: KFD lists 2 GPUs (indices 0..1)");
-  Rig none(with({}));
+  KfdRig none(with({}));
   EXPECT_EQ(none.open().status().message(),
             "no AMD GPU: KFD lists no GPU node under /sys/devices/virtual/kfd/kfd/topology/nodes");
 }
@@ -210,7 +210,7 @@ TEST(KfdOpen, IndexPastTheGpusNamesHowManyThereAre) {
 class KfdOpenIoctls : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KfdOpenIoctls, AFailedIoctlIsNamedAndNothingLeaks) {
-  Rig rig;
+  KfdRig rig;
   rig.fake->fail_next(GetParam(), EINVAL);
   auto kfd = rig.open();
   ASSERT_FALSE(kfd.ok());
@@ -237,7 +237,7 @@ struct KfdMemoryCase {
 class KfdMemoryKinds : public ::testing::TestWithParam<KfdMemoryCase> {};
 
 TEST_P(KfdMemoryKinds, CpuWritesAreWhatTheGpuSees) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   uint64_t bytes = GetParam().kind == KfdMemKind::kMmioRemap ? 4096 : 3 * 4096 + 100;
@@ -271,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds,
                                            KfdMemoryCase{KfdMemKind::kMmioRemap, true}));
 
 TEST(KfdMemory, DoorbellPageIsGpuMappedOnly) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   auto db = (*kfd)->alloc(kKfdDoorbellPageBytes, KfdMemKind::kDoorbell, false);
@@ -283,7 +283,7 @@ TEST(KfdMemory, DoorbellPageIsGpuMappedOnly) {
 }
 
 TEST(KfdMemory, ErrorsNameSizeKindAndIoctl) {
-  Rig rig(with({FakeAmdGpuConfig::preset("gfx1201")}));  // 16 GiB of VRAM
+  KfdRig rig(with({FakeAmdGpuConfig::preset("gfx1201")}));  // 16 GiB of VRAM
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   std::string where = (*kfd)->where();
@@ -327,7 +327,7 @@ QueueBuffers queue_buffers(KfdIface& kfd) {
 }
 
 TEST(KfdQueue, CreateRingDoorbellDestroy) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   QueueBuffers b = queue_buffers(**kfd);
@@ -361,7 +361,7 @@ TEST(KfdQueue, CreateRingDoorbellDestroy) {
 }
 
 TEST(KfdQueue, RefusalsNameTheQueueAndTheIoctl) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   QueueBuffers b = queue_buffers(**kfd);
@@ -388,7 +388,7 @@ TEST(KfdQueue, RefusalsNameTheQueueAndTheIoctl) {
 // (EINVAL to a second, EPERM to freeing it): a GPU reopened in the same process, and a second
 // GPU, reuse both; the second GPU maps the page into its VM.
 TEST(KfdEvents, AReopenedGpuAndASecondGpuReuseTheProcesssRenderNodeAndEventPage) {
-  Rig rig(with({FakeAmdGpuConfig{}, FakeAmdGpuConfig::preset("gfx942")}));
+  KfdRig rig(with({FakeAmdGpuConfig{}, FakeAmdGpuConfig::preset("gfx942")}));
   uint64_t page = 0;
   int render = -1;
   for (int round = 0; round < 2; round++) {
@@ -415,7 +415,7 @@ TEST(KfdEvents, AReopenedGpuAndASecondGpuReuseTheProcesssRenderNodeAndEventPage)
 }
 
 TEST(KfdEvents, SetWaitAndTimeoutWithinItsBound) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   auto first = (*kfd)->create_event(KfdEventType::kSignal, false);
@@ -444,7 +444,7 @@ TEST(KfdEvents, SetWaitAndTimeoutWithinItsBound) {
 }
 
 TEST(KfdEvents, AFakeGpuSignalsDuringTheWait) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   auto e = (*kfd)->create_event(KfdEventType::kSignal, true);
@@ -463,7 +463,7 @@ TEST(KfdEvents, AFakeGpuSignalsDuringTheWait) {
 }
 
 TEST(KfdEvents, ExceptionDataBecomesAFaultReport) {
-  Rig rig;
+  KfdRig rig;
   auto kfd = rig.open();
   ASSERT_TRUE(kfd.ok()) << kfd.status();
   auto sig = (*kfd)->create_event(KfdEventType::kSignal, true);
@@ -490,7 +490,7 @@ TEST(KfdEvents, ExceptionDataBecomesAFaultReport) {
 // ---- teardown and the fake's own refusals ------------------------------------------------------
 
 TEST(KfdTeardown, DestructionReleasesEverything) {
-  Rig rig;
+  KfdRig rig;
   {
     auto kfd = rig.open();
     ASSERT_TRUE(kfd.ok()) << kfd.status();

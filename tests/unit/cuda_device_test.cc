@@ -24,7 +24,6 @@ namespace {
 using namespace compiler;   // NOLINT: AST builders
 using namespace cuda_test;  // NOLINT: the rig
 using cuda::CudaApi;
-constexpr DType kF32 = dtypes::kFloat32;
 
 struct FakeCublas {
   FakeCublasResetFn reset = hook<FakeCublasResetFn>(kFakeCublas, "fake_cublas_reset");

@@ -21,7 +21,6 @@ using namespace cuda_test;  // NOLINT: the rig
 using testing::add_ast;
 using testing::square_ast;
 
-constexpr DType kF32 = dtypes::kFloat32;
 constexpr int64_t kN = 256;  // elements per buffer
 constexpr size_t kBytes = kN * 4;
 

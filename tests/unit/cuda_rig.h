@@ -18,6 +18,7 @@
 
 namespace baregrad::runtime::cuda_test {
 
+inline constexpr compiler::DType kF32 = compiler::dtypes::kFloat32;
 inline constexpr const char* kFakeCuda = BAREGRAD_FAKE_LIBCUDA;
 inline constexpr const char* kFakeCublas = BAREGRAD_FAKE_LIBCUBLAS;
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "tests/unit/index_const.h"
+
 namespace baregrad::compiler {
 namespace {
-
-UOpPtr c64(int64_t v) { return UOp::index_const(v); }
 
 bool matches(const UPat& p, const UOpPtr& n, Match* out = nullptr) {
   Match m;

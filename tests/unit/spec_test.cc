@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/index_const.h"
+
 namespace baregrad::compiler {
 namespace {
 
 using ::testing::HasSubstr;
 
-UOpPtr c64(int64_t v) { return UOp::index_const(v); }
 UOpPtr global(int slot, DType t = dtypes::kFloat32) {
   return UOp::make(Op::DEFINE_GLOBAL, t.as_ptr(), {}, int64_t{slot});
 }

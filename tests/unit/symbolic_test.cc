@@ -11,11 +11,10 @@
 
 #include "compiler/interp.h"
 #include "compiler/spec.h"
+#include "tests/unit/index_const.h"
 
 namespace baregrad::compiler {
 namespace {
-
-UOpPtr c64(int64_t v) { return UOp::index_const(v); }
 
 TEST(SymbolicSimple, FoldsConstantsOfEveryKind) {
   EXPECT_EQ(simplify(c64(7) * c64(6) + c64(1)), c64(43));

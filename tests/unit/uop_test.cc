@@ -12,11 +12,11 @@
 
 #include "base/error.h"
 #include "compiler/interp.h"
+#include "tests/unit/index_const.h"
 
 namespace baregrad::compiler {
 namespace {
 
-UOpPtr c64(int64_t v) { return UOp::index_const(v); }
 UOpPtr range(int64_t lo, int64_t hi) {
   return UOp::make(Op::RANGE, dtypes::kIndex, {c64(lo), c64(hi)}, int64_t{0});
 }

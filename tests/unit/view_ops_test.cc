@@ -139,7 +139,7 @@ std::string mismatch(const ShapeTracker& st, const Model& m) {
   return "";
 }
 
-std::vector<int64_t> indices(const ShapeTracker& st) {
+std::vector<int64_t> st_indices(const ShapeTracker& st) {
   std::vector<int64_t> out;
   for (int64_t f = 0; f < numel(st.shape()); f++)
     out.push_back(index_of(st, unravel(f, st.shape())));
@@ -315,7 +315,7 @@ TEST(ViewOpsTest, RandomSequencesMatchTheModel) {
 TEST(ViewOpsTest, ReshapeOfAPermutedViewPushesAView) {
   ShapeTracker st = reshape(permute(ShapeTracker::contiguous({2, 3}), {1, 0}), {6});
   ASSERT_EQ(st.views.size(), 2u);
-  EXPECT_EQ(indices(st), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(st_indices(st), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
   // Reshaping back to the permuted shape folds the stack into the permuted view again.
   ShapeTracker back = reshape(st, {3, 2});
   EXPECT_EQ(back, permute(ShapeTracker::contiguous({2, 3}), {1, 0}));
@@ -338,10 +338,10 @@ TEST(ViewOpsTest, ExpandAfterReshapeBroadcastsWithStrideZero) {
   ShapeTracker st = expand(reshape(ShapeTracker::contiguous({3}), {3, 1}), {3, 4});
   ASSERT_EQ(st.views.size(), 1u);
   EXPECT_EQ(st.views[0], (View{{3, 4}, {1, 0}, 0, std::nullopt}));
-  EXPECT_EQ(indices(st), (std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}));
+  EXPECT_EQ(st_indices(st), (std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}));
   // A padded size-1 dim keeps its mask through the expand.
   ShapeTracker padded = expand(pad(ShapeTracker::contiguous({1, 2}), {{0, 0}, {1, 0}}), {3, 3});
-  EXPECT_EQ(indices(padded), (std::vector<int64_t>{-1, 0, 1, -1, 0, 1, -1, 0, 1}));
+  EXPECT_EQ(st_indices(padded), (std::vector<int64_t>{-1, 0, 1, -1, 0, 1, -1, 0, 1}));
 }
 
 TEST(ViewOpsTest, PadThenShrinkBackRestoresTheView) {
@@ -373,12 +373,12 @@ TEST(ViewOpsTest, MaskedReshapeSplitsCleanlyOrPushes) {
   ShapeTracker split = reshape(low, {2, 2, 3});
   ASSERT_EQ(split.views.size(), 1u);
   EXPECT_EQ(split.views[0].mask, (Ranges{{1, 2}, {0, 2}, {0, 3}}));
-  EXPECT_EQ(indices(split), indices(low));
+  EXPECT_EQ(st_indices(split), st_indices(low));
   // [3, 9) of a (2, 6) grid and rows [1, 3) of (2, 2) are not boxes: a second view is needed.
   for (Shape to : {Shape{2, 6}, Shape{2, 2, 3}}) {
     ShapeTracker pushed = reshape(padded, to);
     EXPECT_EQ(pushed.views.size(), 2u);
-    EXPECT_EQ(indices(pushed), indices(padded));
+    EXPECT_EQ(st_indices(pushed), st_indices(padded));
   }
 }
 
@@ -411,7 +411,7 @@ TEST(ViewOpsTest, SimplifyMergesStridesThatSpanDimsWithoutCarry) {
   // A fourth column runs past the copy into the next one (a carry): the stack stays.
   ShapeTracker carry = shrink(rows, {{0, 2}, {0, 4}});
   EXPECT_EQ(carry.views.size(), 2u) << carry.str();
-  EXPECT_EQ(indices(carry), (std::vector<int64_t>{0, 1, 2, 3, 1, 2, 3, 0}));
+  EXPECT_EQ(st_indices(carry), (std::vector<int64_t>{0, 1, 2, 3, 1, 2, 3, 0}));
   // Reversed, the digits of the step are negated and still merge.
   ShapeTracker flipped = flip(win, {true, true});
   ASSERT_EQ(flipped.views.size(), 1u) << flipped.str();
@@ -426,7 +426,7 @@ TEST(ViewOpsTest, ScalarsReshapeAndBroadcast) {
   ShapeTracker column = expand(reshape(ShapeTracker::contiguous({3}), {3, 1}), {3, 2});
   ShapeTracker flat = reshape(column, {6});  // a broadcast inner dim cannot flatten in place
   EXPECT_EQ(flat.views.size(), 2u);
-  EXPECT_EQ(indices(flat), (std::vector<int64_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(st_indices(flat), (std::vector<int64_t>{0, 0, 1, 1, 2, 2}));
   EXPECT_EQ(reshape(ShapeTracker::contiguous({1, 1}), {}), ShapeTracker::contiguous({}));
 }
 
@@ -450,7 +450,7 @@ TEST(ViewOpsTest, ZeroSizeShapesReshapeAndPad) {
   EXPECT_EQ(reshape(st, {0}).shape(), (Shape{0}));
   ShapeTracker padded = pad(ShapeTracker::contiguous({2, 0}), {{0, 0}, {1, 1}});
   EXPECT_EQ(padded.shape(), (Shape{2, 2}));
-  EXPECT_EQ(indices(padded), (std::vector<int64_t>{-1, -1, -1, -1}));
+  EXPECT_EQ(st_indices(padded), (std::vector<int64_t>{-1, -1, -1, -1}));
   EXPECT_EQ(real_size(padded), 0);
 }
 
