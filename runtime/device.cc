@@ -16,13 +16,15 @@ Status check_copy(const Device& dev, Buffer dst, Buffer src, size_t bytes) {
 
 namespace {
 
-// InvalidArgument "<what> at 0x... is not aligned to N bytes ..." unless `buf` is aligned to
-// `align` (a kernel's ProgramSpec::buffer_align).
-Status check_align(const std::string& what, const Buffer& buf, int align) {
+// InvalidArgument "<what()> at 0x... is not aligned to N bytes ..." unless `buf` is aligned to
+// `align` (a kernel's ProgramSpec::buffer_align). `what` names the buffer and is called only on
+// a refusal, so that an aligned launch builds no string.
+template <class Name>
+Status check_align(const Name& what, const Buffer& buf, int align) {
   if (align <= 1 || buf.va % static_cast<uint64_t>(align) == 0) return Status();
   char va[32];
   std::snprintf(va, sizeof va, "0x%llx", static_cast<unsigned long long>(buf.va));
-  return invalid_argument(what + " at " + va + " is not aligned to " + std::to_string(align) +
+  return invalid_argument(what() + " at " + va + " is not aligned to " + std::to_string(align) +
                           " bytes, which the kernel's vector accesses assume (alloc() gives 64)");
 }
 
@@ -47,8 +49,8 @@ Status check_launch(const Device& dev,
       return invalid_argument(what() + ": buffer " + std::to_string(b.slot) + " (" +
                               b.dtype.name() + ") needs " + std::to_string(need) + " bytes, got " +
                               std::to_string(buf.bytes));
-    if (int align = spec.buffer_align; align > 1 && buf.va % static_cast<uint64_t>(align) != 0)
-      return check_align(what() + ": buffer " + std::to_string(b.slot), buf, align);
+    RETURN_IF_ERROR(check_align([&] { return what() + ": buffer " + std::to_string(b.slot); }, buf,
+                                spec.buffer_align));
   }
   if (vars.size() != spec.vars.size())
     return invalid_argument(what() + ": expected " + std::to_string(spec.vars.size()) +
@@ -66,8 +68,9 @@ Status GraphInputs::check(const Device& dev, std::span<const Buffer> inputs) con
                               " needs " + std::to_string(need[i]) + " bytes, got " +
                               std::to_string(inputs[i].bytes) + (inputs[i].va ? "" : " (null)"));
     if (used[i])
-      RETURN_IF_ERROR(check_align("graph replay on " + dev.name() + ": input " + std::to_string(i),
-                                  inputs[i], align[i]));
+      RETURN_IF_ERROR(check_align(
+          [&] { return "graph replay on " + dev.name() + ": input " + std::to_string(i); },
+          inputs[i], align[i]));
   }
   return Status();
 }
@@ -112,8 +115,8 @@ Result<GraphInputs> check_graph(const Device& dev,
         return invalid_argument(what + ": buffer " + std::to_string(b.slot) + " (" +
                                 b.dtype.name() + ") needs " + std::to_string(need) +
                                 " bytes, got " + std::to_string(buf.bytes));
-      RETURN_IF_ERROR(
-          check_align(what + ": buffer " + std::to_string(b.slot), buf, spec.buffer_align));
+      RETURN_IF_ERROR(check_align([&] { return what + ": buffer " + std::to_string(b.slot); }, buf,
+                                  spec.buffer_align));
     }
   }
   return in;

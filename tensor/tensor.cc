@@ -400,11 +400,10 @@ Tensor Tensor::operator/(const Tensor& o) const {
 Tensor Tensor::operator+(double v) const { return scalar_op("add", v); }
 Tensor Tensor::operator-(double v) const { return scalar_op("sub", v); }
 Tensor Tensor::scalar_op(std::string_view op, double v, bool reverse) const {
-  Lazy k = lazy_const(impl_->lazy.base->device, scalar_dtype(dtype(), v), v, {});
+  Tensor c = scalar_like(v);
   if (!impl_->lazy.sym && ndim() > 0)  // broadcast at once: one stride-0 view, as expand makes
-    k.st = ShapeTracker::of({shape(), Shape(shape().size(), 0), 0, std::nullopt, nullptr});
-  Tensor c(std::move(k));
-  c.impl_->mode = GradMode::kOff;  // as tinygrad's scalar operands: never a gradient target
+    c.impl_->lazy.st =
+        ShapeTracker::of({shape(), Shape(shape().size(), 0), 0, std::nullopt, nullptr});
   const Tensor& a = reverse ? c : *this;
   const Tensor& b = reverse ? *this : c;
   if (op == "add") return a + b;
