@@ -76,6 +76,10 @@ constexpr Field kFields[] = {
     {{"PROFILE_PATH", "path", "profile.json",
       "the PROFILE trace; each device writes <stem>.<DEVICE>.json"},
      &Options::profile_path},
+    {{"KERNEL_LOG", "path", "",
+      "appends a line per kernel lowered for a device: the target, the kernel name and each "
+      "op.dtype of its uops (tools/op_slice.py reads it); empty is off"},
+     &Options::kernel_log},
     {{"PTXAS", "path", "", "the ptxas binary for NV kernels; empty uses $CUDA_PATH/bin/ptxas"},
      &Options::ptxas},
     {{"CUDA_PATH", "path", "/usr/local/cuda", "the CUDA toolkit root (for ptxas)"},

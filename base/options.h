@@ -18,6 +18,7 @@ struct Options {
   bool spec = false;           // SPEC: run the IR verifier between compiler passes.
   bool profile = false;        // PROFILE: record launches and copies into a Chrome trace.
   std::string profile_path;    // PROFILE_PATH: where the trace goes (device name added).
+  std::string kernel_log;      // KERNEL_LOG: file that gets a line per lowered kernel.
   std::string ptxas;           // PTXAS: the ptxas binary ("" searches CUDA_PATH, /usr/local/cuda).
   std::string cuda_path;       // CUDA_PATH: the CUDA toolkit root.
   std::string ld_lld;          // LD_LLD: the linker of AMD code objects ("" searches LLVM 19's).

@@ -1,5 +1,9 @@
 #include "compiler/target/target.h"
 
+#include <cmath>
+#include <cstdio>
+#include <set>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
@@ -7,6 +11,39 @@
 #include "compiler/codegen/pipeline.h"
 
 namespace baregrad::compiler {
+namespace {
+
+// KERNEL_LOG: appends "<target> <kernel> <op>.<dtype>..." for a kernel lowered for `target`,
+// each op and dtype pair of its uops once (a cast also names its source dtype, a float constant
+// that is NaN or infinite its value). What each
+// backend's renderer was given, which tools/op_slice.py covers with a slice of the tensor suite.
+void log_kernel(const std::string& path, const std::string& target, const ProgramSpec& spec) {
+  std::set<std::string> tokens;
+  for (const UOpPtr& u : spec.uops) {
+    std::string t = std::string(op_name(u->op())) + "." + u->dtype().name();
+    if ((u->op() == Op::CAST || u->op() == Op::BITCAST) && !u->src().empty())
+      t += "<" + u->src(0)->dtype().name();
+    if (u->op() == Op::CONST &&
+        dtypes::is_float(u->dtype())) {  // the literals renderers special-case
+      double v = u->const_value();
+      if (std::isnan(v)) t += "=nan";
+      if (std::isinf(v)) t += v > 0 ? "=inf" : "=-inf";
+    }
+    tokens.insert(std::move(t));
+  }
+  std::string line = target + " " + spec.name;
+  for (const std::string& t : tokens) line += " " + t;
+  line += "\n";
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) {
+    BG_LOG(0) << "KERNEL_LOG=" << path << ": cannot append to it";
+    return;
+  }
+  std::fputs(line.c_str(), f);
+  std::fclose(f);
+}
+
+}  // namespace
 
 Result<CompiledKernel> Target::compile(const UOpPtr& ast,
                                        const std::optional<std::vector<Opt>>& opts) const {
@@ -39,6 +76,8 @@ Result<CompiledKernel> Target::compile(const ProgramSpec& spec) const {
       b.buf_bytes[static_cast<size_t>(a.slot)] = static_cast<size_t>(a.size) * a.dtype.itemsize();
 
   k.source = render(spec);
+  if (const std::string& log = options().kernel_log; !log.empty())
+    log_kernel(log, info_.name, spec);
   // The disk key is the rendered source: any change in lowering or rendering invalidates it.
   auto& cache = KernelCache::global();
   std::string key = cache_key() + "\n" + k.source;

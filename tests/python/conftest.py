@@ -13,7 +13,44 @@ for _p in (os.path.join(_ROOT, "build", "python"), os.path.join(_ROOT, "python")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def pytest_addoption(parser):
+  parser.addoption("--slice", metavar="FILE",
+                   help="run only the tests FILE lists (tools/op_slice.py: the slice of the op "
+                   "files that the fake GPUs run)")
+
+
+def _slice_name(item):
+  """file.py::test[params], the name KERNEL_LOG marks and --slice files use."""
+  return os.path.basename(str(item.fspath)) + "::" + item.nodeid.split("::", 1)[1]
+
+
+def pytest_runtest_setup(item):
+  log = os.environ.get("KERNEL_LOG")
+  if log:
+    with open(log, "a") as f: f.write(f"# {_slice_name(item)}\n")
+
+
+def _apply_slice(config, items):
+  path = config.getoption("--slice")
+  if not path: return
+  with open(path) as f:
+    keep = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+  names = {_slice_name(i) for i in items}
+  files = {n.split("::", 1)[0] for n in names}
+  stale = sorted(k for k in keep - names if k.split("::", 1)[0] in files)
+  if stale:
+    raise pytest.UsageError(f"--slice {path}: {len(stale)} tests it lists do not exist (first: "
+                            f"{stale[0]}); make it again with tools/op_slice.py")
+  config.hook.pytest_deselected(items=[i for i in items if _slice_name(i) not in keep])
+  items[:] = [i for i in items if _slice_name(i) in keep]
+
+
 def pytest_collection_modifyitems(config, items):
+  _apply_slice(config, items)
+  _skip_without_tools(items)
+
+
+def _skip_without_tools(items):
   """On a DEV that cannot open for want of ptxas (MOCK+NV without the CUDA toolkit), ld.lld
   (MOCK+AMD without lld-19) or an OpenCL platform (CL), every test skips, naming the reason,
   instead of failing."""

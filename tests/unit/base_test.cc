@@ -271,8 +271,8 @@ TEST_F(OptionsTest, TableDocumentsEveryOptionAndDefaultsParse) {
               ::testing::UnorderedElementsAre(
                   "DEV", "DEBUG", "CACHE_DIR", "DISABLE_COMPILER_CACHE", "PROGRAM_CACHE_SIZE",
                   "KERNEL_CACHE_MB", "SCHEDULE_CACHE_SIZE", "HANG_TIMEOUT_MS", "THREADS", "CPU_CC",
-                  "SPEC", "PROFILE", "PROFILE_PATH", "PTXAS", "CUDA_PATH", "LD_LLD", "AMD_AQL",
-                  "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS", "BEAM", "BEAM_BUDGET_S"));
+                  "SPEC", "PROFILE", "PROFILE_PATH", "KERNEL_LOG", "PTXAS", "CUDA_PATH", "LD_LLD",
+                  "AMD_AQL", "BAREGRAD_LIBCUDA", "BAREGRAD_LIBCUBLAS", "BEAM", "BEAM_BUDGET_S"));
   EXPECT_FALSE(options().cache_dir.empty());
   EXPECT_FALSE(options().cc.empty());
   EXPECT_EQ(options().profile_path, "profile.json");
