@@ -13,18 +13,17 @@
 namespace baregrad::compiler {
 namespace {
 
-// KERNEL_LOG: appends "<target> <kernel> <op>.<dtype>..." for a kernel lowered for `target`,
-// each op and dtype pair of its uops once (a cast also names its source dtype, a float constant
-// that is NaN or infinite its value). What each
-// backend's renderer was given, which tools/op_slice.py covers with a slice of the tensor suite.
+// KERNEL_LOG: appends "<target> <kernel> <op>.<dtype>..." for a kernel lowered for `target`:
+// each op and dtype pair of its uops once, a cast with its source dtype, a NaN or infinite float
+// constant with its value (literals the renderers special-case). tools/op_slice.py covers these
+// with a slice of the op suites.
 void log_kernel(const std::string& path, const std::string& target, const ProgramSpec& spec) {
   std::set<std::string> tokens;
   for (const UOpPtr& u : spec.uops) {
     std::string t = std::string(op_name(u->op())) + "." + u->dtype().name();
     if ((u->op() == Op::CAST || u->op() == Op::BITCAST) && !u->src().empty())
       t += "<" + u->src(0)->dtype().name();
-    if (u->op() == Op::CONST &&
-        dtypes::is_float(u->dtype())) {  // the literals renderers special-case
+    if (u->op() == Op::CONST && dtypes::is_float(u->dtype())) {
       double v = u->const_value();
       if (std::isnan(v)) t += "=nan";
       if (std::isinf(v)) t += v > 0 ? "=inf" : "=-inf";
